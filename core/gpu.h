@@ -1,0 +1,39 @@
+// A GPU model's datasheet figures, as the cost model uses them, and presets.
+//
+//   absl::StatusOr<GpuSpec> gpu = GpuPreset("h100-sxm");
+//   double peak = gpu->peak_dense_tflops;  // 989.4
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace tessera {
+
+// Bandwidths are unidirectional (what one direction of a link carries), in
+// GB/s = 1e9 bytes/s, as NCCL's bus bandwidth is stated.
+struct GpuSpec {
+  std::string name;
+  double peak_dense_tflops = 0;  // dense bf16 tensor-core peak (fp16 on V100)
+  int64_t memory_bytes = 0;      // device memory as the driver reports it
+  double hbm_gbs = 0;            // device memory bandwidth
+  double nvlink_gbs = 0;         // NVLink bandwidth per GPU, one direction
+  double inter_node_gbs = 0;     // typical NIC bandwidth per node, one direction
+  double tdp_w = 0;              // board power limit
+  double idle_w = 0;             // typical idle power
+};
+
+// Checks that every figure is positive (idle below TDP); errors name the field
+// as "gpu.<field>".
+absl::Status ValidateGpu(const GpuSpec& gpu);
+
+// h100-sxm, h200-sxm, a100-sxm-80g, a100-sxm-40g, v100-sxm-32g. NotFound names
+// the preset and lists the known ones.
+absl::StatusOr<GpuSpec> GpuPreset(absl::string_view name);
+std::vector<std::string> GpuPresetNames();
+
+}  // namespace tessera

@@ -1,0 +1,79 @@
+#include "core/workload.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+
+namespace tessera {
+
+ClusterConfig MakeCluster(const GpuSpec& gpu, int64_t nodes,
+                          int64_t gpus_per_node) {
+  ClusterConfig c;
+  c.gpu = gpu;
+  c.nodes = nodes;
+  c.gpus_per_node = gpus_per_node;
+  c.intra_node_gbs = gpu.nvlink_gbs;
+  c.inter_node_gbs = gpu.inter_node_gbs;
+  c.intra_node_latency_us = 1.0;
+  c.inter_node_latency_us = 5.0;
+  return c;
+}
+
+absl::Status ValidateCluster(const ClusterConfig& c) {
+  TESSERA_RETURN_IF_ERROR(ValidateGpu(c.gpu));
+  if (c.nodes <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cluster.nodes: must be a positive integer, got ", c.nodes));
+  }
+  if (c.gpus_per_node <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster.gpus_per_node: must be a positive integer, got ",
+        c.gpus_per_node));
+  }
+  const std::pair<const char*, double> links[] = {
+      {"intra_node_gbs", c.intra_node_gbs},
+      {"inter_node_gbs", c.inter_node_gbs}};
+  for (const auto& [field, value] : links) {
+    if (!(value > 0) || !std::isfinite(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster.", field, ": must be positive, got ", value));
+    }
+  }
+  const std::pair<const char*, double> latencies[] = {
+      {"intra_node_latency_us", c.intra_node_latency_us},
+      {"inter_node_latency_us", c.inter_node_latency_us}};
+  for (const auto& [field, value] : latencies) {
+    if (!(value >= 0) || !std::isfinite(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cluster.", field, ": must be zero or positive, got ", value));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTraining(const TrainingConfig& t) {
+  if (t.global_batch <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.global_batch: must be a positive number of sequences, got ",
+        t.global_batch));
+  }
+  if (t.seq_len <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.seq_len: must be a positive integer, got ", t.seq_len));
+  }
+  if (!(t.total_tokens >= 0) || !std::isfinite(t.total_tokens)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.total_tokens: must be zero (none) or positive, got ",
+        t.total_tokens));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateWorkload(const Workload& w) {
+  TESSERA_RETURN_IF_ERROR(ValidateModel(w.model));
+  TESSERA_RETURN_IF_ERROR(ValidateCluster(w.cluster));
+  return ValidateTraining(w.training);
+}
+
+}  // namespace tessera

@@ -1,0 +1,78 @@
+// What the cost model predicts for one layout of one workload: the step time
+// and its breakdown (compute, communication, exposed communication, bubble),
+// throughput, MFU, memory per GPU, power and energy, and the full run.
+//
+//   Calibration calibration;  // defaults, or fitted from trials
+//   LayoutEvaluation e = PredictLayout(workload, layout, calibration);
+//   if (!e.feasible) std::cout << e.reason;
+//   else std::cout << e.prediction.tokens_per_s;
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/layout.h"
+#include "core/workload.h"
+#include "planner/calibration.h"
+
+namespace tessera::planner {
+
+// Peak bytes per GPU by what holds them (the most loaded pipeline stage).
+struct MemoryBreakdown {
+  double weights_bytes = 0;         // bf16 parameters held (sharded by zero 3)
+  double master_weights_bytes = 0;  // fp32 master copy (sharded by zero >= 1)
+  double gradients_bytes = 0;       // fp32 gradients (sharded by zero >= 2)
+  double optimizer_bytes = 0;       // AdamW moments (sharded by zero >= 1)
+  double activations_bytes = 0;     // saved activations of in-flight micro-batches
+  double gathered_params_bytes = 0; // FSDP: gathered units (current + prefetched)
+  double overhead_bytes = 0;        // CUDA/NCCL workspace and fragmentation
+  double total_bytes = 0;
+};
+
+// The whole training run for the workload's token budget.
+struct FullRunPrediction {
+  double days = 0;
+  double energy_mwh = 0;
+  double gpu_hours = 0;
+};
+
+// Per optimizer step, per GPU unless said otherwise.
+struct Prediction {
+  double step_time_s = 0;
+  double tokens_per_s = 0;          // whole cluster
+  double tokens_per_s_per_gpu = 0;
+  double tflops_per_gpu = 0;        // model FLOPs (no recomputation) / step time
+  double mfu = 0;                   // tflops_per_gpu / dense peak
+  double memory_gib_per_gpu = 0;
+  MemoryBreakdown memory;
+  double compute_s = 0;             // forward + backward + recompute + optimizer
+  double comm_s = 0;                // all communication, hidden or not
+  double exposed_comm_s = 0;        // communication on the critical path
+  double bubble_s = 0;              // pipeline bubble
+  // Communication by parallelism, each the total time of that kind.
+  double tp_comm_s = 0;
+  double pp_comm_s = 0;
+  double dp_comm_s = 0;             // DDP/ZeRO/FSDP gradient and parameter traffic
+  double cp_comm_s = 0;
+  double watts_per_gpu = 0;
+  double tokens_per_joule = 0;
+  std::optional<FullRunPrediction> full_run;  // when total_tokens > 0
+};
+
+// A layout with its verdict: feasible with a prediction, or infeasible with
+// the reason ("memory: needs 93.1 GiB per GPU, 13.6 GiB over the usable 79.5
+// GiB", "layout.tp: 3 does not divide heads 32", ...).
+struct LayoutEvaluation {
+  Layout layout;  // resolved (dp, grad_accum, shard_group filled in)
+  bool feasible = false;
+  std::string reason;
+  Prediction prediction;  // memory is filled in even when memory-infeasible
+};
+
+// Resolves `layout` against the workload (core/layout.h rules), checks memory
+// and predicts its step. Never fails: an invalid or infeasible layout comes
+// back with feasible = false and the reason. `workload` must be valid.
+LayoutEvaluation PredictLayout(const Workload& workload, const Layout& layout,
+                               const Calibration& calibration);
+
+}  // namespace tessera::planner

@@ -1,0 +1,47 @@
+// The layout search: enumerate every layout of DESIGN.md's table for a
+// workload, reject the infeasible with a reason, rank the rest by predicted
+// tokens/s and tokens/J, and find the Pareto front of the two.
+//
+//   SearchResult r = SearchLayouts(workload, Calibration{}, SearchOptions{});
+//   const LayoutEvaluation& best = r.candidates.front();
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/workload.h"
+#include "planner/calibration.h"
+#include "planner/prediction.h"
+
+namespace tessera::planner {
+
+struct SearchOptions {
+  int64_t top = 10;  // candidates kept, best tokens/s first (0 = all feasible)
+};
+
+struct SearchResult {
+  int64_t searched = 0;  // layouts enumerated
+  int64_t feasible = 0;
+  double elapsed_ms = 0;
+  // Feasible layouts ranked by tokens/s, highest first, at most options.top.
+  std::vector<LayoutEvaluation> candidates;
+  LayoutEvaluation best_throughput;  // highest tokens/s
+  LayoutEvaluation best_energy;      // highest tokens/J
+  // Non-dominated in (tokens/s, tokens/J), sorted by tokens/s descending.
+  std::vector<LayoutEvaluation> pareto;
+  // Why layouts were rejected: reason kind ("memory", "layout.tp", ...) ->
+  // how many.
+  std::map<std::string, int64_t> rejected;
+};
+
+// Searches the layout space. Fails with INVALID_ARGUMENT when the workload is
+// invalid or no layout can reach the global batch on this many GPUs (naming
+// training.global_batch); a search where every layout is infeasible returns
+// feasible == 0 and the rejection counts.
+absl::StatusOr<SearchResult> SearchLayouts(const Workload& workload,
+                                           const Calibration& calibration,
+                                           const SearchOptions& options);
+
+}  // namespace tessera::planner
