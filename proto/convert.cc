@@ -1,0 +1,519 @@
+#include "proto/convert.h"
+
+#include <cmath>
+#include <string>
+#include <tuple>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+
+namespace tessera {
+namespace {
+
+absl::Status FieldError(absl::string_view field, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", message));
+}
+
+// Core validators name GPU fields "gpu.<field>"; in a spec the GPU sits under
+// the cluster.
+absl::Status InSpecPath(const absl::Status& status) {
+  if (status.ok()) return status;
+  absl::string_view message = status.message();
+  if (absl::StartsWith(message, "gpu.") || absl::StartsWith(message, "gpu:")) {
+    return absl::InvalidArgumentError(absl::StrCat("cluster.", message));
+  }
+  return absl::InvalidArgumentError(message);
+}
+
+// Applies an explicit integer field in [1, max_value] over `*value`.
+absl::Status ApplyCount(absl::string_view field, bool has, int64_t given,
+                        int64_t max_value, int64_t* value, bool* changed) {
+  if (!has) return absl::OkStatus();
+  if (given < 1 || given > max_value) {
+    return FieldError(field, absl::StrCat("must be an integer in [1, ",
+                                          max_value, "], got ", given));
+  }
+  if (*value != given) *changed = true;
+  *value = given;
+  return absl::OkStatus();
+}
+
+// Applies an explicit finite number over `*value`; `allow_zero` admits 0.
+absl::Status ApplyNumber(absl::string_view field, bool has, double given,
+                         bool allow_zero, double* value, bool* changed) {
+  if (!has) return absl::OkStatus();
+  if (!std::isfinite(given) || given < 0 || (given == 0 && !allow_zero)) {
+    return FieldError(field, absl::StrCat("must be a finite ",
+                                          allow_zero ? "non-negative" : "positive",
+                                          " number, got ", given));
+  }
+  if (*value != given) *changed = true;
+  *value = given;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> ModelFromSpec(const v1::ModelSpec& spec) {
+  ModelConfig m;
+  m.name = "custom";
+  bool changed = false;
+  if (!spec.preset().empty()) {
+    absl::StatusOr<ModelConfig> preset = ModelPreset(spec.preset());
+    if (!preset.ok()) {
+      return FieldError("model.preset",
+                        absl::StrCat("unknown preset '", spec.preset(),
+                                     "' (known: ",
+                                     absl::StrJoin(ModelPresetNames(), ", "),
+                                     ")"));
+    }
+    m = *preset;
+  } else {
+    const std::pair<const char*, bool> required[] = {
+        {"layers", spec.has_layers()},   {"hidden", spec.has_hidden()},
+        {"heads", spec.has_heads()},     {"ffn_hidden", spec.has_ffn_hidden()},
+        {"vocab", spec.has_vocab()}};
+    bool any = false;
+    for (const auto& [field, has] : required) any = any || has;
+    if (!any) {
+      return FieldError(
+          "model", absl::StrCat("give a preset (",
+                                absl::StrJoin(ModelPresetNames(), ", "),
+                                ") or layers, hidden, heads, ffn_hidden, vocab"));
+    }
+    for (const auto& [field, has] : required) {
+      if (!has) {
+        return FieldError(absl::StrCat("model.", field),
+                          "required without a preset");
+      }
+    }
+  }
+  TESSERA_RETURN_IF_ERROR(ApplyCount("model.layers", spec.has_layers(),
+                                     spec.layers(), kMaxLayers, &m.layers,
+                                     &changed));
+  TESSERA_RETURN_IF_ERROR(ApplyCount("model.hidden", spec.has_hidden(),
+                                     spec.hidden(), kMaxModelDim, &m.hidden,
+                                     &changed));
+  TESSERA_RETURN_IF_ERROR(ApplyCount("model.heads", spec.has_heads(),
+                                     spec.heads(), kMaxModelDim, &m.heads,
+                                     &changed));
+  if (spec.preset().empty() && !spec.has_kv_heads()) m.kv_heads = m.heads;
+  TESSERA_RETURN_IF_ERROR(ApplyCount("model.kv_heads", spec.has_kv_heads(),
+                                     spec.kv_heads(), kMaxModelDim,
+                                     &m.kv_heads, &changed));
+  TESSERA_RETURN_IF_ERROR(ApplyCount("model.ffn_hidden", spec.has_ffn_hidden(),
+                                     spec.ffn_hidden(), kMaxModelDim,
+                                     &m.ffn_hidden, &changed));
+  TESSERA_RETURN_IF_ERROR(ApplyCount("model.vocab", spec.has_vocab(),
+                                     spec.vocab(), kMaxModelDim, &m.vocab,
+                                     &changed));
+  if (spec.has_mlp()) {
+    TESSERA_ASSIGN_OR_RETURN(MlpKind mlp, ParseMlpKind(spec.mlp()));
+    if (mlp != m.mlp) changed = true;
+    m.mlp = mlp;
+  }
+  if (spec.has_tie_embeddings()) {
+    if (spec.tie_embeddings() != m.tie_embeddings) changed = true;
+    m.tie_embeddings = spec.tie_embeddings();
+  }
+  TESSERA_RETURN_IF_ERROR(ApplyNumber("model.rope_theta", spec.has_rope_theta(),
+                                      spec.rope_theta(), false, &m.rope_theta,
+                                      &changed));
+  TESSERA_RETURN_IF_ERROR(ApplyNumber("model.norm_eps", spec.has_norm_eps(),
+                                      spec.norm_eps(), false, &m.norm_eps,
+                                      &changed));
+  if (!spec.preset().empty() && !changed) m.name = spec.preset();
+  if (changed) m.name = "custom";
+  TESSERA_RETURN_IF_ERROR(ValidateModel(m));
+  return m;
+}
+
+absl::StatusOr<GpuSpec> GpuFromSpec(const v1::GpuSpec& spec) {
+  GpuSpec g;
+  g.name = "custom";
+  bool changed = false;
+  if (!spec.preset().empty()) {
+    absl::StatusOr<GpuSpec> preset = GpuPreset(spec.preset());
+    if (!preset.ok()) {
+      return FieldError("cluster.gpu.preset",
+                        absl::StrCat("unknown preset '", spec.preset(),
+                                     "' (known: ",
+                                     absl::StrJoin(GpuPresetNames(), ", "),
+                                     ")"));
+    }
+    g = *preset;
+  } else {
+    const std::pair<const char*, bool> required[] = {
+        {"peak_dense_tflops", spec.has_peak_dense_tflops()},
+        {"memory_bytes", spec.has_memory_bytes()},
+        {"hbm_gbs", spec.has_hbm_gbs()},
+        {"nvlink_gbs", spec.has_nvlink_gbs()},
+        {"inter_node_gbs", spec.has_inter_node_gbs()},
+        {"tdp_w", spec.has_tdp_w()}};
+    bool any = false;
+    for (const auto& [field, has] : required) any = any || has;
+    if (!any) {
+      return FieldError(
+          "cluster.gpu",
+          absl::StrCat("give a preset (", absl::StrJoin(GpuPresetNames(), ", "),
+                       ") or every datasheet figure"));
+    }
+    for (const auto& [field, has] : required) {
+      if (!has) {
+        return FieldError(absl::StrCat("cluster.gpu.", field),
+                          "required without a preset");
+      }
+    }
+  }
+  TESSERA_RETURN_IF_ERROR(ApplyNumber(
+      "cluster.gpu.peak_dense_tflops", spec.has_peak_dense_tflops(),
+      spec.peak_dense_tflops(), false, &g.peak_dense_tflops, &changed));
+  if (spec.has_memory_bytes()) {
+    // Up to 1 PiB per GPU.
+    if (spec.memory_bytes() < 1 || spec.memory_bytes() > (int64_t{1} << 50)) {
+      return FieldError("cluster.gpu.memory_bytes",
+                        absl::StrCat("must be an integer in [1, 2^50], got ",
+                                     spec.memory_bytes()));
+    }
+    if (g.memory_bytes != spec.memory_bytes()) changed = true;
+    g.memory_bytes = spec.memory_bytes();
+  }
+  TESSERA_RETURN_IF_ERROR(ApplyNumber("cluster.gpu.hbm_gbs", spec.has_hbm_gbs(),
+                                      spec.hbm_gbs(), false, &g.hbm_gbs,
+                                      &changed));
+  TESSERA_RETURN_IF_ERROR(ApplyNumber("cluster.gpu.nvlink_gbs",
+                                      spec.has_nvlink_gbs(), spec.nvlink_gbs(),
+                                      false, &g.nvlink_gbs, &changed));
+  TESSERA_RETURN_IF_ERROR(ApplyNumber(
+      "cluster.gpu.inter_node_gbs", spec.has_inter_node_gbs(),
+      spec.inter_node_gbs(), false, &g.inter_node_gbs, &changed));
+  TESSERA_RETURN_IF_ERROR(ApplyNumber("cluster.gpu.tdp_w", spec.has_tdp_w(),
+                                      spec.tdp_w(), false, &g.tdp_w, &changed));
+  TESSERA_RETURN_IF_ERROR(ApplyNumber("cluster.gpu.idle_w", spec.has_idle_w(),
+                                      spec.idle_w(), true, &g.idle_w,
+                                      &changed));
+  if (!spec.preset().empty() && !changed) g.name = spec.preset();
+  if (changed) g.name = "custom";
+  TESSERA_RETURN_IF_ERROR(InSpecPath(ValidateGpu(g)));
+  return g;
+}
+
+absl::StatusOr<ClusterConfig> ClusterFromSpec(const v1::ClusterSpec& spec) {
+  if (!spec.has_gpu()) {
+    return FieldError("cluster.gpu",
+                      absl::StrCat("required: a preset (",
+                                   absl::StrJoin(GpuPresetNames(), ", "),
+                                   ") or every datasheet figure"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(GpuSpec gpu, GpuFromSpec(spec.gpu()));
+  const std::tuple<const char*, int64_t, int64_t> counts[] = {
+      {"cluster.nodes", spec.nodes(), kMaxNodes},
+      {"cluster.gpus_per_node", spec.gpus_per_node(), kMaxGpusPerNode}};
+  for (const auto& [field, value, max_value] : counts) {
+    if (value < 1 || value > max_value) {
+      return FieldError(field, absl::StrCat("must be an integer in [1, ",
+                                            max_value, "], got ", value));
+    }
+  }
+  ClusterConfig c = MakeCluster(gpu, spec.nodes(), spec.gpus_per_node());
+  bool changed = false;
+  TESSERA_RETURN_IF_ERROR(ApplyNumber(
+      "cluster.intra_node_gbs", spec.has_intra_node_gbs(),
+      spec.intra_node_gbs(), false, &c.intra_node_gbs, &changed));
+  TESSERA_RETURN_IF_ERROR(ApplyNumber(
+      "cluster.inter_node_gbs", spec.has_inter_node_gbs(),
+      spec.inter_node_gbs(), false, &c.inter_node_gbs, &changed));
+  TESSERA_RETURN_IF_ERROR(ApplyNumber(
+      "cluster.intra_node_latency_us", spec.has_intra_node_latency_us(),
+      spec.intra_node_latency_us(), true, &c.intra_node_latency_us, &changed));
+  TESSERA_RETURN_IF_ERROR(ApplyNumber(
+      "cluster.inter_node_latency_us", spec.has_inter_node_latency_us(),
+      spec.inter_node_latency_us(), true, &c.inter_node_latency_us, &changed));
+  TESSERA_RETURN_IF_ERROR(InSpecPath(ValidateCluster(c)));
+  return c;
+}
+
+absl::StatusOr<TrainingConfig> TrainingFromSpec(const v1::TrainingSpec& spec) {
+  const std::tuple<const char*, int64_t, int64_t> counts[] = {
+      {"training.global_batch", spec.global_batch(), kMaxGlobalBatch},
+      {"training.seq_len", spec.seq_len(), kMaxSeqLen}};
+  for (const auto& [field, value, max_value] : counts) {
+    if (value < 1 || value > max_value) {
+      return FieldError(field, absl::StrCat("must be an integer in [1, ",
+                                            max_value, "], got ", value));
+    }
+  }
+  TrainingConfig t;
+  t.global_batch = spec.global_batch();
+  t.seq_len = spec.seq_len();
+  t.total_tokens = spec.total_tokens();
+  TESSERA_RETURN_IF_ERROR(ValidateTraining(t));
+  return t;
+}
+
+absl::StatusOr<Workload> WorkloadFromSpec(const v1::StudySpec& spec) {
+  if (!spec.has_model()) {
+    return FieldError("model", "required: a preset or explicit dimensions");
+  }
+  if (!spec.has_cluster()) {
+    return FieldError("cluster", "required: gpu, nodes, gpus_per_node");
+  }
+  if (!spec.has_training()) {
+    return FieldError("training", "required: global_batch, seq_len");
+  }
+  Workload w;
+  TESSERA_ASSIGN_OR_RETURN(w.model, ModelFromSpec(spec.model()));
+  TESSERA_ASSIGN_OR_RETURN(w.cluster, ClusterFromSpec(spec.cluster()));
+  TESSERA_ASSIGN_OR_RETURN(w.training, TrainingFromSpec(spec.training()));
+  TESSERA_RETURN_IF_ERROR(InSpecPath(ValidateWorkload(w)));
+  return w;
+}
+
+absl::StatusOr<planner::SearchOptions> SearchOptionsFromSpec(
+    const v1::SearchOptions& spec) {
+  planner::SearchOptions options;
+  if (spec.has_top()) {
+    if (spec.top() < 0) {
+      return FieldError("search.top",
+                        absl::StrCat("must be 0 (every feasible layout) or "
+                                     "positive, got ",
+                                     spec.top()));
+    }
+    options.top = spec.top();
+  }
+  return options;
+}
+
+v1::StudySpec SpecFromWorkload(const Workload& w) {
+  v1::StudySpec spec;
+  v1::ModelSpec* m = spec.mutable_model();
+  if (ModelPreset(w.model.name).ok()) m->set_preset(w.model.name);
+  m->set_layers(w.model.layers);
+  m->set_hidden(w.model.hidden);
+  m->set_heads(w.model.heads);
+  m->set_kv_heads(w.model.kv_heads);
+  m->set_ffn_hidden(w.model.ffn_hidden);
+  m->set_vocab(w.model.vocab);
+  m->set_mlp(std::string(MlpKindName(w.model.mlp)));
+  m->set_tie_embeddings(w.model.tie_embeddings);
+  m->set_rope_theta(w.model.rope_theta);
+  m->set_norm_eps(w.model.norm_eps);
+  v1::ClusterSpec* c = spec.mutable_cluster();
+  v1::GpuSpec* g = c->mutable_gpu();
+  const GpuSpec& gpu = w.cluster.gpu;
+  if (GpuPreset(gpu.name).ok()) g->set_preset(gpu.name);
+  g->set_peak_dense_tflops(gpu.peak_dense_tflops);
+  g->set_memory_bytes(gpu.memory_bytes);
+  g->set_hbm_gbs(gpu.hbm_gbs);
+  g->set_nvlink_gbs(gpu.nvlink_gbs);
+  g->set_inter_node_gbs(gpu.inter_node_gbs);
+  g->set_tdp_w(gpu.tdp_w);
+  g->set_idle_w(gpu.idle_w);
+  c->set_nodes(w.cluster.nodes);
+  c->set_gpus_per_node(w.cluster.gpus_per_node);
+  c->set_intra_node_gbs(w.cluster.intra_node_gbs);
+  c->set_inter_node_gbs(w.cluster.inter_node_gbs);
+  c->set_intra_node_latency_us(w.cluster.intra_node_latency_us);
+  c->set_inter_node_latency_us(w.cluster.inter_node_latency_us);
+  v1::TrainingSpec* t = spec.mutable_training();
+  t->set_global_batch(w.training.global_batch);
+  t->set_seq_len(w.training.seq_len);
+  t->set_total_tokens(w.training.total_tokens);
+  return spec;
+}
+
+v1::Layout LayoutToProto(const Layout& l) {
+  v1::Layout p;
+  p.set_tp(l.tp);
+  p.set_sp(l.sp);
+  p.set_pp(l.pp);
+  p.set_vpp(l.vpp);
+  p.set_cp(l.cp);
+  p.set_dp(l.dp);
+  p.set_zero(l.zero);
+  p.set_shard_group(l.shard_group);
+  p.set_micro_batch(l.micro_batch);
+  p.set_grad_accum(l.grad_accum);
+  p.set_recompute(std::string(RecomputeName(l.recompute)));
+  return p;
+}
+
+absl::StatusOr<Layout> LayoutFromProto(const v1::Layout& p) {
+  // core ParseLayout's bound: products of degrees stay far from overflow.
+  constexpr int64_t kMaxDegree = 1 << 20;
+  Layout l;
+  // 0 keeps the default (1 for degrees; "derive" for dp, grad_accum,
+  // shard_group, whose defaults are 0).
+  const std::tuple<const char*, int64_t, int64_t*> fields[] = {
+      {"tp", p.tp(), &l.tp},
+      {"pp", p.pp(), &l.pp},
+      {"vpp", p.vpp(), &l.vpp},
+      {"cp", p.cp(), &l.cp},
+      {"dp", p.dp(), &l.dp},
+      {"shard_group", p.shard_group(), &l.shard_group},
+      {"micro_batch", p.micro_batch(), &l.micro_batch},
+      {"grad_accum", p.grad_accum(), &l.grad_accum}};
+  for (const auto& [field, value, target] : fields) {
+    if (value < 0 || value > kMaxDegree) {
+      return FieldError(absl::StrCat("layout.", field),
+                        absl::StrCat("must be an integer in [0 (default), ",
+                                     kMaxDegree, "], got ", value));
+    }
+    if (value != 0) *target = value;
+  }
+  if (p.zero() < 0 || p.zero() > 3) {
+    return FieldError("layout.zero",
+                      absl::StrCat("must be 0, 1, 2 or 3, got ", p.zero()));
+  }
+  l.zero = p.zero();
+  l.sp = p.sp();
+  if (!p.recompute().empty()) {
+    TESSERA_ASSIGN_OR_RETURN(l.recompute, ParseRecompute(p.recompute()));
+  }
+  return l;
+}
+
+v1::Prediction PredictionToProto(const planner::Prediction& p) {
+  v1::Prediction out;
+  out.set_step_time_s(p.step_time_s);
+  out.set_tokens_per_s(p.tokens_per_s);
+  out.set_tokens_per_s_per_gpu(p.tokens_per_s_per_gpu);
+  out.set_tflops_per_gpu(p.tflops_per_gpu);
+  out.set_mfu(p.mfu);
+  out.set_memory_gib_per_gpu(p.memory_gib_per_gpu);
+  v1::MemoryBreakdown* m = out.mutable_memory_breakdown();
+  m->set_weights_bytes(p.memory.weights_bytes);
+  m->set_master_weights_bytes(p.memory.master_weights_bytes);
+  m->set_gradients_bytes(p.memory.gradients_bytes);
+  m->set_optimizer_bytes(p.memory.optimizer_bytes);
+  m->set_activations_bytes(p.memory.activations_bytes);
+  m->set_gathered_params_bytes(p.memory.gathered_params_bytes);
+  m->set_overhead_bytes(p.memory.overhead_bytes);
+  m->set_total_bytes(p.memory.total_bytes);
+  out.set_compute_s(p.compute_s);
+  out.set_comm_s(p.comm_s);
+  out.set_exposed_comm_s(p.exposed_comm_s);
+  out.set_bubble_s(p.bubble_s);
+  out.set_tp_comm_s(p.tp_comm_s);
+  out.set_pp_comm_s(p.pp_comm_s);
+  out.set_dp_comm_s(p.dp_comm_s);
+  out.set_cp_comm_s(p.cp_comm_s);
+  out.set_watts_per_gpu(p.watts_per_gpu);
+  out.set_tokens_per_joule(p.tokens_per_joule);
+  if (p.full_run.has_value()) {
+    v1::FullRun* f = out.mutable_full_run();
+    f->set_days(p.full_run->days);
+    f->set_energy_mwh(p.full_run->energy_mwh);
+    f->set_gpu_hours(p.full_run->gpu_hours);
+  }
+  return out;
+}
+
+planner::Prediction PredictionFromProto(const v1::Prediction& p) {
+  planner::Prediction out;
+  out.step_time_s = p.step_time_s();
+  out.tokens_per_s = p.tokens_per_s();
+  out.tokens_per_s_per_gpu = p.tokens_per_s_per_gpu();
+  out.tflops_per_gpu = p.tflops_per_gpu();
+  out.mfu = p.mfu();
+  out.memory_gib_per_gpu = p.memory_gib_per_gpu();
+  const v1::MemoryBreakdown& m = p.memory_breakdown();
+  out.memory.weights_bytes = m.weights_bytes();
+  out.memory.master_weights_bytes = m.master_weights_bytes();
+  out.memory.gradients_bytes = m.gradients_bytes();
+  out.memory.optimizer_bytes = m.optimizer_bytes();
+  out.memory.activations_bytes = m.activations_bytes();
+  out.memory.gathered_params_bytes = m.gathered_params_bytes();
+  out.memory.overhead_bytes = m.overhead_bytes();
+  out.memory.total_bytes = m.total_bytes();
+  out.compute_s = p.compute_s();
+  out.comm_s = p.comm_s();
+  out.exposed_comm_s = p.exposed_comm_s();
+  out.bubble_s = p.bubble_s();
+  out.tp_comm_s = p.tp_comm_s();
+  out.pp_comm_s = p.pp_comm_s();
+  out.dp_comm_s = p.dp_comm_s();
+  out.cp_comm_s = p.cp_comm_s();
+  out.watts_per_gpu = p.watts_per_gpu();
+  out.tokens_per_joule = p.tokens_per_joule();
+  if (p.has_full_run()) {
+    out.full_run = planner::FullRunPrediction{
+        p.full_run().days(), p.full_run().energy_mwh(),
+        p.full_run().gpu_hours()};
+  }
+  return out;
+}
+
+v1::LayoutEvaluation EvaluationToProto(const planner::LayoutEvaluation& e) {
+  v1::LayoutEvaluation out;
+  *out.mutable_layout() = LayoutToProto(e.layout);
+  out.set_feasible(e.feasible);
+  out.set_reason(e.reason);
+  *out.mutable_prediction() = PredictionToProto(e.prediction);
+  return out;
+}
+
+absl::StatusOr<planner::LayoutEvaluation> EvaluationFromProto(
+    const v1::LayoutEvaluation& p) {
+  planner::LayoutEvaluation out;
+  TESSERA_ASSIGN_OR_RETURN(out.layout, LayoutFromProto(p.layout()));
+  out.feasible = p.feasible();
+  out.reason = p.reason();
+  out.prediction = PredictionFromProto(p.prediction());
+  return out;
+}
+
+v1::PlanResponse PlanResponseFromResult(const planner::SearchResult& r) {
+  v1::PlanResponse out;
+  out.set_searched(r.searched);
+  out.set_feasible(r.feasible);
+  out.set_elapsed_ms(r.elapsed_ms);
+  for (const planner::LayoutEvaluation& e : r.candidates) {
+    *out.add_candidates() = EvaluationToProto(e);
+  }
+  if (r.feasible > 0) {
+    *out.mutable_best_throughput() = EvaluationToProto(r.best_throughput);
+    *out.mutable_best_energy() = EvaluationToProto(r.best_energy);
+  }
+  for (const planner::LayoutEvaluation& e : r.pareto) {
+    *out.add_pareto() = EvaluationToProto(e);
+  }
+  for (const auto& [reason, count] : r.rejected) {
+    (*out.mutable_rejected())[reason] = count;
+  }
+  return out;
+}
+
+absl::StatusOr<planner::SearchResult> SearchResultFromPlanResponse(
+    const v1::PlanResponse& p) {
+  planner::SearchResult out;
+  out.searched = p.searched();
+  out.feasible = p.feasible();
+  out.elapsed_ms = p.elapsed_ms();
+  for (const v1::LayoutEvaluation& e : p.candidates()) {
+    TESSERA_ASSIGN_OR_RETURN(planner::LayoutEvaluation c,
+                             EvaluationFromProto(e));
+    out.candidates.push_back(std::move(c));
+  }
+  if (p.has_best_throughput()) {
+    TESSERA_ASSIGN_OR_RETURN(out.best_throughput,
+                             EvaluationFromProto(p.best_throughput()));
+  }
+  if (p.has_best_energy()) {
+    TESSERA_ASSIGN_OR_RETURN(out.best_energy,
+                             EvaluationFromProto(p.best_energy()));
+  }
+  for (const v1::LayoutEvaluation& e : p.pareto()) {
+    TESSERA_ASSIGN_OR_RETURN(planner::LayoutEvaluation c,
+                             EvaluationFromProto(e));
+    out.pareto.push_back(std::move(c));
+  }
+  for (const auto& [reason, count] : p.rejected()) {
+    out.rejected[reason] = count;
+  }
+  return out;
+}
+
+}  // namespace tessera

@@ -1,0 +1,88 @@
+// Conversions between the tessera.v1 messages and the domain types, at the
+// edges of the components: a StudySpec becomes a Workload (presets resolved,
+// explicit fields applied over them, everything validated), layouts and the
+// planner's evaluations and search results go both ways (the Plan RPC sends
+// them, the CLI prints a result from the service as it prints a local one).
+//
+//   TESSERA_ASSIGN_OR_RETURN(v1::StudySpec spec, ReadStudySpecFile(path));
+//   TESSERA_ASSIGN_OR_RETURN(Workload workload, WorkloadFromSpec(spec));
+//   v1::PlanResponse response = PlanResponseFromResult(result);
+//   TESSERA_ASSIGN_OR_RETURN(planner::SearchResult back,
+//                            SearchResultFromPlanResponse(response));
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "core/layout.h"
+#include "core/workload.h"
+#include "planner/prediction.h"
+#include "planner/search.h"
+#include "tessera/v1/specs.pb.h"
+
+namespace tessera {
+
+// Bounds on spec values beyond which no study is meaningful; they keep
+// products of dimensions (tokens x hidden x layers, nodes x GPUs) far from
+// int64 overflow in the cost model.
+inline constexpr int64_t kMaxModelDim = int64_t{1} << 24;     // hidden, ffn, vocab
+inline constexpr int64_t kMaxLayers = 1 << 16;
+inline constexpr int64_t kMaxNodes = 1 << 20;
+inline constexpr int64_t kMaxGpusPerNode = 1 << 10;
+inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 24;  // sequences
+inline constexpr int64_t kMaxSeqLen = int64_t{1} << 24;       // tokens
+
+// The model of `spec`: the preset (if any), then each explicit field over it;
+// kv_heads defaults to heads and mlp to swiglu without a preset. The name is
+// the preset's when no field changes it, else "custom". INVALID_ARGUMENT
+// names the field: "model.preset: unknown preset 'x' (known: ...)",
+// "model.hidden: required without a preset", "model.heads: ...".
+absl::StatusOr<ModelConfig> ModelFromSpec(const v1::ModelSpec& spec);
+
+// The GPU of `spec`: the preset's figures with explicit ones over them, or
+// every figure explicitly (idle_w defaults to 0). Errors name
+// "cluster.gpu.<field>".
+absl::StatusOr<GpuSpec> GpuFromSpec(const v1::GpuSpec& spec);
+
+// The cluster (core MakeCluster, then the link overrides). Errors name
+// "cluster.<field>".
+absl::StatusOr<ClusterConfig> ClusterFromSpec(const v1::ClusterSpec& spec);
+
+// Errors name "training.<field>".
+absl::StatusOr<TrainingConfig> TrainingFromSpec(const v1::TrainingSpec& spec);
+
+// The whole workload, validated (core ValidateWorkload). Errors are
+// INVALID_ARGUMENT and name the field by its path in the spec.
+absl::StatusOr<Workload> WorkloadFromSpec(const v1::StudySpec& spec);
+
+// The search options (top: 10 when absent). Errors name "search.<field>".
+absl::StatusOr<planner::SearchOptions> SearchOptionsFromSpec(
+    const v1::SearchOptions& spec);
+
+// A spec that states every figure of `workload` explicitly (and the presets'
+// names where the model or GPU is one): WorkloadFromSpec of it gives
+// `workload` back.
+v1::StudySpec SpecFromWorkload(const Workload& workload);
+
+// Every field of `layout`, as is.
+v1::Layout LayoutToProto(const Layout& layout);
+
+// The layout of `proto`: 0 takes the default (degrees 1; dp, grad_accum and
+// shard_group derived), "" recompute is none. Out-of-range values are
+// INVALID_ARGUMENT naming "layout.<field>", with core ParseLayout's bounds.
+absl::StatusOr<Layout> LayoutFromProto(const v1::Layout& proto);
+
+v1::Prediction PredictionToProto(const planner::Prediction& prediction);
+// full_run is set when the message has one.
+planner::Prediction PredictionFromProto(const v1::Prediction& proto);
+
+v1::LayoutEvaluation EvaluationToProto(
+    const planner::LayoutEvaluation& evaluation);
+// Fails only when the layout does (LayoutFromProto).
+absl::StatusOr<planner::LayoutEvaluation> EvaluationFromProto(
+    const v1::LayoutEvaluation& proto);
+
+// best_throughput and best_energy are left out when nothing is feasible.
+v1::PlanResponse PlanResponseFromResult(const planner::SearchResult& result);
+absl::StatusOr<planner::SearchResult> SearchResultFromPlanResponse(
+    const v1::PlanResponse& response);
+
+}  // namespace tessera
