@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -112,6 +113,10 @@ absl::StatusOr<v1::StudySpec> StudySpecFromJson(absl::string_view json,
 
 absl::StatusOr<v1::StudySpec> ReadStudySpecFile(absl::string_view path) {
   const std::string name(path);
+  std::error_code error;
+  if (std::filesystem::is_directory(name, error)) {
+    return SpecError(path, "cannot read: is a directory");
+  }
   std::ifstream file(name, std::ios::binary);
   if (!file) {
     return SpecError(path, absl::StrCat("cannot read: ", std::strerror(errno)));
@@ -128,7 +133,6 @@ absl::StatusOr<v1::StudySpec> ReadStudySpecFile(absl::string_view path) {
     text.write(buffer, file.gcount());
   }
   if (file.bad()) {
-    // A directory opens but fails to read (EISDIR).
     return SpecError(path, absl::StrCat("cannot read: ", std::strerror(errno)));
   }
   return StudySpecFromJson(text.str(), path);
