@@ -1,0 +1,79 @@
+#include "cli/commands.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cli/exit_codes.h"
+#include "cli/plan_command.h"
+#include "cli/predict_command.h"
+
+namespace tessera::cli {
+namespace {
+
+std::string Usage() {
+  std::string text =
+      "Usage: tessera <command> [flags]\n"
+      "\n"
+      "Tessera ranks the parallel layouts of an LLM training run (tensor,\n"
+      "pipeline, context and sharded data parallelism, micro-batch, ZeRO,\n"
+      "recompute) on a GPU cluster by predicted throughput and energy.\n"
+      "\n"
+      "Commands:\n";
+  for (const Command& c : Commands()) {
+    absl::StrAppend(&text, absl::StrFormat("  %-10s %s\n", c.name, c.summary));
+  }
+  absl::StrAppend(&text,
+                  "\nRun `tessera <command> --help` for its flags.\n\n",
+                  kExitStatusHelp);
+  return text;
+}
+
+const Command* Find(const std::string& name) {
+  for (const Command& c : Commands()) {
+    if (name == c.name) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> commands = {
+      {"plan", "rank every feasible layout of a workload (offline cost model)",
+       &RunPlan},
+      {"predict", "predict one layout: step time, throughput, memory, energy",
+       &RunPredict},
+  };
+  return commands;
+}
+
+int RunTessera(const std::vector<std::string>& args, std::ostream& out,
+               std::ostream& err) {
+  if (args.empty()) {
+    err << Usage();
+    return kExitBadInput;
+  }
+  const std::string& name = args[0];
+  if (name == "--help" || name == "-h" || name == "help") {
+    if (args.size() > 1 && name == "help") {
+      if (const Command* c = Find(args[1])) return c->run({"--help"}, out, err);
+    }
+    out << Usage();
+    return kExitOk;
+  }
+  const Command* command = Find(name);
+  if (command == nullptr) {
+    std::vector<std::string> names;
+    for (const Command& c : Commands()) names.push_back(c.name);
+    return ReportError(
+        err, "tessera",
+        absl::InvalidArgumentError(absl::StrCat(
+            "unknown command '", name, "' (commands: ",
+            absl::StrJoin(names, ", "), "; see tessera --help)")));
+  }
+  return command->run(std::vector<std::string>(args.begin() + 1, args.end()),
+                      out, err);
+}
+
+}  // namespace tessera::cli

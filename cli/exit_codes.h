@@ -1,0 +1,53 @@
+// The `tessera` command's exit status, shared by every subcommand, and the one
+// way a subcommand reports an error: one line on stderr, "tessera <command>:
+// <field>: <what is wrong>".
+//
+//   if (!status.ok()) return ReportError(err, "tessera plan", status);
+#pragma once
+
+#include <ostream>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/string_view.h"
+
+namespace tessera::cli {
+
+inline constexpr int kExitOk = 0;          // success (predict: also infeasible)
+inline constexpr int kExitFailure = 1;     // internal or service failure
+inline constexpr int kExitBadInput = 2;    // unknown command or flag, bad value,
+                                           // invalid spec, unreachable batch
+inline constexpr int kExitNoFeasible = 3;  // plan: every layout was rejected
+
+// The exit status section of every help text.
+inline constexpr absl::string_view kExitStatusHelp =
+    "Exit status:\n"
+    "  0  success (predict: also when the layout is infeasible; the output\n"
+    "     says why)\n"
+    "  1  internal failure\n"
+    "  2  bad input: unknown command or flag, missing or malformed value,\n"
+    "     invalid spec (unknown preset, zero GPUs, ...), a global batch no\n"
+    "     layout can reach, a malformed layout; one line on stderr names the\n"
+    "     field\n"
+    "  3  plan: no layout is feasible (the output lists why they were\n"
+    "     rejected)\n";
+
+// Writes "<command>: <message>" as one line to `err` and returns the exit
+// status for `status`: kExitBadInput for INVALID_ARGUMENT, NOT_FOUND and
+// OUT_OF_RANGE, kExitFailure otherwise.
+inline int ReportError(std::ostream& err, absl::string_view command,
+                       const absl::Status& status) {
+  err << command << ": "
+      << absl::StrReplaceAll(status.message(), {{"\n", " "}, {"\r", " "}})
+      << "\n";
+  switch (status.code()) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kOutOfRange:
+      return kExitBadInput;
+    default:
+      return kExitFailure;
+  }
+}
+
+}  // namespace tessera::cli

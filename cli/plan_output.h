@@ -1,0 +1,63 @@
+// What `tessera plan` and `tessera predict` print: one JSON object (--json),
+// whose field names are part of the interface, or a table for people. The
+// same printers serve a local search and a result from the planner service
+// (proto/convert.h turns a PlanResponse back into a SearchResult).
+//
+//   planner::SearchResult r = *planner::SearchLayouts(w, {}, {});
+//   std::cout << PlanJson(r).dump(2);   // {"searched": ..., "candidates": [...]}
+//   PrintPlan(w, r, std::cout);         // the table and the best layouts
+//
+// JSON shapes:
+//   plan:    {"searched", "feasible", "elapsed_ms", "candidates": [C...],
+//             "best_throughput": C|null, "best_energy": C|null,
+//             "pareto": [C...], "rejected": {"memory": n, ...}}
+//            with C = {"layout": {...}, "prediction": P}
+//   predict: {"layout": {...}, "feasible": bool, "reason": "...",
+//             "prediction": P|null}, plus "memory_breakdown" when the layout
+//             is infeasible for memory
+//   P = {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu",
+//        "tflops_per_gpu", "mfu", "memory_gib_per_gpu", "memory_breakdown":
+//        {"weights_bytes", ..., "total_bytes"}, "compute_s", "comm_s",
+//        "exposed_comm_s", "bubble_s", "tp_comm_s", "pp_comm_s", "dp_comm_s",
+//        "cp_comm_s", "watts_per_gpu", "tokens_per_joule",
+//        "full_run": {"days", "energy_mwh", "gpu_hours"} (with a token budget)}
+//   Layouts are core/layout_json.h's objects.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "core/workload.h"
+#include "nlohmann/json.hpp"
+#include "planner/prediction.h"
+#include "planner/search.h"
+
+namespace tessera::cli {
+
+nlohmann::json MemoryBreakdownJson(const planner::MemoryBreakdown& memory);
+nlohmann::json PredictionJson(const planner::Prediction& prediction);
+// {"layout": ..., "prediction": ...}
+nlohmann::json CandidateJson(const planner::LayoutEvaluation& evaluation);
+nlohmann::json PlanJson(const planner::SearchResult& result);
+nlohmann::json PredictJson(const planner::LayoutEvaluation& evaluation);
+
+// "llama2-7b (6.74B parameters) on 32 x 8 h100-sxm = 256 GPUs; global batch
+// 512 x 4096 = 2097152 tokens per step".
+std::string DescribeWorkload(const Workload& workload);
+
+// The search summary, the table of candidates (tokens/s, MFU, memory per GPU,
+// exposed communication, bubble, watts, tokens/J), the best-throughput and
+// best-energy layouts with the full run (days, MWh, GPU-hours) and the Pareto
+// front; or why nothing is feasible.
+void PrintPlan(const Workload& workload, const planner::SearchResult& result,
+               std::ostream& out);
+
+// One layout's prediction with its breakdown, or "infeasible: <reason>".
+void PrintPrediction(const Workload& workload,
+                     const planner::LayoutEvaluation& evaluation,
+                     std::ostream& out);
+
+// JSON text as the commands print it: indented, invalid UTF-8 replaced.
+std::string DumpJson(const nlohmann::json& json);
+
+}  // namespace tessera::cli

@@ -1,0 +1,82 @@
+#include "cli/predict_command.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "cli/exit_codes.h"
+#include "cli/flags.h"
+#include "cli/plan_output.h"
+#include "cli/workload_flags.h"
+#include "core/layout.h"
+#include "planner/calibration.h"
+#include "planner/prediction.h"
+
+namespace tessera::cli {
+namespace {
+
+constexpr char kCommand[] = "tessera predict";
+
+constexpr char kAbout[] =
+    "Usage: tessera predict (--spec FILE | workload flags) --layout LAYOUT "
+    "[--json]\n"
+    "\n"
+    "Predicts one layout with the cost model's default calibration: step\n"
+    "time (compute, communication, exposed communication, bubble), tokens/s,\n"
+    "MFU, memory per GPU by what holds it, watts and tokens/J, and the full\n"
+    "run with --total-tokens. A layout that does not resolve against the\n"
+    "workload or does not fit in memory prints `infeasible: <reason>`.\n"
+    "\n"
+    "LAYOUT is key=value pairs: tp, sp, pp, vpp, cp, dp, zero, shard_group,\n"
+    "micro_batch, grad_accum, recompute (none|selective|full). Omitted\n"
+    "fields take their defaults (1, sp=0, zero=0, recompute=none); dp,\n"
+    "grad_accum and shard_group are derived.\n"
+    "\n"
+    "Example:\n"
+    "  tessera predict --spec deploy/examples/study.json \\\n"
+    "      --layout tp=2,pp=1,vpp=1,cp=1,zero=3,micro_batch=2,recompute=none\n";
+
+}  // namespace
+
+int RunPredict(const std::vector<std::string>& args, std::ostream& out,
+               std::ostream& err) {
+  FlagSet flags(kCommand);
+  WorkloadFlags workload_flags;
+  workload_flags.Register(&flags);
+  std::optional<std::string> layout_text;
+  bool json = false;
+  flags.AddSection("Layout and output");
+  flags.AddString("layout", "LAYOUT",
+                  "the layout, e.g. tp=2,zero=3,micro_batch=2 (required)",
+                  &layout_text);
+  flags.AddSwitch("json", "print one JSON object", &json);
+  if (FlagSet::WantsHelp(args)) {
+    out << kAbout << flags.Help() << "\n" << kExitStatusHelp;
+    return kExitOk;
+  }
+  if (absl::Status s = flags.Parse(args); !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  if (!layout_text.has_value()) {
+    return ReportError(err, kCommand,
+                       absl::InvalidArgumentError(
+                           "layout: required (--layout tp=2,zero=3,...)"));
+  }
+  absl::StatusOr<Layout> layout = ParseLayout(*layout_text);
+  if (!layout.ok()) {
+    return ReportError(err, kCommand,
+                       absl::InvalidArgumentError(absl::StrCat(
+                           layout.status().message(), " (--layout)")));
+  }
+  absl::StatusOr<Study> study = workload_flags.Resolve();
+  if (!study.ok()) return ReportError(err, kCommand, study.status());
+  const planner::LayoutEvaluation evaluation =
+      planner::PredictLayout(study->workload, *layout, planner::Calibration{});
+  if (json) {
+    out << DumpJson(PredictJson(evaluation)) << "\n";
+  } else {
+    PrintPrediction(study->workload, evaluation, out);
+  }
+  return kExitOk;
+}
+
+}  // namespace tessera::cli

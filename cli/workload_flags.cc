@@ -1,0 +1,192 @@
+#include "cli/workload_flags.h"
+
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/gpu.h"
+#include "core/model.h"
+#include "proto/convert.h"
+#include "proto/spec_json.h"
+
+namespace tessera::cli {
+namespace {
+
+// A spec field and the flag that sets it.
+struct FieldFlag {
+  const char* field;
+  const char* flag;
+  bool given;
+};
+
+std::vector<FieldFlag> FieldFlags(const WorkloadFlags& f) {
+  return {
+      {"model.preset", "model", f.model.has_value()},
+      {"model.layers", "layers", f.layers.has_value()},
+      {"model.hidden", "hidden", f.hidden.has_value()},
+      {"model.heads", "heads", f.heads.has_value()},
+      {"model.kv_heads", "kv-heads", f.kv_heads.has_value()},
+      {"model.ffn_hidden", "ffn-hidden", f.ffn_hidden.has_value()},
+      {"model.vocab", "vocab", f.vocab.has_value()},
+      {"model.mlp", "mlp", f.mlp.has_value()},
+      {"cluster.gpu.preset", "gpu", f.gpu.has_value()},
+      {"cluster.gpu", "gpu", f.gpu.has_value()},
+      {"cluster.nodes", "nodes", f.nodes.has_value()},
+      {"cluster.gpus_per_node", "gpus-per-node", f.gpus_per_node.has_value()},
+      {"cluster.intra_node_gbs", "intra-node-gbs", f.intra_node_gbs.has_value()},
+      {"cluster.inter_node_gbs", "inter-node-gbs", f.inter_node_gbs.has_value()},
+      {"cluster.inter_node_latency_us", "inter-node-latency-us",
+       f.inter_node_latency_us.has_value()},
+      {"training.global_batch", "global-batch", f.global_batch.has_value()},
+      {"training.seq_len", "seq-len", f.seq_len.has_value()},
+      {"training.total_tokens", "total-tokens", f.total_tokens.has_value()},
+  };
+}
+
+// Says which flag or file an invalid field came from: the flag when it was
+// given or when there is no file, else the file.
+absl::Status Attribute(const WorkloadFlags& f, const absl::Status& status) {
+  const absl::string_view message = status.message();
+  const absl::string_view field = message.substr(0, message.find(':'));
+  for (const FieldFlag& ff : FieldFlags(f)) {
+    if (field == ff.field && (ff.given || !f.spec_path.has_value())) {
+      return absl::Status(status.code(),
+                          absl::StrCat(message, " (--", ff.flag, ")"));
+    }
+  }
+  if (f.spec_path.has_value() && !absl::StartsWith(message, "spec: ")) {
+    return absl::Status(status.code(),
+                        absl::StrCat("spec: ", *f.spec_path, ": ", message));
+  }
+  return status;
+}
+
+absl::Status Required(absl::string_view field, absl::string_view flags) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": required (", flags, ")"));
+}
+
+}  // namespace
+
+void WorkloadFlags::Register(FlagSet* flags) {
+  flags->AddSection(
+      "Workload: a study file, flags, or a study file with flags over it");
+  flags->AddString("spec", "FILE",
+                   "a StudySpec in JSON (see deploy/examples/study.json)",
+                   &spec_path);
+  flags->AddString(
+      "model", "NAME",
+      absl::StrCat("model preset: ", absl::StrJoin(ModelPresetNames(), ", ")),
+      &model);
+  flags->AddInt("layers", "N", "transformer layers (instead of or over --model)",
+                &layers);
+  flags->AddInt("hidden", "N", "hidden size", &hidden);
+  flags->AddInt("heads", "N", "attention heads", &heads);
+  flags->AddInt("kv-heads", "N",
+                "key/value heads (grouped-query attention; default: heads)",
+                &kv_heads);
+  flags->AddInt("ffn-hidden", "N", "MLP inner size", &ffn_hidden);
+  flags->AddInt("vocab", "N", "vocabulary size", &vocab);
+  flags->AddString("mlp", "KIND", "swiglu (Llama, default) or gelu (GPT)", &mlp);
+  flags->AddSwitch("tie-embeddings",
+                   "the output projection shares the embedding",
+                   &tie_embeddings);
+  flags->AddString(
+      "gpu", "NAME",
+      absl::StrCat("GPU preset: ", absl::StrJoin(GpuPresetNames(), ", ")), &gpu);
+  flags->AddInt("nodes", "N", "nodes in the cluster", &nodes);
+  flags->AddInt("gpus-per-node", "N", "GPUs per node", &gpus_per_node);
+  flags->AddDouble("intra-node-gbs", "GB/s",
+                   "NVLink bandwidth per GPU, one direction (default: the "
+                   "GPU's)",
+                   &intra_node_gbs);
+  flags->AddDouble("inter-node-gbs", "GB/s",
+                   "network bandwidth per node, one direction (default: the "
+                   "GPU's typical node)",
+                   &inter_node_gbs);
+  flags->AddDouble("inter-node-latency-us", "US",
+                   "latency per NCCL step across nodes (default: 5)",
+                   &inter_node_latency_us);
+  flags->AddInt("global-batch", "N", "sequences per optimizer step",
+                &global_batch);
+  flags->AddInt("seq-len", "N", "tokens per sequence", &seq_len);
+  flags->AddDouble("total-tokens", "N",
+                   "token budget of the whole run (e.g. 1e12): adds days, MWh "
+                   "and GPU-hours",
+                   &total_tokens);
+}
+
+absl::StatusOr<v1::StudySpec> WorkloadFlags::ToSpec() const {
+  v1::StudySpec spec;
+  if (spec_path.has_value()) {
+    absl::StatusOr<v1::StudySpec> file = ReadStudySpecFile(*spec_path);
+    if (!file.ok()) return file.status();
+    spec = *std::move(file);
+  } else {
+    const bool any_dim =
+        layers || hidden || heads || kv_heads || ffn_hidden || vocab;
+    if (!model && !any_dim) {
+      return Required("model", absl::StrCat(
+                                   "--model NAME: ",
+                                   absl::StrJoin(ModelPresetNames(), ", "),
+                                   "; or --layers --hidden --heads "
+                                   "--ffn-hidden --vocab"));
+    }
+    if (!gpu) {
+      return Required("cluster.gpu",
+                      absl::StrCat("--gpu NAME: ",
+                                   absl::StrJoin(GpuPresetNames(), ", ")));
+    }
+    if (!nodes) return Required("cluster.nodes", "--nodes N");
+    if (!gpus_per_node) {
+      return Required("cluster.gpus_per_node", "--gpus-per-node N");
+    }
+    if (!global_batch) {
+      return Required("training.global_batch",
+                      "--global-batch N, in sequences");
+    }
+    if (!seq_len) return Required("training.seq_len", "--seq-len N");
+  }
+  v1::ModelSpec* m = spec.mutable_model();
+  if (model) {
+    *m = v1::ModelSpec();
+    m->set_preset(*model);
+  }
+  if (layers) m->set_layers(*layers);
+  if (hidden) m->set_hidden(*hidden);
+  if (heads) m->set_heads(*heads);
+  if (kv_heads) m->set_kv_heads(*kv_heads);
+  if (ffn_hidden) m->set_ffn_hidden(*ffn_hidden);
+  if (vocab) m->set_vocab(*vocab);
+  if (mlp) m->set_mlp(*mlp);
+  if (tie_embeddings) m->set_tie_embeddings(*tie_embeddings);
+  v1::ClusterSpec* c = spec.mutable_cluster();
+  if (gpu) {
+    *c->mutable_gpu() = v1::GpuSpec();
+    c->mutable_gpu()->set_preset(*gpu);
+  }
+  if (nodes) c->set_nodes(*nodes);
+  if (gpus_per_node) c->set_gpus_per_node(*gpus_per_node);
+  if (intra_node_gbs) c->set_intra_node_gbs(*intra_node_gbs);
+  if (inter_node_gbs) c->set_inter_node_gbs(*inter_node_gbs);
+  if (inter_node_latency_us) c->set_inter_node_latency_us(*inter_node_latency_us);
+  v1::TrainingSpec* t = spec.mutable_training();
+  if (global_batch) t->set_global_batch(*global_batch);
+  if (seq_len) t->set_seq_len(*seq_len);
+  if (total_tokens) t->set_total_tokens(*total_tokens);
+  return spec;
+}
+
+absl::StatusOr<Study> WorkloadFlags::Resolve() const {
+  Study study;
+  absl::StatusOr<v1::StudySpec> spec = ToSpec();
+  if (!spec.ok()) return spec.status();
+  study.spec = *std::move(spec);
+  absl::StatusOr<Workload> workload = WorkloadFromSpec(study.spec);
+  if (!workload.ok()) return Attribute(*this, workload.status());
+  study.workload = *std::move(workload);
+  return study;
+}
+
+}  // namespace tessera::cli
