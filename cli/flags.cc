@@ -160,12 +160,12 @@ absl::Status FlagSet::Parse(const std::vector<std::string>& args) {
   std::set<std::string, std::less<>> seen;
   for (size_t i = 0; i < args.size(); ++i) {
     const absl::string_view arg = args[i];
+    if (absl::StartsWith(arg, "-") && !absl::StartsWith(arg, "--") &&
+        arg.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          arg, ": unknown flag (flags are --name; see ", command_, " --help)"));
+    }
     if (!absl::StartsWith(arg, "--") || arg.size() == 2) {
-      if (absl::StartsWith(arg, "-") && arg.size() > 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            arg, ": unknown flag (flags are --name; see ", command_,
-            " --help)"));
-      }
       return absl::InvalidArgumentError(absl::StrCat(
           "unexpected argument '", arg, "' (flags are --name value; see ",
           command_, " --help)"));
