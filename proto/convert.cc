@@ -94,20 +94,20 @@ absl::StatusOr<ModelConfig> ModelFromSpec(const v1::ModelSpec& spec) {
                                      spec.layers(), kMaxLayers, &m.layers,
                                      &changed));
   TESSERA_RETURN_IF_ERROR(ApplyCount("model.hidden", spec.has_hidden(),
-                                     spec.hidden(), kMaxModelDim, &m.hidden,
+                                     spec.hidden(), kMaxHidden, &m.hidden,
                                      &changed));
   TESSERA_RETURN_IF_ERROR(ApplyCount("model.heads", spec.has_heads(),
-                                     spec.heads(), kMaxModelDim, &m.heads,
+                                     spec.heads(), kMaxHidden, &m.heads,
                                      &changed));
   if (spec.preset().empty() && !spec.has_kv_heads()) m.kv_heads = m.heads;
   TESSERA_RETURN_IF_ERROR(ApplyCount("model.kv_heads", spec.has_kv_heads(),
-                                     spec.kv_heads(), kMaxModelDim,
+                                     spec.kv_heads(), kMaxHidden,
                                      &m.kv_heads, &changed));
   TESSERA_RETURN_IF_ERROR(ApplyCount("model.ffn_hidden", spec.has_ffn_hidden(),
-                                     spec.ffn_hidden(), kMaxModelDim,
+                                     spec.ffn_hidden(), kMaxFfnHidden,
                                      &m.ffn_hidden, &changed));
   TESSERA_RETURN_IF_ERROR(ApplyCount("model.vocab", spec.has_vocab(),
-                                     spec.vocab(), kMaxModelDim, &m.vocab,
+                                     spec.vocab(), kMaxVocab, &m.vocab,
                                      &changed));
   if (spec.has_mlp()) {
     TESSERA_ASSIGN_OR_RETURN(MlpKind mlp, ParseMlpKind(spec.mlp()));

@@ -20,15 +20,19 @@
 
 namespace tessera {
 
-// Bounds on spec values beyond which no study is meaningful; they keep
-// products of dimensions (tokens x hidden x layers, nodes x GPUs) far from
-// int64 overflow in the cost model.
-inline constexpr int64_t kMaxModelDim = int64_t{1} << 24;     // hidden, ffn, vocab
-inline constexpr int64_t kMaxLayers = 1 << 16;
-inline constexpr int64_t kMaxNodes = 1 << 20;
+// Bounds on spec values beyond which no study is meaningful (the largest
+// published models have hidden 20480, ffn 81920, vocab 256000, 126 layers).
+// They keep every int64 count in core and the planner far from overflow: a
+// model's parameters stay below 2^55, the world below 2^27 GPUs, a step
+// below 2^48 tokens.
+inline constexpr int64_t kMaxLayers = 1 << 14;
+inline constexpr int64_t kMaxHidden = 1 << 18;     // also bounds heads
+inline constexpr int64_t kMaxFfnHidden = 1 << 20;
+inline constexpr int64_t kMaxVocab = 1 << 22;
+inline constexpr int64_t kMaxNodes = 1 << 17;
 inline constexpr int64_t kMaxGpusPerNode = 1 << 10;
-inline constexpr int64_t kMaxGlobalBatch = int64_t{1} << 24;  // sequences
-inline constexpr int64_t kMaxSeqLen = int64_t{1} << 24;       // tokens
+inline constexpr int64_t kMaxGlobalBatch = 1 << 24;  // sequences
+inline constexpr int64_t kMaxSeqLen = 1 << 24;       // tokens
 
 // The model of `spec`: the preset (if any), then each explicit field over it;
 // kv_heads defaults to heads and mlp to swiglu without a preset. The name is

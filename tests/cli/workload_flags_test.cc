@@ -121,7 +121,7 @@ TEST(WorkloadFlagsTest, ExplicitDimensionsInsteadOfAPreset) {
 
 TEST(WorkloadFlagsTest, BadValuesNameTheFieldAndTheFlag) {
   EXPECT_EQ(ErrorOf(Replace("--nodes", "0")),
-            "cluster.nodes: must be an integer in [1, 1048576], got 0 "
+            "cluster.nodes: must be an integer in [1, 131072], got 0 "
             "(--nodes)");
   EXPECT_EQ(ErrorOf(Replace("--gpus-per-node", "0")),
             "cluster.gpus_per_node: must be an integer in [1, 1024], got 0 "

@@ -132,7 +132,7 @@ TEST(ConvertTest, ModelErrorsNameTheField) {
             "model.hidden: required without a preset");
   EXPECT_EQ(ErrorOf(WithModel("{}")).rfind("model: give a preset", 0), 0u);
   EXPECT_EQ(ErrorOf(WithModel(R"({"preset": "llama2-7b", "layers": 0})")),
-            "model.layers: must be an integer in [1, 65536], got 0");
+            "model.layers: must be an integer in [1, 16384], got 0");
   EXPECT_EQ(ErrorOf(WithModel(R"({"preset": "llama2-7b", "heads": 33})"))
                 .rfind("model.heads:", 0),
             0u);
@@ -186,7 +186,7 @@ TEST(ConvertTest, ClusterAndTrainingErrorsNameTheField) {
   EXPECT_EQ(ErrorOf(study(R"({"gpu": {"preset": "h100-sxm"}, "nodes": 0,
                              "gpus_per_node": 8})",
                           training)),
-            "cluster.nodes: must be an integer in [1, 1048576], got 0");
+            "cluster.nodes: must be an integer in [1, 131072], got 0");
   EXPECT_EQ(ErrorOf(study(R"({"gpu": {"preset": "h100-sxm"}, "nodes": 2})",
                           training)),
             "cluster.gpus_per_node: must be an integer in [1, 1024], got 0");

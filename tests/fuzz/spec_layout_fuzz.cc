@@ -1,0 +1,94 @@
+#include "tests/fuzz/spec_layout_fuzz.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "core/layout.h"
+#include "core/model.h"
+#include "planner/calibration.h"
+#include "planner/prediction.h"
+#include "proto/convert.h"
+#include "proto/spec_json.h"
+
+namespace tessera {
+namespace {
+
+// Aborts with `what` when an invariant fails: libFuzzer records the input.
+void Check(bool ok, const char* what) {
+  if (!ok) {
+    std::fprintf(stderr, "fuzz invariant violated: %s\n", what);
+    std::abort();
+  }
+}
+
+void FuzzLayout(absl::string_view text) {
+  absl::StatusOr<Layout> layout = ParseLayout(text);
+  if (!layout.ok()) return;
+  absl::StatusOr<Layout> again = ParseLayout(FormatLayout(*layout));
+  Check(again.ok() && *again == *layout, "ParseLayout(FormatLayout(l)) == l");
+  static const ModelConfig* const model =
+      new ModelConfig(*ModelPreset("llama2-70b"));
+  for (int64_t world : {1, 8, 96, 256, 16384}) {
+    for (int64_t batch : {1, 64, 512, 1536}) {
+      absl::StatusOr<Layout> resolved = ResolveLayout(*layout, world, batch);
+      if (!resolved.ok()) continue;
+      Check(resolved->world_size() == world, "resolved world size");
+      Check(resolved->micro_batch * resolved->dp * resolved->grad_accum ==
+                batch,
+            "resolved global batch");
+      Check(resolved->shard_group >= 1 &&
+                resolved->dp % resolved->shard_group == 0,
+            "resolved shard group");
+      for (int64_t seq_len : {1, 4096, 4097}) {
+        (void)CheckLayoutFitsModel(*resolved, *model, seq_len);
+      }
+    }
+  }
+}
+
+void FuzzSpec(absl::string_view json, const absl::StatusOr<Layout>& layout) {
+  absl::StatusOr<v1::StudySpec> spec = StudySpecFromJson(json, "fuzz");
+  if (!spec.ok()) return;
+  absl::StatusOr<Workload> workload = WorkloadFromSpec(*spec);
+  if (!workload.ok()) return;
+  Check(ValidateWorkload(*workload).ok(), "a converted workload is valid");
+  absl::StatusOr<Workload> back = WorkloadFromSpec(SpecFromWorkload(*workload));
+  Check(back.ok() && back->cluster.world_size() ==
+                         workload->cluster.world_size() &&
+            back->model.ParamCount() == workload->model.ParamCount(),
+        "SpecFromWorkload round trip");
+  if (!layout.ok()) return;
+  const planner::LayoutEvaluation e =
+      planner::PredictLayout(*workload, *layout, planner::Calibration{});
+  if (!e.feasible) {
+    Check(!e.reason.empty(), "an infeasible layout has a reason");
+    return;
+  }
+  const planner::Prediction& p = e.prediction;
+  Check(std::isfinite(p.step_time_s) && p.step_time_s > 0,
+        "a feasible step time is finite and positive");
+  Check(std::isfinite(p.tokens_per_s) && p.tokens_per_s > 0,
+        "a feasible throughput is finite and positive");
+  Check(std::isfinite(p.tokens_per_joule) && p.tokens_per_joule >= 0,
+        "tokens per joule is finite");
+  Check(std::isfinite(p.memory.total_bytes) && p.memory.total_bytes > 0,
+        "memory is finite and positive");
+}
+
+}  // namespace
+}  // namespace tessera
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const absl::string_view input(reinterpret_cast<const char*>(data), size);
+  const size_t newline = input.find('\n');
+  const absl::string_view layout_text = input.substr(0, newline);
+  tessera::FuzzLayout(layout_text);
+  if (newline != absl::string_view::npos) {
+    tessera::FuzzSpec(input.substr(newline + 1),
+                      tessera::ParseLayout(layout_text));
+  }
+  return 0;
+}
