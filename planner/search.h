@@ -23,6 +23,7 @@ struct SearchOptions {
 
 struct SearchResult {
   int64_t searched = 0;  // layouts enumerated
+  int64_t scored = 0;    // layouts that passed the rules and were costed
   int64_t feasible = 0;
   double elapsed_ms = 0;
   // Feasible layouts ranked by tokens/s, highest first, at most options.top.
@@ -32,7 +33,7 @@ struct SearchResult {
   // Non-dominated in (tokens/s, tokens/J), sorted by tokens/s descending.
   std::vector<LayoutEvaluation> pareto;
   // Why layouts were rejected: reason kind ("memory", "layout.tp", ...) ->
-  // how many.
+  // how many. searched == feasible + the sum of these.
   std::map<std::string, int64_t> rejected;
 };
 

@@ -1,0 +1,54 @@
+#include "planner/prediction.h"
+
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "planner/memory_model.h"
+#include "planner/step_model.h"
+
+namespace tessera::planner {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::string MemoryReason(double needed_bytes, double usable_bytes) {
+  return absl::StrFormat(
+      "memory: needs %.1f GiB per GPU, %.1f GiB over the usable %.1f GiB",
+      needed_bytes / kGiB, (needed_bytes - usable_bytes) / kGiB,
+      usable_bytes / kGiB);
+}
+
+}  // namespace
+
+LayoutEvaluation PredictLayout(const Workload& workload, const Layout& layout,
+                               const Calibration& calibration) {
+  LayoutEvaluation e;
+  e.layout = layout;
+  if (absl::Status s = ValidateWorkload(workload); !s.ok()) {
+    e.reason = std::string(s.message());
+    return e;
+  }
+  absl::StatusOr<Layout> resolved =
+      ResolveLayout(layout, workload.cluster.world_size(),
+                    workload.training.global_batch);
+  if (!resolved.ok()) {
+    e.reason = std::string(resolved.status().message());
+    return e;
+  }
+  e.layout = *resolved;
+  if (absl::Status s = CheckLayoutFitsModel(e.layout, workload.model,
+                                            workload.training.seq_len);
+      !s.ok()) {
+    e.reason = std::string(s.message());
+    return e;
+  }
+  e.feasible = PredictStep(workload, e.layout, calibration,
+                           /*stop_if_over_memory=*/false, &e.prediction);
+  if (!e.feasible) {
+    e.reason = MemoryReason(e.prediction.memory.total_bytes,
+                            UsableMemoryBytes(workload.cluster.gpu));
+  }
+  return e;
+}
+
+}  // namespace tessera::planner

@@ -1,0 +1,32 @@
+#include "planner/stage_params.h"
+
+#include <algorithm>
+
+namespace tessera::planner {
+
+StageParams StageParamsPerGpu(const ModelConfig& m, const Layout& layout,
+                              int64_t stage) {
+  StageParams s;
+  for (int64_t chunk = 0; chunk < layout.vpp; ++chunk) {
+    s.layers += StageLayers(m.layers, layout.pp, layout.vpp, stage, chunk).size();
+  }
+  const double tp = static_cast<double>(layout.tp);
+  s.first = stage == 0;
+  s.last = stage == layout.pp - 1;
+  s.layer_params = static_cast<double>(m.ParamsPerLayer()) / tp;
+  double params = static_cast<double>(s.layers) * m.ParamsPerLayer();
+  double embedding = 0;
+  if (s.first) embedding += static_cast<double>(m.EmbeddingParams());
+  if (s.last) {
+    // Untied: output projection + final norm. Tied: only the final norm when
+    // the embedding is already here, else a copy of it (Megatron-LM).
+    const bool needs_copy = m.tie_embeddings && !s.first;
+    embedding += static_cast<double>(m.OutputParams()) +
+                 (needs_copy ? static_cast<double>(m.EmbeddingParams()) : 0);
+  }
+  s.params = (params + embedding) / tp;
+  s.embedding_params = embedding / tp;
+  return s;
+}
+
+}  // namespace tessera::planner
