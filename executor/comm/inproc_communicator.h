@@ -73,7 +73,8 @@ class InProcessCommunicator final : public Communicator {
 
   // Send never blocks. Inside GroupStart/GroupEnd a Recv only checks its
   // arguments; it is carried out, in call order, by the outermost GroupEnd,
-  // which returns its errors.
+  // which returns its errors. Sends and collectives inside a group run at
+  // once (every rank calls collectives in the same order anyway).
   absl::Status Send(const Tensor& buf, int peer) override;
   absl::Status Recv(const Tensor& buf, int peer) override;
   absl::Status GroupStart() override;
@@ -123,7 +124,8 @@ class InProcessWorld {
 
   // Makes every pending and future operation of every rank, in every group
   // of this world, return ABORTED with `cause`'s message (the first cause
-  // wins). Callable from any thread, any number of times.
+  // wins); a collective that every rank has already joined completes.
+  // Callable from any thread, any number of times.
   void Abort(const absl::Status& cause);
   // OK, or the ABORTED status that operations return after Abort.
   absl::Status abort_status() const;
