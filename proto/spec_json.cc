@@ -34,11 +34,12 @@ absl::Status CheckSyntax(absl::string_view json, absl::string_view source) {
     if (!parsed.is_object()) {
       return SpecError(source, "expected a JSON object {...} at the top");
     }
-  } catch (const nlohmann::json::parse_error& e) {
-    // "[json.exception.parse_error.101] parse error at line 1, column 3: ..."
+  } catch (const nlohmann::json::exception& e) {
+    // "[json.exception.parse_error.101] parse error at line 1, column 3: ...",
+    // "[json.exception.out_of_range.406] number overflow parsing '1e999'".
     std::string what = e.what();
-    const size_t at = what.find("parse error");
-    if (at != std::string::npos) what = what.substr(at);
+    const size_t at = what.find("] ");
+    if (at != std::string::npos) what = what.substr(at + 2);
     return SpecError(source, absl::StrCat("malformed JSON: ", what));
   }
   return absl::OkStatus();

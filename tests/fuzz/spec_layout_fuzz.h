@@ -4,8 +4,9 @@
 //
 // An input is "<layout text>\n<study spec JSON>"; without a newline it is a
 // layout only. Each part goes through everything a user's input reaches:
-//   layout: ParseLayout, FormatLayout round trip, ResolveLayout for several
-//           world sizes and batches, CheckLayoutFitsModel;
+//   layout: ParseLayout, the JSON round trip, ResolveLayout for several
+//           world sizes and batches, the text round trip of the resolved
+//           layout, CheckLayoutFitsModel;
 //   spec:   StudySpecFromJson, WorkloadFromSpec, SpecFromWorkload round
 //           trip, and PredictLayout of the parsed layout on the workload.
 // Invariants that must hold for any input abort (a fuzzer finding).

@@ -109,6 +109,10 @@ TEST(SpecJsonTest, MalformedJsonSaysWhere) {
   EXPECT_NE(ErrorOf(R"({"name": "x"} tail)").find("malformed JSON"),
             std::string::npos);
   EXPECT_NE(ErrorOf("").find("malformed JSON"), std::string::npos);
+  // nlohmann reports an overflowing number as out_of_range, not parse_error
+  // (found by the fuzz smoke test).
+  EXPECT_EQ(ErrorOf(R"({"training": {"total_tokens": 1e999}})"),
+            "spec: s.json: malformed JSON: number overflow parsing '1e999'");
   EXPECT_EQ(ErrorOf("[1, 2]"),
             "spec: s.json: expected a JSON object {...} at the top");
   EXPECT_EQ(ErrorOf("{}"), "");  // empty but well-formed; values checked later

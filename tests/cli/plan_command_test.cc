@@ -1,0 +1,306 @@
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/cli/cli_test_util.h"
+
+namespace tessera::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// Relations every prediction of the example workload (256 H100, 512 x 4096
+// tokens per step, 1e12 tokens) must satisfy, computed here by hand.
+void ExpectConsistent(const json& candidate) {
+  const json& l = candidate.at("layout");
+  const json& p = candidate.at("prediction");
+  for (const char* key :
+       {"tp", "sp", "pp", "vpp", "cp", "dp", "zero", "shard_group",
+        "micro_batch", "grad_accum", "recompute"}) {
+    EXPECT_TRUE(l.contains(key)) << key;
+  }
+  EXPECT_EQ(l.size(), 11u);
+  const int64_t mp = l["tp"].get<int64_t>() * l["pp"].get<int64_t>() *
+                     l["cp"].get<int64_t>();
+  EXPECT_EQ(mp * l["dp"].get<int64_t>(), 256);
+  EXPECT_EQ(l["micro_batch"].get<int64_t>() * l["dp"].get<int64_t>() *
+                l["grad_accum"].get<int64_t>(),
+            512);
+  for (const char* key :
+       {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu",
+        "tflops_per_gpu", "mfu", "memory_gib_per_gpu", "memory_breakdown",
+        "compute_s", "comm_s", "exposed_comm_s", "bubble_s", "watts_per_gpu",
+        "tokens_per_joule", "full_run"}) {
+    EXPECT_TRUE(p.contains(key)) << key;
+  }
+  const double step = p["step_time_s"].get<double>();
+  const double tokens_per_s = p["tokens_per_s"].get<double>();
+  ASSERT_GT(step, 0);
+  EXPECT_NEAR(tokens_per_s, 512.0 * 4096 / step, 1e-9 * tokens_per_s);
+  EXPECT_NEAR(p["tokens_per_s_per_gpu"].get<double>() * 256, tokens_per_s,
+              1e-9 * tokens_per_s);
+  EXPECT_NEAR(p["mfu"].get<double>(),
+              p["tflops_per_gpu"].get<double>() / 989.4, 1e-9);
+  const json& m = p["memory_breakdown"];
+  for (const char* key :
+       {"weights_bytes", "master_weights_bytes", "gradients_bytes",
+        "optimizer_bytes", "activations_bytes", "gathered_params_bytes",
+        "overhead_bytes", "total_bytes"}) {
+    EXPECT_TRUE(m.contains(key)) << key;
+  }
+  EXPECT_NEAR(p["memory_gib_per_gpu"].get<double>(),
+              m["total_bytes"].get<double>() / kGiB, 1e-6);
+  EXPECT_LE(m["total_bytes"].get<double>(), 81559.0 * 1024 * 1024);
+  EXPECT_LE(p["exposed_comm_s"].get<double>(),
+            p["comm_s"].get<double>() + 1e-12);
+  EXPECT_LE(p["exposed_comm_s"].get<double>(), step);
+  // Energy per step = watts x step time x GPUs (DESIGN.md, Power).
+  const double watts = p["watts_per_gpu"].get<double>();
+  EXPECT_NEAR(p["tokens_per_joule"].get<double>(),
+              512.0 * 4096 / (watts * step * 256),
+              1e-9 * p["tokens_per_joule"].get<double>());
+  // The full run: 1e12 tokens at tokens_per_s.
+  const json& run = p["full_run"];
+  const double seconds = 1e12 / tokens_per_s;
+  EXPECT_NEAR(run["days"].get<double>(), seconds / 86400, 1e-9 * seconds);
+  EXPECT_NEAR(run["gpu_hours"].get<double>(), seconds / 3600 * 256,
+              1e-9 * seconds);
+  EXPECT_NEAR(run["energy_mwh"].get<double>(),
+              watts * 256 * seconds / 3.6e9, 1e-9 * seconds);
+}
+
+TEST(PlanCommandTest, JsonHasEveryFieldOfTheIssue) {
+  const CliRun r =
+      RunCli(Concat(Concat({"plan"}, ExampleFlags()), {"--top", "5", "--json"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const json j = json::parse(r.out);
+  for (const char* key : {"searched", "feasible", "elapsed_ms", "candidates",
+                          "best_throughput", "best_energy", "pareto"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_GT(j["searched"].get<int64_t>(), j["feasible"].get<int64_t>());
+  EXPECT_GT(j["feasible"].get<int64_t>(), 5);
+  EXPECT_GE(j["elapsed_ms"].get<double>(), 0);
+  const json& candidates = j["candidates"];
+  ASSERT_EQ(candidates.size(), 5u);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    SCOPED_TRACE(candidates[i]["layout"].dump());
+    ExpectConsistent(candidates[i]);
+    if (i > 0) {
+      EXPECT_GE(candidates[i - 1]["prediction"]["tokens_per_s"].get<double>(),
+                candidates[i]["prediction"]["tokens_per_s"].get<double>());
+    }
+  }
+  ExpectConsistent(j["best_throughput"]);
+  ExpectConsistent(j["best_energy"]);
+  EXPECT_EQ(j["best_throughput"], candidates[0]);
+  // Best energy: no candidate and no Pareto layout has more tokens/J.
+  const double best_tpj =
+      j["best_energy"]["prediction"]["tokens_per_joule"].get<double>();
+  ASSERT_FALSE(j["pareto"].empty());
+  for (const json& c : candidates) {
+    EXPECT_LE(c["prediction"]["tokens_per_joule"].get<double>(), best_tpj);
+  }
+  // The Pareto front: by tokens/s descending, tokens/J ascending, from the
+  // best-throughput to the best-energy layout.
+  const json& pareto = j["pareto"];
+  EXPECT_EQ(pareto.front(), j["best_throughput"]);
+  EXPECT_EQ(pareto.back()["prediction"]["tokens_per_joule"].get<double>(),
+            best_tpj);
+  for (size_t i = 1; i < pareto.size(); ++i) {
+    EXPECT_GT(pareto[i - 1]["prediction"]["tokens_per_s"].get<double>(),
+              pareto[i]["prediction"]["tokens_per_s"].get<double>());
+    EXPECT_LT(pareto[i - 1]["prediction"]["tokens_per_joule"].get<double>(),
+              pareto[i]["prediction"]["tokens_per_joule"].get<double>());
+  }
+  int64_t rejected = 0;
+  for (const auto& [kind, count] : j["rejected"].items()) {
+    rejected += count.get<int64_t>();
+  }
+  EXPECT_EQ(rejected + j["feasible"].get<int64_t>(),
+            j["searched"].get<int64_t>());
+}
+
+TEST(PlanCommandTest, SpecFileGivesWhatTheFlagsGive) {
+  CliRun from_file = RunCli({"plan", "--spec", ExampleSpecPath(), "--json"});
+  CliRun from_flags = RunCli(Concat(Concat({"plan"}, ExampleFlags()),
+                                    {"--top", "10", "--json"}));
+  ASSERT_EQ(from_file.status, 0) << from_file.err;
+  ASSERT_EQ(from_flags.status, 0) << from_flags.err;
+  json a = json::parse(from_file.out);
+  json b = json::parse(from_flags.out);
+  a.erase("elapsed_ms");
+  b.erase("elapsed_ms");
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a["candidates"].size(), 10u);  // the file's search.top
+}
+
+TEST(PlanCommandTest, HumanTableAndBestLayouts) {
+  const CliRun r = RunCli(Concat(Concat({"plan"}, ExampleFlags()),
+                                 {"--top", "3"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string& out = r.out;
+  EXPECT_EQ(out.rfind("llama2-7b (6.74B parameters) on 32 x 8 h100-sxm = 256 "
+                      "GPUs; global batch 512 x 4096 = 2097152 tokens per "
+                      "step\nsearched ",
+                      0),
+            0u)
+      << out;
+  const size_t header = out.find("rank  tp sp  pp vpp  cp");
+  ASSERT_NE(header, std::string::npos) << out;
+  for (const char* column : {"tokens/s", "MFU", "GiB/GPU", "exposed s",
+                             "W/GPU", "tokens/J"}) {
+    EXPECT_NE(out.find(column, header), std::string::npos) << column;
+  }
+  for (const char* row : {"\n   1 ", "\n   2 ", "\n   3 "}) {
+    EXPECT_NE(out.find(row, header), std::string::npos) << row;
+  }
+  EXPECT_EQ(out.find("\n   4 ", header), std::string::npos);
+  EXPECT_NE(out.find("\nbest throughput: tp="), std::string::npos);
+  EXPECT_TRUE(out.find("\nbest energy: tp=") != std::string::npos ||
+              out.find("\nbest energy: the same layout") != std::string::npos);
+  EXPECT_NE(out.find("full run of 1e+12 tokens: "), std::string::npos);
+  EXPECT_NE(out.find(" days, "), std::string::npos);
+  EXPECT_NE(out.find(" MWh, "), std::string::npos);
+  EXPECT_NE(out.find(" GPU-hours\n"), std::string::npos);
+  EXPECT_NE(out.find("\npareto front (tokens/s against tokens/J): "),
+            std::string::npos);
+
+  // Without a token budget the full run is not guessed.
+  std::vector<std::string> no_budget = ExampleFlags();
+  no_budget.resize(no_budget.size() - 2);
+  const CliRun r2 = RunCli(Concat({"plan"}, no_budget));
+  ASSERT_EQ(r2.status, 0) << r2.err;
+  EXPECT_EQ(r2.out.find("full run of"), std::string::npos);
+  EXPECT_NE(r2.out.find("full run: give --total-tokens"), std::string::npos);
+}
+
+// Writes `text` to a temporary file and returns its path.
+std::string TempFile(const std::string& name, const std::string& text) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+struct BadInput {
+  std::vector<std::string> args;
+  std::string expected;  // what the one error line must contain
+};
+
+TEST(PlanCommandTest, BadInputExitsTwoWithOneLineNamingTheField) {
+  const std::string malformed =
+      TempFile("tessera_plan_malformed.json", "{\"model\": {\"preset\": ");
+  const std::string unknown_field = TempFile(
+      "tessera_plan_unknown.json",
+      R"({"model": {"preset": "llama2-7b"}, "cluster": {"nodez": 3}})");
+  auto example_with = [](const std::string& flag, const std::string& value) {
+    std::vector<std::string> args = Concat({"plan"}, ExampleFlags());
+    for (size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == flag) args[i + 1] = value;
+    }
+    return args;
+  };
+  const std::vector<BadInput> cases = {
+      {example_with("--model", "llama9"), "model.preset: unknown preset"},
+      {example_with("--gpu", "b200"), "cluster.gpu.preset: unknown preset"},
+      {example_with("--nodes", "0"), "cluster.nodes: "},
+      {example_with("--gpus-per-node", "0"), "cluster.gpus_per_node: "},
+      {example_with("--nodes", "abc"), "--nodes: 'abc' is not an integer"},
+      {example_with("--total-tokens", "x"), "--total-tokens: 'x' is not"},
+      {example_with("--seq-len", "0"), "training.seq_len: "},
+      {Concat(Concat({"plan"}, ExampleFlags()), {"--nodez", "3"}),
+       "--nodez: unknown flag (did you mean --nodes?)"},
+      {Concat(Concat({"plan"}, ExampleFlags()), {"--top"}),
+       "--top: missing value"},
+      {Concat(Concat({"plan"}, ExampleFlags()), {"--top", "-1"}),
+       "search.top: "},
+      {Concat(Concat({"plan"}, ExampleFlags()), {"extra"}),
+       "unexpected argument 'extra'"},
+      {{"plan"}, "model: required"},
+      {{"plan", "--spec", malformed}, "spec: " + malformed + ": malformed JSON"},
+      {{"plan", "--spec", unknown_field},
+       "spec: " + unknown_field + ": unknown field 'cluster.nodez'"},
+      {{"plan", "--spec", "/nonexistent/study.json"},
+       "spec: /nonexistent/study.json: cannot read"},
+      // 1 x 3 GPUs and a model of 2 heads and 2 layers with sequences of 4
+      // tokens: no tp, pp or cp of 3 (tp <= heads, pp <= layers, 2 cp <=
+      // seq_len), so dp = 3, which does not divide 4 sequences.
+      {{"plan", "--layers", "2", "--hidden", "64", "--heads", "2",
+        "--ffn-hidden", "128", "--vocab", "100", "--gpu", "h100-sxm",
+        "--nodes", "1", "--gpus-per-node", "3", "--global-batch", "4",
+        "--seq-len", "4"},
+       "training.global_batch: "},
+      {{"frobnicate"}, "unknown command 'frobnicate'"},
+  };
+  for (const BadInput& c : cases) {
+    std::string joined;
+    for (const std::string& a : c.args) joined += a + " ";
+    SCOPED_TRACE(joined);
+    const CliRun r = RunCli(c.args);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+  }
+  std::remove(malformed.c_str());
+  std::remove(unknown_field.c_str());
+}
+
+TEST(PlanCommandTest, NothingFeasibleExitsThree) {
+  // 405B parameters cannot fit on one 40 GB GPU under any layout.
+  const CliRun r = RunCli({"plan", "--model", "llama3-405b", "--gpu",
+                           "a100-sxm-40g", "--nodes", "1", "--gpus-per-node",
+                           "1", "--global-batch", "1", "--seq-len", "4096"});
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.out.find("no feasible layout"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rejected: memory "), std::string::npos) << r.out;
+  const CliRun j = RunCli({"plan", "--model", "llama3-405b", "--gpu",
+                           "a100-sxm-40g", "--nodes", "1", "--gpus-per-node",
+                           "1", "--global-batch", "1", "--seq-len", "4096",
+                           "--json"});
+  EXPECT_EQ(j.status, 3);
+  const json parsed = json::parse(j.out);
+  EXPECT_EQ(parsed["feasible"], 0);
+  EXPECT_TRUE(parsed["best_throughput"].is_null());
+  EXPECT_TRUE(parsed["candidates"].empty());
+  EXPECT_GT(parsed["rejected"]["memory"].get<int64_t>(), 0);
+}
+
+TEST(PlanCommandTest, HelpDocumentsFlagsAndExitCodes) {
+  CliRun r = RunCli({"--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("  plan "), std::string::npos);
+  EXPECT_NE(r.out.find("  predict "), std::string::npos);
+  EXPECT_NE(r.out.find("Exit status:"), std::string::npos);
+  r = RunCli({});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("Usage: tessera <command>"), std::string::npos);
+  r = RunCli({"plan", "--help"});
+  EXPECT_EQ(r.status, 0);
+  for (const char* flag :
+       {"--spec FILE", "--model NAME", "--layers N", "--hidden N", "--heads N",
+        "--kv-heads N", "--ffn-hidden N", "--vocab N", "--mlp KIND",
+        "--tie-embeddings", "--gpu NAME", "--nodes N", "--gpus-per-node N",
+        "--intra-node-gbs", "--inter-node-gbs", "--inter-node-latency-us",
+        "--global-batch N", "--seq-len N", "--total-tokens N", "--top N",
+        "--json", "Exit status:", "  3  plan: no layout is feasible"}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  }
+  r = RunCli({"help", "predict"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("--layout LAYOUT"), std::string::npos);
+  EXPECT_NE(r.out.find("Exit status:"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::cli

@@ -1,0 +1,164 @@
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "planner/prediction.h"
+#include "tests/cli/cli_test_util.h"
+
+namespace tessera::cli {
+namespace {
+
+using nlohmann::json;
+
+const char kLayout[] =
+    "tp=2,pp=1,vpp=1,cp=1,zero=3,micro_batch=2,recompute=none";
+
+std::vector<std::string> Predict(const std::string& layout,
+                                 const std::vector<std::string>& more = {}) {
+  return Concat(Concat(Concat({"predict"}, ExampleFlags()),
+                       {"--layout", layout}),
+                more);
+}
+
+Workload Example() {
+  return Workload{*ModelPreset("llama2-7b"),
+                  MakeCluster(*GpuPreset("h100-sxm"), 32, 8),
+                  TrainingConfig{512, 4096, 1e12}};
+}
+
+TEST(PredictCommandTest, FeasibleLayoutJson) {
+  const CliRun r = RunCli(Predict(kLayout, {"--json"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["feasible"], true);
+  EXPECT_EQ(j["reason"], "");
+  // dp and grad_accum are derived: 256 / 2 = 128, 512 / (2 x 128) = 2;
+  // ZeRO-3 shards over the whole dp group.
+  const json& l = j["layout"];
+  EXPECT_EQ(l["tp"], 2);
+  EXPECT_EQ(l["dp"], 128);
+  EXPECT_EQ(l["grad_accum"], 2);
+  EXPECT_EQ(l["shard_group"], 128);
+  EXPECT_EQ(l["zero"], 3);
+  EXPECT_EQ(l["recompute"], "none");
+  // The printed prediction is the cost model's, field for field.
+  const planner::LayoutEvaluation e = planner::PredictLayout(
+      Example(), *ParseLayout(kLayout), planner::Calibration{});
+  ASSERT_TRUE(e.feasible) << e.reason;
+  const json& p = j["prediction"];
+  EXPECT_EQ(p["step_time_s"].get<double>(), e.prediction.step_time_s);
+  EXPECT_EQ(p["tokens_per_s"].get<double>(), e.prediction.tokens_per_s);
+  EXPECT_EQ(p["mfu"].get<double>(), e.prediction.mfu);
+  EXPECT_EQ(p["exposed_comm_s"].get<double>(), e.prediction.exposed_comm_s);
+  EXPECT_EQ(p["bubble_s"].get<double>(), e.prediction.bubble_s);
+  EXPECT_EQ(p["watts_per_gpu"].get<double>(), e.prediction.watts_per_gpu);
+  EXPECT_EQ(p["memory_breakdown"]["activations_bytes"].get<double>(),
+            e.prediction.memory.activations_bytes);
+  EXPECT_EQ(p["memory_breakdown"]["gathered_params_bytes"].get<double>(),
+            e.prediction.memory.gathered_params_bytes);
+  EXPECT_EQ(p["full_run"]["days"].get<double>(), e.prediction.full_run->days);
+  // Hand relations: tokens per step over the step time.
+  EXPECT_NEAR(p["tokens_per_s"].get<double>(),
+              512.0 * 4096 / p["step_time_s"].get<double>(),
+              1e-9 * p["tokens_per_s"].get<double>());
+  EXPECT_FALSE(j.contains("memory_breakdown"));  // only when infeasible
+}
+
+TEST(PredictCommandTest, FeasibleLayoutHuman) {
+  const CliRun r = RunCli(Predict(kLayout));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\nlayout: tp=2,sp=0,pp=1,vpp=1,cp=1,dp=128,zero=3,"
+                       "shard_group=128,micro_batch=2,grad_accum=2,"
+                       "recompute=none\n"),
+            std::string::npos)
+      << r.out;
+  for (const char* line :
+       {"\nstep time:      ", "\nthroughput:     ", "\nmemory per GPU: ",
+        "\ncommunication:  tp ", "\npower:          ",
+        "\nfull run of 1e+12 tokens: "}) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << line;
+  }
+  EXPECT_EQ(r.out.find("infeasible"), std::string::npos);
+}
+
+TEST(PredictCommandTest, LayoutThatDoesNotResolveIsInfeasible) {
+  // tp=3 does not divide the 256 GPUs: infeasible, not an input error.
+  CliRun r = RunCli(Predict("tp=3"));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\ninfeasible: layout.tp: "), std::string::npos)
+      << r.out;
+  r = RunCli(Predict("tp=3", {"--json"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["feasible"], false);
+  EXPECT_EQ(j["reason"].get<std::string>().rfind("layout.tp: ", 0), 0u);
+  EXPECT_TRUE(j["prediction"].is_null());
+  EXPECT_EQ(j["layout"]["tp"], 3);
+  // A global batch this layout cannot reach: 512 / (micro_batch 3 x dp 256).
+  r = RunCli(Predict("micro_batch=3", {"--json"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out)["reason"].get<std::string>().rfind(
+                "layout.micro_batch: ", 0),
+            0u);
+}
+
+TEST(PredictCommandTest, LayoutThatDoesNotFitInMemoryIsInfeasible) {
+  // llama2-70b without sharding on 8 x 40 GB: 70e9 x 16 bytes / 8 GPUs.
+  const std::vector<std::string> args = {
+      "predict", "--model", "llama2-70b", "--gpu", "a100-sxm-40g", "--nodes",
+      "1", "--gpus-per-node", "8", "--global-batch", "8", "--seq-len", "4096",
+      "--layout", "tp=8,zero=0"};
+  CliRun r = RunCli(args);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("\ninfeasible: memory"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nmemory per GPU: "), std::string::npos) << r.out;
+  r = RunCli(Concat(args, {"--json"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["feasible"], false);
+  EXPECT_EQ(j["reason"].get<std::string>().rfind("memory", 0), 0u);
+  // Weights alone (2 + 4 + 4 + 8 bytes per parameter over tp 8) exceed 40 GB.
+  EXPECT_GT(j["memory_breakdown"]["total_bytes"].get<double>(),
+            69e9 * 18 / 8);
+}
+
+TEST(PredictCommandTest, BadLayoutAndWorkloadExitTwo) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {Predict("tp=x"), "layout.tp: 'x' is not an integer"},
+      {Predict("tp=2,foo=1"), "layout: unknown field 'foo'"},
+      {Predict("tp"), "layout: 'tp' is not key=value"},
+      {Predict("zero=4"), "layout.zero: "},
+      {Predict("recompute=some"), "layout.recompute: "},
+      {Predict("tp=2,tp=4"), "layout.tp: given twice"},
+      {Concat({"predict"}, ExampleFlags()), "layout: required"},
+      {Concat(Concat({"predict", "--layout", kLayout}, ExampleFlags()),
+              {"--nodes", "0"}),
+       "--nodes: given twice"},
+      {{"predict", "--layout", kLayout, "--spec", "/nonexistent.json"},
+       "spec: /nonexistent.json: cannot read"},
+  };
+  for (const auto& [args, expected] : cases) {
+    SCOPED_TRACE(expected);
+    const CliRun r = RunCli(args);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+  }
+  const CliRun r = RunCli(Predict("tp=x"));
+  EXPECT_EQ(r.err.rfind("tessera predict: layout.tp: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("(--layout)"), std::string::npos) << r.err;
+}
+
+TEST(PredictCommandTest, SpecFileGivesWhatTheFlagsGive) {
+  CliRun a = RunCli({"predict", "--spec", ExampleSpecPath(), "--layout",
+                     kLayout, "--json"});
+  CliRun b = RunCli(Predict(kLayout, {"--json"}));
+  ASSERT_EQ(a.status, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+}  // namespace
+}  // namespace tessera::cli
