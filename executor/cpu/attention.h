@@ -110,9 +110,9 @@ void AttentionForward(const AttentionShape& shape, const T* q, const T* k,
   const T scale = T(1.0 / std::sqrt(double(d)));
   if (shape.q_len <= 0) return;
   const std::vector<internal::PositionRange> k_ranges =
-      shape.kv_len > 0 ? internal::TileRanges(k_pos, shape.kv_len,
-                                              kAttentionTileK)
-                       : std::vector<internal::PositionRange>{};
+      shape.kv_len > 0
+          ? internal::TileRanges(k_pos, shape.kv_len, kAttentionTileK)
+          : std::vector<internal::PositionRange>{};
   std::vector<T> s(kAttentionTileQ * kAttentionTileK);
   std::vector<T> acc(kAttentionTileQ * d);
   std::vector<T> row_max(kAttentionTileQ), row_sum(kAttentionTileQ);
@@ -148,8 +148,8 @@ void AttentionForward(const AttentionShape& shape, const T* q, const T* k,
             }
             const T m_new = std::max(row_max[r], mx);
             const T rescale = Exp(row_max[r] - m_new);  // 0 on the first tile
-            row_sum[r] = row_sum[r] * rescale +
-                         T(ExpShiftedSum(sr, bk, m_new, sr));
+            row_sum[r] =
+                row_sum[r] * rescale + T(ExpShiftedSum(sr, bk, m_new, sr));
             if (rescale != T(1)) {
               T* acc_r = acc.data() + r * d;
               for (int64_t c = 0; c < d; ++c) acc_r[c] *= rescale;
@@ -165,8 +165,8 @@ void AttentionForward(const AttentionShape& shape, const T* q, const T* k,
           T* lse_r = lse + hs.lse_offset + i0 + r;
           const T* acc_r = acc.data() + r * d;
           const bool visible = row_sum[r] > T(0);
-          const T lse_b = visible ? row_max[r] + T(std::log(row_sum[r]))
-                                  : neg_inf;
+          const T lse_b =
+              visible ? row_max[r] + T(std::log(row_sum[r])) : neg_inf;
           const T inv_sum = visible ? T(1) / row_sum[r] : T(0);
           if (!accumulate || *lse_r == neg_inf) {
             if (!accumulate || visible) {
@@ -198,8 +198,8 @@ void AttentionForward(const AttentionShape& shape, const T* q, const T* k,
 template <typename T>
 void AttentionBackward(const AttentionShape& shape, const T* dout, const T* q,
                        const T* k, const T* v, const T* out, const T* lse,
-                       const int32_t* q_pos, const int32_t* k_pos, T* dq,
-                       T* dk, T* dv) {
+                       const int32_t* q_pos, const int32_t* k_pos, T* dq, T* dk,
+                       T* dv) {
   using internal::kAttentionTileK;
   using internal::kAttentionTileQ;
   const T neg_inf = -std::numeric_limits<T>::infinity();

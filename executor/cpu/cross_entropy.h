@@ -66,8 +66,8 @@ void LogitsSumExpAndTarget(const T* logits, const int32_t* targets,
 template <typename T>
 void CrossEntropyBackward(const T* logits, const int32_t* targets,
                           const T* row_max, const T* stats, int64_t tokens,
-                          int64_t vocab_begin, int64_t vocab_rows,
-                          T grad_scale, T* loss, T* dlogits) {
+                          int64_t vocab_begin, int64_t vocab_rows, T grad_scale,
+                          T* loss, T* dlogits) {
   for (int64_t t = 0; t < tokens; ++t) {
     const T mx = row_max[t];
     const T sum = stats[t];

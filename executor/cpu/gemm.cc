@@ -47,8 +47,8 @@ constexpr int64_t kKc = 256;
 constexpr int64_t kNc = 1024;
 
 template <typename T>
-void MicroRows(int64_t rows, int64_t kb, int64_t nb, const T* ap,
-               const T* bp, T* c, int64_t ldc) {
+void MicroRows(int64_t rows, int64_t kb, int64_t nb, const T* ap, const T* bp,
+               T* c, int64_t ldc) {
   int64_t i = 0;
   for (; i + 4 <= rows; i += 4) {
     T* __restrict c0 = c + i * ldc;
@@ -130,17 +130,17 @@ void GemmBlocked(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                                       : a[(ic + i) * lda + pc + p]);
           }
         }
-        MicroRows(mb, kb, nb, a_pack.data(), b_pack.data(),
-                  c + ic * ldc + jc, ldc);
+        MicroRows(mb, kb, nb, a_pack.data(), b_pack.data(), c + ic * ldc + jc,
+                  ldc);
       }
     }
   }
 }
 
 template <typename T>
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-          T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
-          T* c, int64_t ldc) {
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+          const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
+          int64_t ldc) {
   if (m <= 0 || n <= 0) return;
 #ifdef TESSERA_HAVE_CBLAS
   // k = 0 is c = beta c; BLAS would also reject the then-empty lda.
@@ -165,10 +165,9 @@ template void Gemm<double>(bool, bool, int64_t, int64_t, int64_t, double,
 template void GemmBlocked<float>(bool, bool, int64_t, int64_t, int64_t, float,
                                  const float*, int64_t, const float*, int64_t,
                                  float, float*, int64_t);
-template void GemmBlocked<double>(bool, bool, int64_t, int64_t, int64_t,
-                                  double, const double*, int64_t,
-                                  const double*, int64_t, double, double*,
-                                  int64_t);
+template void GemmBlocked<double>(bool, bool, int64_t, int64_t, int64_t, double,
+                                  const double*, int64_t, const double*,
+                                  int64_t, double, double*, int64_t);
 
 bool BlasAvailable() {
 #ifdef TESSERA_HAVE_CBLAS
@@ -195,8 +194,8 @@ std::string BlasDescription() {
 void SetBlasThreads(int threads) {
   threads = std::max(threads, 1);
   using SetFn = void (*)(int);
-  auto fn = reinterpret_cast<SetFn>(
-      dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  auto fn =
+      reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
   absl::MutexLock lock(&BlasConfigMutex());
   if (fn != nullptr) fn(threads);
   g_blas_threads.store(threads);

@@ -27,9 +27,9 @@ namespace tessera::executor::cpu {
 // transposed, [k,lda]). beta = 0 overwrites c (NaN in c does not survive).
 // T is float or double. Uses CBLAS when available, else GemmBlocked.
 template <typename T>
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-          T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
-          T* c, int64_t ldc);
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+          const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
+          int64_t ldc);
 
 // The same contract in plain C++ (cache-blocked, packed, single-threaded):
 // the fallback when no BLAS was found, and an independent check of it.

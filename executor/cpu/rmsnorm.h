@@ -40,7 +40,8 @@ void RmsNormBackward(const T* dy, const T* x, const T* weight, const T* rstd,
     const T* dyr = dy + r * cols;
     const T s = rstd[r];
     double dot = 0;  // sum_c g x
-    for (int64_t c = 0; c < cols; ++c) dot += double(dyr[c]) * weight[c] * xr[c];
+    for (int64_t c = 0; c < cols; ++c)
+      dot += double(dyr[c]) * weight[c] * xr[c];
     const T coef = T(dot / double(cols) * double(s) * double(s) * double(s));
     T* dxr = dx + r * cols;
     for (int64_t c = 0; c < cols; ++c) {

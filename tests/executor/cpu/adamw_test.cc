@@ -18,8 +18,12 @@ namespace {
 //   update = -0.5/sqrt(19/28) = -0.60697698;
 //   w = 0.84375 - 0.125 (-0.60697698 + 0.2109375) = 0.89325494.
 TEST(CpuAdamWTest, OneAndTwoStepsByHand) {
-  AdamWConfig config{.lr = 0.125f, .beta1 = 0.5f, .beta2 = 0.75f,
-                     .eps = 1e-8f, .weight_decay = 0.25f, .step = 1};
+  AdamWConfig config{.lr = 0.125f,
+                     .beta1 = 0.5f,
+                     .beta2 = 0.75f,
+                     .eps = 1e-8f,
+                     .weight_decay = 0.25f,
+                     .step = 1};
   double w = 1, m = 0, v = 0;
   const double g1 = 0.5, g2 = -1;
   AdamWStep<double>(config, true, &w, &g1, &m, &v, 1);
@@ -35,8 +39,12 @@ TEST(CpuAdamWTest, OneAndTwoStepsByHand) {
 
 TEST(CpuAdamWTest, NoDecayLeavesOutTheWeightDecayTerm) {
   // As above without decay: w = 1 - 0.125 (1 - 2e-8) = 0.8750000025.
-  AdamWConfig config{.lr = 0.125f, .beta1 = 0.5f, .beta2 = 0.75f,
-                     .eps = 1e-8f, .weight_decay = 0.25f, .step = 1};
+  AdamWConfig config{.lr = 0.125f,
+                     .beta1 = 0.5f,
+                     .beta2 = 0.75f,
+                     .eps = 1e-8f,
+                     .weight_decay = 0.25f,
+                     .step = 1};
   float w = 1, m = 0, v = 0;
   const float g = 0.5f;
   AdamWStep<float>(config, false, &w, &g, &m, &v, 1);

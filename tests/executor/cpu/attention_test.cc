@@ -128,9 +128,9 @@ std::vector<int32_t> ZigzagPositions(int64_t seq, int cp, int rank) {
 }
 
 Attended RunForward(const Problem& p) {
-  Attended r{std::vector<double>(QNumel(p.shape), 7.0),  // overwritten
-             std::vector<double>(p.shape.batch * p.shape.heads *
-                                 p.shape.q_len)};
+  Attended r{
+      std::vector<double>(QNumel(p.shape), 7.0),  // overwritten
+      std::vector<double>(p.shape.batch * p.shape.heads * p.shape.q_len)};
   AttentionForward<double>(p.shape, p.q.data(), p.k.data(), p.v.data(),
                            p.q_pos.data(), p.k_pos.data(), false, r.out.data(),
                            r.lse.data());
@@ -139,8 +139,8 @@ Attended RunForward(const Problem& p) {
 
 void ExpectMatchesNaive(const Problem& p, const char* what) {
   const Attended got = RunForward(p);
-  const Attended want = NaiveAttention(p.shape, p.q, p.k, p.v, p.q_pos,
-                                       p.k_pos);
+  const Attended want =
+      NaiveAttention(p.shape, p.q, p.k, p.v, p.q_pos, p.k_pos);
   ExpectAllNear(got.out, want.out, 1e-13, 1e-12,
                 testing::Message() << what << " out");
   ExpectAllNear(got.lse, want.lse, 1e-13, 1e-12,
@@ -149,37 +149,35 @@ void ExpectMatchesNaive(const Problem& p, const char* what) {
 
 TEST(CpuAttentionTest, ForwardMatchesTheDefinition) {
   // Causal self-attention over several tiles (64) with partial last tiles.
-  ExpectMatchesNaive(MakeProblem({2, 150, 150, 4, 2, 8}, Iota(150, 0),
-                                 Iota(150, 0), 1),
-                     "self, GQA 4/2");
+  ExpectMatchesNaive(
+      MakeProblem({2, 150, 150, 4, 2, 8}, Iota(150, 0), Iota(150, 0), 1),
+      "self, GQA 4/2");
   // Multi-head (kv_heads == heads) and multi-query (kv_heads == 1).
-  ExpectMatchesNaive(MakeProblem({1, 70, 70, 3, 3, 5}, Iota(70, 0),
-                                 Iota(70, 0), 2),
-                     "MHA");
-  ExpectMatchesNaive(MakeProblem({1, 70, 70, 4, 1, 6}, Iota(70, 0),
-                                 Iota(70, 0), 3),
-                     "MQA");
+  ExpectMatchesNaive(
+      MakeProblem({1, 70, 70, 3, 3, 5}, Iota(70, 0), Iota(70, 0), 2), "MHA");
+  ExpectMatchesNaive(
+      MakeProblem({1, 70, 70, 4, 1, 6}, Iota(70, 0), Iota(70, 0), 3), "MQA");
   // Queries later in the sequence than all keys (a ring step from an
   // earlier rank): nothing masked.
-  ExpectMatchesNaive(MakeProblem({1, 40, 100, 2, 1, 4}, Iota(40, 200),
-                                 Iota(100, 0), 4),
-                     "past block");
+  ExpectMatchesNaive(
+      MakeProblem({1, 40, 100, 2, 1, 4}, Iota(40, 200), Iota(100, 0), 4),
+      "past block");
   // A key tile starting exactly at the last position of a query tile: one
   // visible pair decides whether the tile may be skipped.
-  ExpectMatchesNaive(MakeProblem({1, 70, 80, 2, 1, 4}, Iota(70, 0),
-                                 Iota(80, 63), 8),
-                     "one visible pair");
+  ExpectMatchesNaive(
+      MakeProblem({1, 70, 80, 2, 1, 4}, Iota(70, 0), Iota(80, 63), 8),
+      "one visible pair");
   // cp = 2 zigzag: this rank's queries against the other rank's keys.
-  ExpectMatchesNaive(MakeProblem({2, 64, 64, 4, 2, 8},
-                                 ZigzagPositions(256, 2, 0),
-                                 ZigzagPositions(256, 2, 1), 5),
-                     "zigzag");
+  ExpectMatchesNaive(
+      MakeProblem({2, 64, 64, 4, 2, 8}, ZigzagPositions(256, 2, 0),
+                  ZigzagPositions(256, 2, 1), 5),
+      "zigzag");
   // Shuffled key positions (no order assumed).
   std::vector<int32_t> shuffled = Iota(130, 0);
   std::reverse(shuffled.begin() + 10, shuffled.end() - 20);
-  ExpectMatchesNaive(MakeProblem({1, 130, 130, 2, 2, 4}, Iota(130, 0),
-                                 shuffled, 6),
-                     "unordered keys");
+  ExpectMatchesNaive(
+      MakeProblem({1, 130, 130, 2, 2, 4}, Iota(130, 0), shuffled, 6),
+      "unordered keys");
 }
 
 TEST(CpuAttentionTest, RowsWithoutVisibleKeysGiveZeroAndMinusInfinity) {
@@ -232,9 +230,9 @@ Attended RunBlocks(const Problem& p, const std::vector<int64_t>& cuts) {
     bs.kv_len = cuts[i + 1] - cuts[i];
     const auto k = TokenSlice(p.k, s.batch, s.kv_len, row, cuts[i], bs.kv_len);
     const auto v = TokenSlice(p.v, s.batch, s.kv_len, row, cuts[i], bs.kv_len);
-    AttentionForward<double>(bs, p.q.data(), k.data(), v.data(),
-                             p.q_pos.data(), p.k_pos.data() + cuts[i], i > 0,
-                             r.out.data(), r.lse.data());
+    AttentionForward<double>(bs, p.q.data(), k.data(), v.data(), p.q_pos.data(),
+                             p.k_pos.data() + cuts[i], i > 0, r.out.data(),
+                             r.lse.data());
   }
   return r;
 }
@@ -270,8 +268,8 @@ Grads BackwardBlocks(const Problem& p, const Attended& fwd,
 
 TEST(CpuAttentionTest, BlockMergeEqualsOneCall) {
   // Causal, 2 and 3 key blocks (uneven, crossing tiles); then zigzag.
-  Problem p = MakeProblem({2, 140, 140, 4, 2, 8}, Iota(140, 0), Iota(140, 0),
-                          11);
+  Problem p =
+      MakeProblem({2, 140, 140, 4, 2, 8}, Iota(140, 0), Iota(140, 0), 11);
   const Attended whole = RunForward(p);
   for (const std::vector<int64_t>& cuts :
        {std::vector<int64_t>{0, 70, 140}, {0, 33, 101, 140}, {0, 5, 140}}) {
@@ -289,8 +287,8 @@ TEST(CpuAttentionTest, BlockMergeEqualsOneCall) {
 }
 
 TEST(CpuAttentionTest, BackwardSummedOverBlocksEqualsOneCall) {
-  Problem p = MakeProblem({2, 140, 140, 4, 2, 8}, Iota(140, 0), Iota(140, 0),
-                          13);
+  Problem p =
+      MakeProblem({2, 140, 140, 4, 2, 8}, Iota(140, 0), Iota(140, 0), 13);
   const Attended fwd = RunForward(p);
   const auto dout = RandomVector<double>(QNumel(p.shape), 14);
   const Grads whole = BackwardBlocks(p, fwd, dout, {0, 140});
@@ -322,24 +320,23 @@ void CheckGradients(Problem p, const std::vector<int64_t>& cuts,
 
 TEST(CpuAttentionTest, GradientsMatchFiniteDifferences) {
   const int64_t kv = 12;
-  CheckGradients(MakeProblem({2, kv, kv, 4, 2, 4}, Iota(kv, 0), Iota(kv, 0),
-                             21),
-                 {0, kv}, "causal GQA");
+  CheckGradients(
+      MakeProblem({2, kv, kv, 4, 2, 4}, Iota(kv, 0), Iota(kv, 0), 21), {0, kv},
+      "causal GQA");
   CheckGradients(MakeProblem({1, 9, 9, 2, 2, 3}, Iota(9, 0), Iota(9, 0), 22),
                  {0, 9}, "MHA");
   // Rows 0..3 see no key (positions 0..3 against keys from 4 on).
-  CheckGradients(MakeProblem({1, 10, 8, 2, 1, 4}, Iota(10, 0), Iota(8, 4),
-                             23),
+  CheckGradients(MakeProblem({1, 10, 8, 2, 1, 4}, Iota(10, 0), Iota(8, 4), 23),
                  {0, 8}, "rows without keys");
 }
 
 TEST(CpuAttentionTest, GradientsThroughTheBlockMergeMatchFiniteDifferences) {
-  CheckGradients(MakeProblem({1, 12, 12, 4, 2, 4}, Iota(12, 0), Iota(12, 0),
-                             31),
-                 {0, 5, 12}, "two blocks");
-  CheckGradients(MakeProblem({1, 12, 12, 2, 1, 4}, Iota(12, 0), Iota(12, 0),
-                             32),
-                 {0, 4, 8, 12}, "three blocks");
+  CheckGradients(
+      MakeProblem({1, 12, 12, 4, 2, 4}, Iota(12, 0), Iota(12, 0), 31),
+      {0, 5, 12}, "two blocks");
+  CheckGradients(
+      MakeProblem({1, 12, 12, 2, 1, 4}, Iota(12, 0), Iota(12, 0), 32),
+      {0, 4, 8, 12}, "three blocks");
 }
 
 TEST(CpuAttentionTest, ContextParallelPositionsGradients) {
@@ -348,23 +345,23 @@ TEST(CpuAttentionTest, ContextParallelPositionsGradients) {
   std::vector<int32_t> k_pos = ZigzagPositions(24, 2, 0);
   const std::vector<int32_t> other = ZigzagPositions(24, 2, 1);
   k_pos.insert(k_pos.end(), other.begin(), other.end());
-  CheckGradients(MakeProblem({1, 12, 24, 4, 2, 4}, ZigzagPositions(24, 2, 0),
-                             k_pos, 41),
-                 {0, 12, 24}, "zigzag");
+  CheckGradients(
+      MakeProblem({1, 12, 24, 4, 2, 4}, ZigzagPositions(24, 2, 0), k_pos, 41),
+      {0, 12, 24}, "zigzag");
 }
 
 // Multi-tile gradients (64-token tiles) are covered by comparing the tiled
 // backward with a single block at different tile splits above; this checks
 // one multi-tile case against finite differences directly.
 TEST(CpuAttentionTest, MultiTileGradientsMatchFiniteDifferences) {
-  CheckGradients(MakeProblem({1, 70, 70, 1, 1, 2}, Iota(70, 0), Iota(70, 0),
-                             51),
-                 {0, 70}, "70 tokens");
+  CheckGradients(
+      MakeProblem({1, 70, 70, 1, 1, 2}, Iota(70, 0), Iota(70, 0), 51), {0, 70},
+      "70 tokens");
 }
 
 TEST(CpuAttentionTest, FloatKernelTracksDouble) {
-  Problem p = MakeProblem({2, 100, 100, 4, 2, 16}, Iota(100, 0), Iota(100, 0),
-                          61);
+  Problem p =
+      MakeProblem({2, 100, 100, 4, 2, 16}, Iota(100, 0), Iota(100, 0), 61);
   const Attended want = RunForward(p);
   const auto dout = RandomVector<double>(QNumel(p.shape), 62);
   const Grads gwant = BackwardBlocks(p, want, dout, {0, 100});
@@ -373,9 +370,8 @@ TEST(CpuAttentionTest, FloatKernelTracksDouble) {
   };
   const auto q = f(p.q), k = f(p.k), v = f(p.v), df = f(dout);
   std::vector<float> out(q.size()), lse(want.lse.size());
-  AttentionForward<float>(p.shape, q.data(), k.data(), v.data(),
-                          p.q_pos.data(), p.k_pos.data(), false, out.data(),
-                          lse.data());
+  AttentionForward<float>(p.shape, q.data(), k.data(), v.data(), p.q_pos.data(),
+                          p.k_pos.data(), false, out.data(), lse.data());
   ExpectAllNear(out, want.out, 1e-5, 1e-5, "out");
   ExpectAllNear(lse, want.lse, 1e-5, 1e-5, "lse");
   std::vector<float> dq(q.size()), dk(k.size()), dv(v.size());

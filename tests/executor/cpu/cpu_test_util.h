@@ -92,8 +92,7 @@ void ExpectAllNear(const std::vector<A>& actual, const std::vector<E>& expected,
   EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << actual.size()
                      << " elements off; worst [" << worst
                      << "] = " << (bad ? double(actual[worst]) : 0.0)
-                     << ", expected "
-                     << (bad ? double(expected[worst]) : 0.0);
+                     << ", expected " << (bad ? double(expected[worst]) : 0.0);
 }
 
 template <typename A, typename E>

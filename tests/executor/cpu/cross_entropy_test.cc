@@ -59,10 +59,9 @@ ShardedResult RunSharded(const std::vector<double>& logits,
   for (size_t s = 0; s < shards; ++s) {
     const int64_t rows = cuts[s + 1] - cuts[s];
     // dlogits aliases the shard's logits, as the engine may do.
-    CrossEntropyBackward<double>(local[s].data(), targets.data(),
-                                 row_max.data(), stats.data(), tokens, cuts[s],
-                                 rows, grad_scale, loss.data(),
-                                 local[s].data());
+    CrossEntropyBackward<double>(
+        local[s].data(), targets.data(), row_max.data(), stats.data(), tokens,
+        cuts[s], rows, grad_scale, loss.data(), local[s].data());
     if (s == 0) result.loss = loss;
     EXPECT_EQ(loss, result.loss) << "shard " << s << " disagrees on the loss";
     for (int64_t t = 0; t < tokens; ++t) {
@@ -94,8 +93,8 @@ TEST(CpuCrossEntropyTest, ShardedGradientMatchesFiniteDifferences) {
   const double grad_scale = 1.0 / tokens;
   const std::vector<std::vector<int64_t>> splits = {
       {0, 13}, {0, 6, 13}, {0, 4, 5, 13}, {0, 3, 7, 10, 13}};
-  const ShardedResult whole = RunSharded(logits, targets, tokens, vocab,
-                                         splits[0], grad_scale);
+  const ShardedResult whole =
+      RunSharded(logits, targets, tokens, vocab, splits[0], grad_scale);
   for (const auto& cuts : splits) {
     auto total_loss = [&] {
       const ShardedResult r =
@@ -119,10 +118,10 @@ TEST(CpuCrossEntropyTest, LargeLogitsStayFinite) {
   float row_max, stats[2], loss;
   std::vector<float> dlogits(4);
   LogitsRowMax<float>(logits.data(), 1, 4, &row_max);
-  LogitsSumExpAndTarget<float>(logits.data(), targets.data(), &row_max, 1, 0,
-                               4, stats);
-  CrossEntropyBackward<float>(logits.data(), targets.data(), &row_max, stats,
-                              1, 0, 4, 1.f, &loss, dlogits.data());
+  LogitsSumExpAndTarget<float>(logits.data(), targets.data(), &row_max, 1, 0, 4,
+                               stats);
+  CrossEntropyBackward<float>(logits.data(), targets.data(), &row_max, stats, 1,
+                              0, 4, 1.f, &loss, dlogits.data());
   EXPECT_NEAR(loss, std::log1p(std::exp(1.0)), 1e-4);  // log(1 + e)
   for (float g : dlogits) EXPECT_TRUE(std::isfinite(g));
 }

@@ -18,8 +18,7 @@ TEST(CpuEmbeddingTest, ForwardPicksRowsAndZeroesForeignTokens) {
   const std::vector<double> table = {20, 21, 30, 31};
   const std::vector<int32_t> tokens = {3, 0, 2, 5, 3};
   std::vector<double> out(10, -1);
-  EmbeddingForward<double>(tokens.data(), table.data(), 5, 2, 2, 2,
-                           out.data());
+  EmbeddingForward<double>(tokens.data(), table.data(), 5, 2, 2, 2, out.data());
   EXPECT_EQ(out, (std::vector<double>{30, 31, 0, 0, 20, 21, 0, 0, 30, 31}));
 }
 

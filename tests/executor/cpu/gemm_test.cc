@@ -37,12 +37,13 @@ std::vector<T> NaiveGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k,
 }
 
 template <typename T>
-void CheckAllCombinations(
-    void (*gemm)(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t,
-                 const T*, int64_t, T, T*, int64_t),
-    int64_t m, int64_t n, int64_t k, double tol, const char* name) {
-  const std::pair<T, T> scalars[] = {{T(1), T(0)}, {T(-0.5), T(1)},
-                                     {T(2), T(0.25)}};
+void CheckAllCombinations(void (*gemm)(bool, bool, int64_t, int64_t, int64_t, T,
+                                       const T*, int64_t, const T*, int64_t, T,
+                                       T*, int64_t),
+                          int64_t m, int64_t n, int64_t k, double tol,
+                          const char* name) {
+  const std::pair<T, T> scalars[] = {
+      {T(1), T(0)}, {T(-0.5), T(1)}, {T(2), T(0.25)}};
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
       for (const auto& [alpha, beta] : scalars) {
@@ -53,14 +54,14 @@ void CheckAllCombinations(
         const auto a = RandomVector<T>((ta ? k : m) * lda, 1);
         const auto b = RandomVector<T>((tb ? n : k) * ldb, 2);
         auto c = RandomVector<T>(m * ldc, 3);
-        const auto want = NaiveGemm<T>(ta, tb, m, n, k, alpha, a, lda, b, ldb,
-                                       beta, c, ldc);
+        const auto want =
+            NaiveGemm<T>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta,
              c.data(), ldc);
         ExpectAllNear(c, want, tol, tol,
-                      testing::Message() << name << " ta=" << ta << " tb="
-                                         << tb << " alpha=" << alpha
-                                         << " beta=" << beta);
+                      testing::Message()
+                          << name << " ta=" << ta << " tb=" << tb
+                          << " alpha=" << alpha << " beta=" << beta);
       }
     }
   }
@@ -92,14 +93,14 @@ TEST(CpuGemmTest, FallbackAgreesWithBlasOnALinearLayerShape) {
   const auto w = RandomVector<float>(hidden * ffn, 5);
   const auto dy = RandomVector<float>(tokens * hidden, 6);
   std::vector<float> y_blas(tokens * hidden), y_blocked(tokens * hidden);
-  Gemm<float>(false, true, tokens, hidden, ffn, 1, x.data(), ffn, w.data(),
-              ffn, 0, y_blas.data(), hidden);
+  Gemm<float>(false, true, tokens, hidden, ffn, 1, x.data(), ffn, w.data(), ffn,
+              0, y_blas.data(), hidden);
   GemmBlocked<float>(false, true, tokens, hidden, ffn, 1, x.data(), ffn,
                      w.data(), ffn, 0, y_blocked.data(), hidden);
   ExpectAllNear(y_blocked, y_blas, 1e-4, 1e-5, "forward");
   std::vector<float> dw_blas(hidden * ffn, 1.f), dw_blocked(hidden * ffn, 1.f);
-  Gemm<float>(true, false, hidden, ffn, tokens, 1, dy.data(), hidden,
-              x.data(), ffn, 1, dw_blas.data(), ffn);
+  Gemm<float>(true, false, hidden, ffn, tokens, 1, dy.data(), hidden, x.data(),
+              ffn, 1, dw_blas.data(), ffn);
   GemmBlocked<float>(true, false, hidden, ffn, tokens, 1, dy.data(), hidden,
                      x.data(), ffn, 1, dw_blocked.data(), ffn);
   ExpectAllNear(dw_blocked, dw_blas, 1e-4, 1e-5, "dweight");
