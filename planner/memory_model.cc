@@ -40,8 +40,8 @@ MemoryBreakdown StageMemory(const ModelConfig& model, const Layout& l,
     // FSDP: the current and the prefetched unit in bf16, and the current
     // unit's unsharded fp32 gradient before its ReduceScatter (Zhao et al.
     // 2023, PyTorch FSDP, Section 3.3).
-    const double unit = std::max(sp.layer_params / c.fsdp_units_per_layer,
-                                 sp.embedding_params);
+    const double unit = std::max({sp.layer_params / c.fsdp_units_per_layer,
+                                  sp.embedding_params, sp.output_params});
     m.gathered_params_bytes = 2 * 2 * unit + 4 * unit;
   }
   const double tensors = m.weights_bytes + m.master_weights_bytes +

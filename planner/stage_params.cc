@@ -1,7 +1,5 @@
 #include "planner/stage_params.h"
 
-#include <algorithm>
-
 namespace tessera::planner {
 
 StageParams StageParamsPerGpu(const ModelConfig& m, const Layout& layout,
@@ -14,18 +12,18 @@ StageParams StageParamsPerGpu(const ModelConfig& m, const Layout& layout,
   s.first = stage == 0;
   s.last = stage == layout.pp - 1;
   s.layer_params = static_cast<double>(m.ParamsPerLayer()) / tp;
-  double params = static_cast<double>(s.layers) * m.ParamsPerLayer();
-  double embedding = 0;
-  if (s.first) embedding += static_cast<double>(m.EmbeddingParams());
+  if (s.first) s.embedding_params = m.EmbeddingParams() / tp;
   if (s.last) {
     // Untied: output projection + final norm. Tied: only the final norm when
     // the embedding is already here, else a copy of it (Megatron-LM).
     const bool needs_copy = m.tie_embeddings && !s.first;
-    embedding += static_cast<double>(m.OutputParams()) +
-                 (needs_copy ? static_cast<double>(m.EmbeddingParams()) : 0);
+    s.output_params = (static_cast<double>(m.OutputParams()) +
+                       (needs_copy ? static_cast<double>(m.EmbeddingParams())
+                                   : 0)) /
+                      tp;
   }
-  s.params = (params + embedding) / tp;
-  s.embedding_params = embedding / tp;
+  s.params = static_cast<double>(s.layers) * s.layer_params +
+             s.embedding_params + s.output_params;
   return s;
 }
 

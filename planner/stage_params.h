@@ -19,8 +19,9 @@ struct StageParams {
   int64_t layers = 0;             // transformer layers on this rank
   double params = 0;              // parameters per GPU (after tp)
   double layer_params = 0;        // one transformer layer's, per GPU
-  double embedding_params = 0;    // input embedding or output projection held
-                                  // on this rank, per GPU (0 if none)
+  double embedding_params = 0;    // input embedding, per GPU (first stage)
+  double output_params = 0;       // output projection and final norm, per GPU
+                                  // (last stage)
   bool first = false;             // holds the input embedding
   bool last = false;              // computes the logits and the loss
 };

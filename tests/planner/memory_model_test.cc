@@ -1,0 +1,172 @@
+#include "planner/memory_model.h"
+
+#include "gtest/gtest.h"
+#include "planner/activations.h"
+#include "planner/pipeline_schedule.h"
+#include "planner/stage_params.h"
+
+namespace tessera::planner {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+// Resolves a layout on `world` GPUs for `global_batch` sequences.
+Layout Resolve(Layout l, int64_t world, int64_t global_batch) {
+  absl::StatusOr<Layout> r = ResolveLayout(l, world, global_batch);
+  EXPECT_TRUE(r.ok()) << r.status();
+  return *r;
+}
+
+TEST(StageParamsTest, EmbeddingOnTheFirstStageOutputOnTheLast) {
+  // llama2-7b on 4 stages of 8 layers; tp 2 halves everything.
+  const ModelConfig m = *ModelPreset("llama2-7b");
+  const Layout l{.tp = 2, .pp = 4};
+  const StageParams first = StageParamsPerGpu(m, l, 0);
+  const StageParams last = StageParamsPerGpu(m, l, 3);
+  const StageParams middle = StageParamsPerGpu(m, l, 1);
+  EXPECT_EQ(first.layers, 8);
+  EXPECT_DOUBLE_EQ(first.params,
+                   (8.0 * m.ParamsPerLayer() + 32000.0 * 4096) / 2);
+  EXPECT_DOUBLE_EQ(middle.params, 8.0 * m.ParamsPerLayer() / 2);
+  // Output projection 32000 x 4096 plus the final RMSNorm 4096.
+  EXPECT_DOUBLE_EQ(last.params,
+                   (8.0 * m.ParamsPerLayer() + 32000.0 * 4096 + 4096) / 2);
+  // All stages together hold the model once.
+  double total = 0;
+  for (int64_t s = 0; s < 4; ++s) total += StageParamsPerGpu(m, l, s).params;
+  EXPECT_DOUBLE_EQ(total * 2, static_cast<double>(m.ParamCount()));
+}
+
+TEST(StageParamsTest, TiedEmbeddingsCopiedToTheLastStage) {
+  const ModelConfig gpt = *ModelPreset("gpt3-175b");  // tied
+  const StageParams last = StageParamsPerGpu(gpt, Layout{.pp = 2}, 1);
+  EXPECT_DOUBLE_EQ(last.output_params, 51200.0 * 12288 + 2 * 12288);
+  EXPECT_DOUBLE_EQ(StageParamsPerGpu(gpt, Layout{}, 0).output_params,
+                   2 * 12288.0);  // pp 1: shares the embedding
+}
+
+TEST(PipelineScheduleTest, InFlightMicroBatches) {
+  // 1F1B, pp 4, 8 micro-batches: stage 0 holds 4, the last stage 1.
+  Layout l{.pp = 4, .grad_accum = 8};
+  EXPECT_EQ(InFlightLayers(l, 0, 32, 8), 4 * 8);
+  EXPECT_EQ(InFlightLayers(l, 3, 32, 8), 1 * 8);
+  l.grad_accum = 2;  // fewer micro-batches than stages
+  EXPECT_EQ(InFlightLayers(l, 0, 32, 8), 2 * 8);
+  // Interleaved, v = 2: stage 0 keeps 2*3 + 1*4 + 1 = 11 chunks of 4 layers
+  // = 44 = 32 * (1 + 3/8) (Korthikanti et al. 2022, Section 4.2.3); stage 3
+  // keeps 0 + 4 + 1 = 5 chunks.
+  l = Layout{.pp = 4, .vpp = 2, .grad_accum = 8};
+  EXPECT_DOUBLE_EQ(InFlightLayers(l, 0, 32, 8), 44);
+  EXPECT_DOUBLE_EQ(InFlightLayers(l, 3, 32, 8), 20);
+}
+
+TEST(PipelineScheduleTest, BubbleFraction) {
+  EXPECT_EQ(PipelineBubbleFraction(1, 1, 8), 0);
+  EXPECT_DOUBLE_EQ(PipelineBubbleFraction(8, 1, 32), 7.0 / 32);
+  EXPECT_DOUBLE_EQ(PipelineBubbleFraction(8, 4, 32), 7.0 / 128);
+}
+
+TEST(MemoryModelTest, ModelStatesByZeroStage) {
+  // llama2-7b, 8 GPUs, dp 8: 2 + 4 + 4 + 8 bytes per parameter, sharded 8
+  // ways by stage: zero 1 master and moments, zero 2 + gradients, zero 3 +
+  // weights.
+  const ModelConfig m = *ModelPreset("llama2-7b");
+  const double p = static_cast<double>(m.ParamCount());
+  const Calibration c;
+  const MemoryBreakdown z0 =
+      PeakMemoryPerGpu(m, Resolve(Layout{}, 8, 8), 4096, c);
+  EXPECT_DOUBLE_EQ(z0.weights_bytes, 2 * p);
+  EXPECT_DOUBLE_EQ(z0.master_weights_bytes, 4 * p);
+  EXPECT_DOUBLE_EQ(z0.gradients_bytes, 4 * p);
+  EXPECT_DOUBLE_EQ(z0.optimizer_bytes, 8 * p);
+  EXPECT_EQ(z0.gathered_params_bytes, 0);
+  const MemoryBreakdown z1 =
+      PeakMemoryPerGpu(m, Resolve(Layout{.zero = 1}, 8, 8), 4096, c);
+  EXPECT_DOUBLE_EQ(z1.master_weights_bytes, 4 * p / 8);
+  EXPECT_DOUBLE_EQ(z1.optimizer_bytes, 8 * p / 8);
+  EXPECT_DOUBLE_EQ(z1.gradients_bytes, 4 * p);
+  const MemoryBreakdown z2 =
+      PeakMemoryPerGpu(m, Resolve(Layout{.zero = 2}, 8, 8), 4096, c);
+  EXPECT_DOUBLE_EQ(z2.gradients_bytes, 4 * p / 8);
+  EXPECT_DOUBLE_EQ(z2.weights_bytes, 2 * p);
+  const MemoryBreakdown z3 =
+      PeakMemoryPerGpu(m, Resolve(Layout{.zero = 3}, 8, 8), 4096, c);
+  EXPECT_DOUBLE_EQ(z3.weights_bytes, 2 * p / 8);
+  // Gathered: 2 bf16 units + 1 fp32 gradient unit of the largest unit, here
+  // the output projection and final norm, 32000 x 4096 + 4096 (larger than
+  // the embedding and than a layer / 6 = 33.6M).
+  EXPECT_DOUBLE_EQ(z3.gathered_params_bytes, 8 * (32000.0 * 4096 + 4096));
+  // Memory falls with every stage.
+  EXPECT_GT(z0.total_bytes, z1.total_bytes);
+  EXPECT_GT(z1.total_bytes, z2.total_bytes);
+  EXPECT_GT(z2.total_bytes, z3.total_bytes);
+}
+
+TEST(MemoryModelTest, HsdpAndContextParallelSharding) {
+  // 32 GPUs: cp 2, dp 16, zero 3 with shard groups of 4: states shard over
+  // 4 * 2 = 8 ranks.
+  const ModelConfig m = *ModelPreset("llama2-7b");
+  const double p = static_cast<double>(m.ParamCount());
+  const MemoryBreakdown mem = PeakMemoryPerGpu(
+      m, Resolve(Layout{.cp = 2, .zero = 3, .shard_group = 4}, 32, 32), 4096,
+      Calibration{});
+  EXPECT_DOUBLE_EQ(mem.weights_bytes, 2 * p / 8);
+  EXPECT_DOUBLE_EQ(mem.optimizer_bytes, 8 * p / 8);
+}
+
+TEST(MemoryModelTest, ActivationsLogitsAndOverheadByHand) {
+  // llama2-7b, pp 1, micro_batch 2, s 4096, selective: 32 layers of
+  // LayerActivationBytes, the fp32 logits 4 * 2 * 4096 * 32000, and the
+  // overhead 1 GiB + 8% of the rest.
+  const ModelConfig m = *ModelPreset("llama2-7b");
+  const Calibration c;
+  const Layout l = Resolve(
+      Layout{.micro_batch = 2, .recompute = Recompute::kSelective}, 8, 64);
+  const MemoryBreakdown mem = PeakMemoryPerGpu(m, l, 4096, c);
+  const double per_layer = LayerActivationBytes(
+      m, LayerShard{.micro_batch = 2, .seq_len = 4096}, Recompute::kSelective);
+  EXPECT_DOUBLE_EQ(mem.activations_bytes,
+                   32 * per_layer + 4.0 * 2 * 4096 * 32000);
+  const double tensors = mem.weights_bytes + mem.master_weights_bytes +
+                         mem.gradients_bytes + mem.optimizer_bytes +
+                         mem.activations_bytes + mem.gathered_params_bytes;
+  EXPECT_DOUBLE_EQ(mem.overhead_bytes, 1.0 * kGiB + 0.08 * tensors);
+  EXPECT_DOUBLE_EQ(mem.total_bytes, tensors + mem.overhead_bytes);
+}
+
+TEST(MemoryModelTest, RecomputationTradesMemory) {
+  const ModelConfig m = *ModelPreset("llama2-13b");
+  const Calibration c;
+  double previous = 1e300;
+  for (Recompute r :
+       {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    const Layout l = Resolve(Layout{.tp = 8, .sp = true, .pp = 4,
+                                    .recompute = r},
+                             64, 64);
+    const double bytes = PeakMemoryPerGpu(m, l, 4096, c).activations_bytes;
+    EXPECT_LT(bytes, previous) << RecomputeName(r);
+    previous = bytes;
+  }
+}
+
+TEST(MemoryModelTest, FirstStageHoldsMostMicroBatches) {
+  // llama2-70b, tp 8 + sp, pp 4 (20 layers each), dp 2, 32 micro-batches:
+  // stage 0 holds 4 micro-batches of 20 layers, the last stage 1 plus the
+  // logits.
+  const ModelConfig m = *ModelPreset("llama2-70b");
+  const Calibration c;
+  const Layout l = Resolve(Layout{.tp = 8, .sp = true, .pp = 4}, 64, 64);
+  const LayerShard shard = LayerShard::Of(l, 4096);
+  const double per_layer = LayerActivationBytes(m, shard, Recompute::kNone);
+  const MemoryBreakdown first = StageMemory(m, l, 4096, c, 0);
+  const MemoryBreakdown last = StageMemory(m, l, 4096, c, 3);
+  EXPECT_DOUBLE_EQ(first.activations_bytes, 4 * 20 * per_layer);
+  EXPECT_DOUBLE_EQ(last.activations_bytes,
+                   20 * per_layer + LogitsActivationBytes(m, shard));
+  EXPECT_EQ(PeakMemoryPerGpu(m, l, 4096, c).total_bytes,
+            std::max(first.total_bytes, last.total_bytes));
+  EXPECT_EQ(UsableMemoryBytes(*GpuPreset("h100-sxm")), 81559.0 * 1024 * 1024);
+}
+
+}  // namespace
+}  // namespace tessera::planner

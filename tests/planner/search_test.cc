@@ -1,0 +1,190 @@
+#include "planner/search.h"
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace tessera::planner {
+namespace {
+
+std::vector<int64_t> DivisorsOf(int64_t n) {
+  std::vector<int64_t> d;
+  for (int64_t i = 1; i <= n; ++i) {
+    if (n % i == 0) d.push_back(i);
+  }
+  return d;
+}
+
+// `tiny` (4 layers, 8 heads, 4 kv heads) on 2 nodes of 4 GPUs whose memory
+// is small enough that some layouts do not fit; 36-token sequences make some
+// cp (36 % (2*4) != 0) and sp (36 % 8 != 0) choices invalid.
+Workload SmallWorkload() {
+  GpuSpec gpu = *GpuPreset("h100-sxm");
+  gpu.memory_bytes = 10 << 20;  // 10 MiB
+  return Workload{*ModelPreset("tiny"), MakeCluster(gpu, 2, 4),
+                  TrainingConfig{.global_batch = 16, .seq_len = 36}};
+}
+
+Calibration NoFixedOverhead() {
+  Calibration c;
+  c.memory_fixed_overhead_gib = 0;
+  return c;
+}
+
+struct Brute {
+  std::map<std::string, int64_t> kinds;  // "feasible" or the reason's field
+  std::vector<LayoutEvaluation> feasible;
+  int64_t searched = 0;
+};
+
+// The search space as search.cc documents it, enumerated independently and
+// judged by PredictLayout (core's ResolveLayout and CheckLayoutFitsModel).
+Brute BruteForce(const Workload& w, const Calibration& c) {
+  Brute b;
+  const ModelConfig& m = w.model;
+  const int64_t world = w.cluster.world_size();
+  for (int64_t tp : DivisorsOf(world)) {
+    if (tp > m.heads) continue;
+    for (bool sp : {false, true}) {
+      if (sp && tp == 1) continue;
+      for (int64_t pp : DivisorsOf(world / tp)) {
+        if (pp > m.layers) continue;
+        for (int64_t vpp = 1; vpp <= m.layers; ++vpp) {
+          if (vpp > 1 && (pp == 1 || m.layers % (pp * vpp) != 0)) continue;
+          for (int64_t cp : DivisorsOf(world / (tp * pp))) {
+            if (cp > 1 && 2 * cp > w.training.seq_len) continue;
+            const int64_t dp = world / (tp * pp * cp);
+            for (int64_t mb : DivisorsOf(w.training.global_batch)) {
+              for (Recompute r : {Recompute::kNone, Recompute::kSelective,
+                                  Recompute::kFull}) {
+                for (int64_t zero = 0; zero <= 3; ++zero) {
+                  for (int64_t sg : zero == 0 ? std::vector<int64_t>{0}
+                                              : DivisorsOf(dp)) {
+                    Layout l{.tp = tp, .sp = sp, .pp = pp, .vpp = vpp,
+                             .cp = cp, .zero = zero, .shard_group = sg,
+                             .micro_batch = mb, .recompute = r};
+                    LayoutEvaluation e = PredictLayout(w, l, c);
+                    ++b.searched;
+                    if (e.feasible) {
+                      ++b.kinds["feasible"];
+                      b.feasible.push_back(e);
+                    } else {
+                      ++b.kinds[e.reason.substr(0, e.reason.find(':'))];
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return b;
+}
+
+TEST(SearchTest, AgreesWithCoreRulesLayoutByLayout) {
+  const Workload w = SmallWorkload();
+  const Calibration c = NoFixedOverhead();
+  absl::StatusOr<SearchResult> r =
+      SearchLayouts(w, c, SearchOptions{.top = 0});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Brute b = BruteForce(w, c);
+  std::map<std::string, int64_t> kinds = r->rejected;
+  kinds["feasible"] = r->feasible;
+  EXPECT_EQ(kinds, b.kinds);
+  EXPECT_EQ(r->searched, b.searched);
+  int64_t rejected = 0;
+  for (const auto& [kind, n] : r->rejected) rejected += n;
+  EXPECT_EQ(r->feasible + rejected, r->searched);
+  // The space exercises every kind of rejection that can occur here.
+  for (const char* kind : {"memory", "layout.micro_batch", "layout.vpp",
+                           "layout.tp", "layout.cp", "layout.sp"}) {
+    EXPECT_GT(r->rejected[kind], 0) << kind;
+  }
+  EXPECT_GT(r->feasible, 0);
+  EXPECT_EQ(r->candidates.size(), static_cast<size_t>(r->feasible));
+}
+
+TEST(SearchTest, RanksAndFindsTheParetoFront) {
+  const Workload w = SmallWorkload();
+  const Calibration c = NoFixedOverhead();
+  absl::StatusOr<SearchResult> r = SearchLayouts(w, c, SearchOptions{.top = 5});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Brute b = BruteForce(w, c);
+  ASSERT_EQ(r->candidates.size(), 5u);
+  double best_tps = 0, best_tpj = 0;
+  for (const LayoutEvaluation& e : b.feasible) {
+    best_tps = std::max(best_tps, e.prediction.tokens_per_s);
+    best_tpj = std::max(best_tpj, e.prediction.tokens_per_joule);
+  }
+  for (size_t i = 1; i < r->candidates.size(); ++i) {
+    EXPECT_GE(r->candidates[i - 1].prediction.tokens_per_s,
+              r->candidates[i].prediction.tokens_per_s);
+    EXPECT_TRUE(r->candidates[i].feasible);
+  }
+  EXPECT_EQ(r->best_throughput.layout, r->candidates.front().layout);
+  EXPECT_EQ(r->best_throughput.prediction.tokens_per_s, best_tps);
+  EXPECT_EQ(r->best_energy.prediction.tokens_per_joule, best_tpj);
+  // The front: exactly the (tokens/s, tokens/J) values no layout beats in
+  // both, brute force.
+  std::set<std::pair<double, double>> expected;
+  for (const LayoutEvaluation& e : b.feasible) {
+    const double x = e.prediction.tokens_per_s, y = e.prediction.tokens_per_joule;
+    bool dominated = false;
+    for (const LayoutEvaluation& o : b.feasible) {
+      const double ox = o.prediction.tokens_per_s;
+      const double oy = o.prediction.tokens_per_joule;
+      if (ox >= x && oy >= y && (ox > x || oy > y)) dominated = true;
+    }
+    if (!dominated) expected.insert({x, y});
+  }
+  std::set<std::pair<double, double>> got;
+  for (size_t i = 0; i < r->pareto.size(); ++i) {
+    const Prediction& p = r->pareto[i].prediction;
+    got.insert({p.tokens_per_s, p.tokens_per_joule});
+    if (i > 0) {
+      EXPECT_GT(r->pareto[i - 1].prediction.tokens_per_s, p.tokens_per_s);
+    }
+  }
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(got.size(), r->pareto.size());
+}
+
+TEST(SearchTest, RejectsBadInputNamingTheField) {
+  Workload w = SmallWorkload();
+  w.training.seq_len = 0;
+  absl::StatusOr<SearchResult> r = SearchLayouts(w, Calibration{}, {});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("training.seq_len"), absl::string_view::npos);
+  EXPECT_NE(SearchLayouts(SmallWorkload(), Calibration{}, SearchOptions{.top = -1})
+                .status()
+                .message()
+                .find("search.top"),
+            absl::string_view::npos);
+  // tiny on 64 GPUs with 2-token sequences: tp <= 8, pp <= 4, cp 1, so dp >= 2
+  // and one sequence per step cannot be split.
+  Workload one{*ModelPreset("tiny"), MakeCluster(*GpuPreset("h100-sxm"), 8, 8),
+               TrainingConfig{.global_batch = 1, .seq_len = 2}};
+  r = SearchLayouts(one, Calibration{}, {});
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("training.global_batch"),
+            absl::string_view::npos);
+}
+
+TEST(SearchTest, NothingFitsIsAnAnswerNotAnError) {
+  Workload w{*ModelPreset("llama3-405b"), MakeCluster(*GpuPreset("h100-sxm"), 1, 8),
+             TrainingConfig{.global_batch = 8, .seq_len = 8192}};
+  absl::StatusOr<SearchResult> r = SearchLayouts(w, Calibration{}, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->feasible, 0);
+  EXPECT_GT(r->rejected["memory"], 0);
+  EXPECT_TRUE(r->candidates.empty());
+  EXPECT_FALSE(r->best_throughput.feasible);
+  EXPECT_TRUE(r->pareto.empty());
+}
+
+}  // namespace
+}  // namespace tessera::planner
