@@ -5,8 +5,8 @@
 // Per layer, for s tokens, micro-batch b, hidden h, a heads, 2-byte elements,
 // the paper's GPT layer stores s*b*h*(34 + 5*a*s/h) bytes:
 //   replicated on every tensor-parallel rank without sequence parallelism:
-//     2 norms' inputs 4sbh, QKV input 2sbh, MLP input 2sbh, 2 dropout masks 2sbh
-//     (10sbh);
+//     2 norms' inputs 4sbh, QKV input 2sbh, MLP input 2sbh, 2 dropout masks
+//     2sbh (10sbh);
 //   split by tp: Q 2sbh, K and V 4sbh, projection input 2sbh, MLP 16sbh
 //     (fc1 output and GELU output, 2 * 2*s*b*4h) (24sbh);
 //   attention scores, split by tp: softmax 2as^2b, dropout mask as^2b and
@@ -22,7 +22,8 @@
 // With context parallelism each rank holds s/cp tokens, and its scores cover
 // its s/cp queries against all s keys.
 //
-//   double per_layer = LayerActivationBytes(model, shard, Recompute::kSelective);
+//   double per_layer = LayerActivationBytes(model, shard,
+//   Recompute::kSelective);
 #pragma once
 
 #include "core/layout.h"

@@ -31,9 +31,8 @@ GroupPlacement PlaceGroup(int64_t ranks, int64_t stride,
   if (stride >= gpus_per_node) {
     g.ranks_per_node = 1;
   } else {
-    g.ranks_per_node =
-        std::clamp<int64_t>(gpus_per_node / std::max<int64_t>(stride, 1), 1,
-                            g.ranks);
+    g.ranks_per_node = std::clamp<int64_t>(
+        gpus_per_node / std::max<int64_t>(stride, 1), 1, g.ranks);
   }
   g.nodes = (g.ranks + g.ranks_per_node - 1) / g.ranks_per_node;
   return g;
@@ -44,8 +43,8 @@ double BusBandwidthBytesPerS(const GroupPlacement& g, const ClusterConfig& cl,
   const double nvlink = IntraBytesPerS(cl, c);
   if (g.nodes <= 1) return nvlink;
   // Rail-optimized rings: g GPUs per node drive g NICs.
-  return std::min(nvlink,
-                  static_cast<double>(g.ranks_per_node) * NicShareBytesPerS(cl, c));
+  return std::min(
+      nvlink, static_cast<double>(g.ranks_per_node) * NicShareBytesPerS(cl, c));
 }
 
 double CollectiveTimeS(Collective kind, double bytes, const GroupPlacement& g,
@@ -64,11 +63,10 @@ double CollectiveTimeS(Collective kind, double bytes, const GroupPlacement& g,
   const double ring_s = 2 * (n - 1) * step_s + transfer_s;
   const double tree_steps_inter =
       g.nodes > 1 ? std::ceil(std::log2(static_cast<double>(g.nodes))) : 0;
-  const double tree_s =
-      2 * (tree_steps_inter * StepLatencyS(true, cl, c) +
-           static_cast<double>(g.ranks_per_node - 1) *
-               StepLatencyS(false, cl, c)) +
-      transfer_s;
+  const double tree_s = 2 * (tree_steps_inter * StepLatencyS(true, cl, c) +
+                             static_cast<double>(g.ranks_per_node - 1) *
+                                 StepLatencyS(false, cl, c)) +
+                        transfer_s;
   return std::min(ring_s, tree_s);
 }
 

@@ -13,12 +13,13 @@
 //     the faster of ring and tree; so does this model.
 //   busbw: NVLink inside a node (intra_node_gbs per GPU). A group spread over
 //     several nodes runs at the slower of NVLink and its share of the node's
-//     NICs: with rail-optimized rings a group with g GPUs in each node uses g of
-//     the node's gpus_per_node NICs, g * inter_node_gbs / gpus_per_node.
+//     NICs: with rail-optimized rings a group with g GPUs in each node uses g
+//     of the node's gpus_per_node NICs, g * inter_node_gbs / gpus_per_node.
 // Bandwidth and latency efficiencies are calibration coefficients.
 //
-//   GroupPlacement g = PlaceGroup(/*ranks=*/64, /*stride=*/8, /*gpus_per_node=*/8);
-//   double t = CollectiveTimeS(Collective::kAllGather, 1e9, g, cluster, c);
+//   GroupPlacement g = PlaceGroup(/*ranks=*/64, /*stride=*/8,
+//   /*gpus_per_node=*/8); double t = CollectiveTimeS(Collective::kAllGather,
+//   1e9, g, cluster, c);
 #pragma once
 
 #include <cstdint>

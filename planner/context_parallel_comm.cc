@@ -4,13 +4,10 @@
 
 namespace tessera::planner {
 
-LayerCommTimes ContextParallelLayerComm(const ModelConfig& model,
-                                        const LayerShard& shard,
-                                        Recompute recompute,
-                                        const GroupPlacement& g,
-                                        const ClusterConfig& cl,
-                                        const Calibration& c,
-                                        double attention_forward_s) {
+LayerCommTimes ContextParallelLayerComm(
+    const ModelConfig& model, const LayerShard& shard, Recompute recompute,
+    const GroupPlacement& g, const ClusterConfig& cl, const Calibration& c,
+    double attention_forward_s) {
   LayerCommTimes r;
   if (shard.cp <= 1) return r;
   // K and V of this rank's tokens and kv heads, bf16: 2 * 2*b*(s/cp)*kv_dim/tp.
@@ -26,8 +23,8 @@ LayerCommTimes ContextParallelLayerComm(const ModelConfig& model,
   r.backward_s = 2 * pass_s + (recompute == Recompute::kFull ? pass_s : 0);
   const double attention_backward_s =
       2 * attention_forward_s + (recompute_attention ? attention_forward_s : 0);
-  r.forward_exposed_s =
-      std::max(0.0, r.forward_s - c.cp_overlap_efficiency * attention_forward_s);
+  r.forward_exposed_s = std::max(
+      0.0, r.forward_s - c.cp_overlap_efficiency * attention_forward_s);
   r.backward_exposed_s = std::max(
       0.0, r.backward_s - c.cp_overlap_efficiency * attention_backward_s);
   return r;

@@ -21,12 +21,9 @@
 namespace tessera::planner {
 
 // `attention_forward_s`: the attention core's forward time for this shard.
-LayerCommTimes ContextParallelLayerComm(const ModelConfig& model,
-                                        const LayerShard& shard,
-                                        Recompute recompute,
-                                        const GroupPlacement& cp_group,
-                                        const ClusterConfig& cluster,
-                                        const Calibration& calibration,
-                                        double attention_forward_s);
+LayerCommTimes ContextParallelLayerComm(
+    const ModelConfig& model, const LayerShard& shard, Recompute recompute,
+    const GroupPlacement& cp_group, const ClusterConfig& cluster,
+    const Calibration& calibration, double attention_forward_s);
 
 }  // namespace tessera::planner

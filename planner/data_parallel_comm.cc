@@ -32,8 +32,8 @@ DataParallelTimes DataParallelComm(const Layout& l, const LayoutPlacement& p,
   }
   // HSDP: replicas all-reduce their shard of the gradients once per step.
   const double shards = static_cast<double>(p.shard.ranks);
-  const double replica_s = CollectiveTimeS(Collective::kAllReduce,
-                                           grads / shards, p.replica, cl, c);
+  const double replica_s =
+      CollectiveTimeS(Collective::kAllReduce, grads / shards, p.replica, cl, c);
   r.per_step_s = replica_s;
   r.per_step_exposed_s = Hidden(replica_s, w.backward_compute_s, e);
   if (l.zero <= 2) {

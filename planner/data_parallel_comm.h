@@ -22,7 +22,8 @@
 //     collectives run at fsdp_bandwidth_efficiency of the bus bandwidth. HSDP
 //     adds the replicas' AllReduce of the shard once per step.
 //
-//   DataParallelTimes t = DataParallelComm(layout, placement, work, cluster, c);
+//   DataParallelTimes t = DataParallelComm(layout, placement, work, cluster,
+//   c);
 #pragma once
 
 #include <cstdint>
@@ -43,7 +44,7 @@ struct StageWork {
 };
 
 struct DataParallelTimes {
-  double per_micro_batch_s = 0;          // zero 2 / 3 traffic of each micro-batch
+  double per_micro_batch_s = 0;  // zero 2 / 3 traffic of each micro-batch
   double per_micro_batch_exposed_s = 0;  // of it, on the critical path
   double per_step_s = 0;                 // once per optimizer step
   double per_step_exposed_s = 0;

@@ -5,8 +5,9 @@
 // and the SC'21 table count it; kernels that skip masked blocks are faster,
 // which the compute model's attention efficiency absorbs.
 //
-//   LayerFlops f = ForwardLayerFlops(model, /*micro_batch=*/1, /*seq_len=*/4096);
-//   double step = ModelFlopsPerStep(model, training);  // for MFU
+//   LayerFlops f = ForwardLayerFlops(model, /*micro_batch=*/1,
+//   /*seq_len=*/4096); double step = ModelFlopsPerStep(model, training);  //
+//   for MFU
 #pragma once
 
 #include <cstdint>

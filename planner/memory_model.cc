@@ -27,9 +27,8 @@ MemoryBreakdown StageMemory(const ModelConfig& model, const Layout& l,
   m.optimizer_bytes = 8 * sp.params / (l.zero >= 1 ? shards : 1);
 
   const LayerShard shard = LayerShard::Of(l, seq_len);
-  m.activations_bytes =
-      InFlightLayers(l, stage, model.layers, sp.layers) *
-      LayerActivationBytes(model, shard, l.recompute);
+  m.activations_bytes = InFlightLayers(l, stage, model.layers, sp.layers) *
+                        LayerActivationBytes(model, shard, l.recompute);
   if (l.recompute == Recompute::kFull) {
     // The layer being recomputed holds its whole set (Korthikanti 2022, §5).
     m.activations_bytes += LayerWorkingSetBytes(model, shard);

@@ -7,9 +7,9 @@ namespace tessera::planner {
 bool ParetoFront::Offer(double x, double y, int64_t id) {
   // First point with a smaller x; those before it have x' >= x and, along the
   // front, their largest y is the last one's.
-  auto pos = std::partition_point(
-      points_.begin(), points_.end(),
-      [x](const ParetoPoint& p) { return p.x >= x; });
+  auto pos =
+      std::partition_point(points_.begin(), points_.end(),
+                           [x](const ParetoPoint& p) { return p.x >= x; });
   if (pos != points_.begin() && std::prev(pos)->y >= y) return false;
   // Points with the same x and a smaller y are dominated.
   auto first_same_x = pos;

@@ -17,8 +17,8 @@ double InFlightLayers(const Layout& l, int64_t stage, int64_t model_layers,
     const int64_t in_flight = std::min<int64_t>(m, l.pp - stage);
     return static_cast<double>(in_flight) * stage_layers;
   }
-  const int64_t chunks =
-      std::min<int64_t>(m * l.vpp, 2 * (l.pp - stage - 1) + (l.vpp - 1) * l.pp + 1);
+  const int64_t chunks = std::min<int64_t>(
+      m * l.vpp, 2 * (l.pp - stage - 1) + (l.vpp - 1) * l.pp + 1);
   return static_cast<double>(chunks) * model_layers /
          static_cast<double>(l.pp * l.vpp);
 }

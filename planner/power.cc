@@ -4,8 +4,8 @@
 
 namespace tessera::planner {
 
-double WattsPerGpu(const GpuSpec& gpu, double compute_busy,
-                   double comm_busy, const Calibration& c) {
+double WattsPerGpu(const GpuSpec& gpu, double compute_busy, double comm_busy,
+                   const Calibration& c) {
   const double activity = std::min(
       1.0, std::clamp(compute_busy, 0.0, 1.0) * c.power_compute_activity +
                std::clamp(comm_busy, 0.0, 1.0) * c.power_comm_activity);

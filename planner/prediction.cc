@@ -28,9 +28,8 @@ LayoutEvaluation PredictLayout(const Workload& workload, const Layout& layout,
     e.reason = std::string(s.message());
     return e;
   }
-  absl::StatusOr<Layout> resolved =
-      ResolveLayout(layout, workload.cluster.world_size(),
-                    workload.training.global_batch);
+  absl::StatusOr<Layout> resolved = ResolveLayout(
+      layout, workload.cluster.world_size(), workload.training.global_batch);
   if (!resolved.ok()) {
     e.reason = std::string(resolved.status().message());
     return e;

@@ -53,20 +53,21 @@ struct Scored {
 // Orders the top-k min-heap: the worst kept candidate on top.
 struct WorseFirst {
   bool operator()(const Scored& a, const Scored& b) const {
-    if (a.tokens_per_s != b.tokens_per_s) return a.tokens_per_s > b.tokens_per_s;
+    if (a.tokens_per_s != b.tokens_per_s)
+      return a.tokens_per_s > b.tokens_per_s;
     return a.order < b.order;
   }
 };
 
 // Rejection reasons, named by the field of the rule that fails.
 enum RejectKind { kMicroBatch, kVpp, kTp, kCp, kSp, kMemory, kKinds };
-constexpr const char* kKindNames[kKinds] = {
-    "layout.micro_batch", "layout.vpp", "layout.tp",
-    "layout.cp",          "layout.sp",  "memory"};
+constexpr const char* kKindNames[kKinds] = {"layout.micro_batch", "layout.vpp",
+                                            "layout.tp",          "layout.cp",
+                                            "layout.sp",          "memory"};
 
 bool DividesModel(int64_t tp, const ModelConfig& m) {
-  return m.heads % tp == 0 && m.kv_heads % tp == 0 &&
-         m.ffn_hidden % tp == 0 && m.vocab % tp == 0;
+  return m.heads % tp == 0 && m.kv_heads % tp == 0 && m.ffn_hidden % tp == 0 &&
+         m.vocab % tp == 0;
 }
 
 class Searcher {
@@ -130,8 +131,7 @@ void Searcher::EnumerateInner(const Layout& outer, RejectKind model_rule,
   const int64_t dp = outer.dp;
   const std::vector<int64_t> shard_groups = Divisors(dp);
   // recompute x (zero 0 + zero 1..3 x shard groups)
-  const int64_t inner =
-      3 * (1 + 3 * static_cast<int64_t>(shard_groups.size()));
+  const int64_t inner = 3 * (1 + 3 * static_cast<int64_t>(shard_groups.size()));
   for (int64_t mb : batch_divisors_) {
     r->searched += inner;
     if (gb % (mb * dp) != 0) {
@@ -221,8 +221,9 @@ void Searcher::Run(SearchResult* r) {
     ranked.push_back(top_.top());
     top_.pop();
   }
-  std::sort(ranked.begin(), ranked.end(),
-            [](const Scored& a, const Scored& b) { return WorseFirst()(a, b); });
+  std::sort(ranked.begin(), ranked.end(), [](const Scored& a, const Scored& b) {
+    return WorseFirst()(a, b);
+  });
   for (const Scored& s : ranked) {
     r->candidates.push_back(PredictLayout(w_, s.layout, c_));
   }

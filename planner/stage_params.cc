@@ -6,7 +6,8 @@ StageParams StageParamsPerGpu(const ModelConfig& m, const Layout& layout,
                               int64_t stage) {
   StageParams s;
   for (int64_t chunk = 0; chunk < layout.vpp; ++chunk) {
-    s.layers += StageLayers(m.layers, layout.pp, layout.vpp, stage, chunk).size();
+    s.layers +=
+        StageLayers(m.layers, layout.pp, layout.vpp, stage, chunk).size();
   }
   const double tp = static_cast<double>(layout.tp);
   s.first = stage == 0;
@@ -17,10 +18,10 @@ StageParams StageParamsPerGpu(const ModelConfig& m, const Layout& layout,
     // Untied: output projection + final norm. Tied: only the final norm when
     // the embedding is already here, else a copy of it (Megatron-LM).
     const bool needs_copy = m.tie_embeddings && !s.first;
-    s.output_params = (static_cast<double>(m.OutputParams()) +
-                       (needs_copy ? static_cast<double>(m.EmbeddingParams())
-                                   : 0)) /
-                      tp;
+    s.output_params =
+        (static_cast<double>(m.OutputParams()) +
+         (needs_copy ? static_cast<double>(m.EmbeddingParams()) : 0)) /
+        tp;
   }
   s.params = static_cast<double>(s.layers) * s.layer_params +
              s.embedding_params + s.output_params;

@@ -16,14 +16,14 @@
 namespace tessera::planner {
 
 struct StageParams {
-  int64_t layers = 0;             // transformer layers on this rank
-  double params = 0;              // parameters per GPU (after tp)
-  double layer_params = 0;        // one transformer layer's, per GPU
-  double embedding_params = 0;    // input embedding, per GPU (first stage)
-  double output_params = 0;       // output projection and final norm, per GPU
-                                  // (last stage)
-  bool first = false;             // holds the input embedding
-  bool last = false;              // computes the logits and the loss
+  int64_t layers = 0;           // transformer layers on this rank
+  double params = 0;            // parameters per GPU (after tp)
+  double layer_params = 0;      // one transformer layer's, per GPU
+  double embedding_params = 0;  // input embedding, per GPU (first stage)
+  double output_params = 0;     // output projection and final norm, per GPU
+                                // (last stage)
+  bool first = false;           // holds the input embedding
+  bool last = false;            // computes the logits and the loss
 };
 
 // `stage` in [0, layout.pp).

@@ -58,8 +58,8 @@ LayerCosts CostLayer(const Workload& w, const Layout& l,
                                   w.cluster, c, fwd.attention_s);
   r.logits_forward_s = LogitsForwardTimeS(w.model, gpu, c, shard);
   if (l.pp > 1) {
-    r.send_s = PipelineSendTimeS(w.model, shard, place.pp_crosses_nodes,
-                                 w.cluster, c);
+    r.send_s =
+        PipelineSendTimeS(w.model, shard, place.pp_crosses_nodes, w.cluster, c);
   }
   return r;
 }
@@ -140,8 +140,7 @@ bool PredictStep(const Workload& w, const Layout& l, const Calibration& c,
   p.bubble_s = s.bubble_s;
   p.watts_per_gpu =
       WattsPerGpu(gpu, s.compute_s / s.step_s, p.comm_s / s.step_s, c);
-  p.tokens_per_joule =
-      TokensPerJoule(tokens, p.watts_per_gpu, s.step_s, gpus);
+  p.tokens_per_joule = TokensPerJoule(tokens, p.watts_per_gpu, s.step_s, gpus);
   if (w.training.total_tokens > 0) {
     p.full_run = PredictFullRun(w.training.total_tokens, p.tokens_per_s,
                                 p.watts_per_gpu, gpus);

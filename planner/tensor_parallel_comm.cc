@@ -2,20 +2,18 @@
 
 namespace tessera::planner {
 
-LayerCommTimes TensorParallelLayerComm(const ModelConfig& model,
-                                       const LayerShard& shard,
-                                       Recompute recompute,
-                                       const GroupPlacement& g,
-                                       const ClusterConfig& cl,
-                                       const Calibration& c) {
+LayerCommTimes TensorParallelLayerComm(
+    const ModelConfig& model, const LayerShard& shard, Recompute recompute,
+    const GroupPlacement& g, const ClusterConfig& cl, const Calibration& c) {
   LayerCommTimes r;
   if (shard.tp <= 1) return r;
   // 2*b*s*h bytes: the layer's bf16 activations (Korthikanti et al. 2022).
   const double bytes = 2 * shard.local_tokens() * model.hidden;
   const double exchange_s =
-      shard.sp ? CollectiveTimeS(Collective::kAllGather, bytes, g, cl, c) +
-                     CollectiveTimeS(Collective::kReduceScatter, bytes, g, cl, c)
-               : CollectiveTimeS(Collective::kAllReduce, bytes, g, cl, c);
+      shard.sp
+          ? CollectiveTimeS(Collective::kAllGather, bytes, g, cl, c) +
+                CollectiveTimeS(Collective::kReduceScatter, bytes, g, cl, c)
+          : CollectiveTimeS(Collective::kAllReduce, bytes, g, cl, c);
   const double recompute_exchanges = recompute == Recompute::kFull ? 2 : 0;
   r.forward_s = 2 * exchange_s;
   r.backward_s = (2 + recompute_exchanges) * exchange_s;

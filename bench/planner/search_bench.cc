@@ -20,9 +20,9 @@ namespace {
 
 Workload MakeWorkload(const std::string& model, int64_t nodes,
                       int64_t global_batch, int64_t seq_len) {
-  return Workload{*ModelPreset(model), MakeCluster(*GpuPreset("h100-sxm"), nodes, 8),
-                  TrainingConfig{.global_batch = global_batch,
-                                 .seq_len = seq_len}};
+  return Workload{
+      *ModelPreset(model), MakeCluster(*GpuPreset("h100-sxm"), nodes, 8),
+      TrainingConfig{.global_batch = global_batch, .seq_len = seq_len}};
 }
 
 void RunSearch(benchmark::State& state, const Workload& w) {
@@ -40,13 +40,14 @@ void RunSearch(benchmark::State& state, const Workload& w) {
   state.counters["searched"] = static_cast<double>(last.searched);
   state.counters["scored"] = static_cast<double>(last.scored);
   state.counters["feasible"] = static_cast<double>(last.feasible);
-  state.counters["searched_per_s"] = benchmark::Counter(
-      static_cast<double>(last.searched) * iterations,
-      benchmark::Counter::kIsRate);
-  state.counters["scored_per_s"] = benchmark::Counter(
-      static_cast<double>(last.scored) * iterations,
-      benchmark::Counter::kIsRate);
-  state.counters["best_tokens_per_s"] = last.best_throughput.prediction.tokens_per_s;
+  state.counters["searched_per_s"] =
+      benchmark::Counter(static_cast<double>(last.searched) * iterations,
+                         benchmark::Counter::kIsRate);
+  state.counters["scored_per_s"] =
+      benchmark::Counter(static_cast<double>(last.scored) * iterations,
+                         benchmark::Counter::kIsRate);
+  state.counters["best_tokens_per_s"] =
+      last.best_throughput.prediction.tokens_per_s;
 }
 
 void BM_SearchLlama3_405bOn16384H100(benchmark::State& state) {

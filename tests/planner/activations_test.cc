@@ -38,9 +38,10 @@ TEST_F(GptActivationsTest, SequenceParallelAndRecomputation) {
   // Full: the layer input, 2sbh / t (2sbh without sequence parallelism).
   EXPECT_DOUBLE_EQ(LayerActivationBytes(m_, shard, Recompute::kFull),
                    sbh_ * 2 / 8);
-  EXPECT_DOUBLE_EQ(LayerActivationBytes(m_, LayerShard{.tp = 8, .seq_len = 2048},
-                                        Recompute::kFull),
-                   sbh_ * 2);
+  EXPECT_DOUBLE_EQ(
+      LayerActivationBytes(m_, LayerShard{.tp = 8, .seq_len = 2048},
+                           Recompute::kFull),
+      sbh_ * 2);
   EXPECT_DOUBLE_EQ(LayerWorkingSetBytes(m_, shard), sbh_ * 114 / 8);
 }
 
@@ -61,8 +62,9 @@ TEST(LlamaActivationsTest, SwigluAndGqaByHand) {
   EXPECT_DOUBLE_EQ(LayerActivationBytes(m, cp2, Recompute::kNone),
                    2048 * (65536 + 208896 + 524288.0));
   // Logits, fp32 over the vocabulary split by tp = 4: 4 * 4096 * 32000 / 4.
-  EXPECT_DOUBLE_EQ(LogitsActivationBytes(m, LayerShard{.tp = 4, .seq_len = 4096}),
-                   4096.0 * 32000);
+  EXPECT_DOUBLE_EQ(
+      LogitsActivationBytes(m, LayerShard{.tp = 4, .seq_len = 4096}),
+      4096.0 * 32000);
 }
 
 }  // namespace

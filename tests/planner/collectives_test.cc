@@ -18,9 +18,9 @@ TEST(PlaceGroupTest, Placements) {
     EXPECT_EQ(g.ranks_per_node, per_node);
     EXPECT_EQ(g.nodes, nodes);
   };
-  expect(PlaceGroup(8, 1, 8), 8, 1);    // tp 8 in a node
-  expect(PlaceGroup(16, 1, 8), 8, 2);   // tp 16 spans two nodes
-  expect(PlaceGroup(4, 2, 8), 4, 1);    // cp 4 after tp 2
+  expect(PlaceGroup(8, 1, 8), 8, 1);   // tp 8 in a node
+  expect(PlaceGroup(16, 1, 8), 8, 2);  // tp 16 spans two nodes
+  expect(PlaceGroup(4, 2, 8), 4, 1);   // cp 4 after tp 2
   expect(PlaceGroup(8, 2, 8), 4, 2);
   expect(PlaceGroup(64, 8, 8), 1, 64);  // dp after tp 8: one GPU per node
   expect(PlaceGroup(1, 64, 8), 1, 1);
@@ -64,23 +64,23 @@ TEST(CollectivesTest, TimesByHand) {
   const ClusterConfig cl = H100Nodes(8);
   const double gb = 1e9;
   // AllReduce, 8 GPUs of a node: 2*7 steps of 1 us + 2*7/8 * 1e9 / 360e9.
-  EXPECT_NEAR(CollectiveTimeS(Collective::kAllReduce, gb, PlaceGroup(8, 1, 8),
-                              cl, c),
-              14e-6 + 1.75e9 / 360e9, 1e-12);
+  EXPECT_NEAR(
+      CollectiveTimeS(Collective::kAllReduce, gb, PlaceGroup(8, 1, 8), cl, c),
+      14e-6 + 1.75e9 / 360e9, 1e-12);
   // AllReduce, 64 GPUs on 8 nodes: the tree's 2*(3*5 + 7*1) us beats the
   // ring's 2*63*5 us; bandwidth 2*63/64 * 1e9 / 320e9.
-  EXPECT_NEAR(CollectiveTimeS(Collective::kAllReduce, gb, PlaceGroup(64, 1, 8),
-                              cl, c),
-              44e-6 + 2 * 63.0 / 64 * 1e9 / 320e9, 1e-12);
+  EXPECT_NEAR(
+      CollectiveTimeS(Collective::kAllReduce, gb, PlaceGroup(64, 1, 8), cl, c),
+      44e-6 + 2 * 63.0 / 64 * 1e9 / 320e9, 1e-12);
   // AllGather and ReduceScatter, 16 GPUs on 2 nodes: 15 steps of 5 us +
   // 15/16 * 1e9 / 320e9.
   for (Collective k : {Collective::kAllGather, Collective::kReduceScatter}) {
     EXPECT_NEAR(CollectiveTimeS(k, gb, PlaceGroup(16, 1, 8), cl, c),
                 75e-6 + 15.0 / 16 * 1e9 / 320e9, 1e-12);
   }
-  EXPECT_EQ(CollectiveTimeS(Collective::kAllReduce, gb, PlaceGroup(1, 1, 8),
-                            cl, c),
-            0);
+  EXPECT_EQ(
+      CollectiveTimeS(Collective::kAllReduce, gb, PlaceGroup(1, 1, 8), cl, c),
+      0);
   // Half the bandwidth (FSDP's efficiency) doubles the transfer.
   EXPECT_NEAR(CollectiveTimeS(Collective::kAllGather, gb, PlaceGroup(16, 1, 8),
                               cl, c, 0.5),
@@ -101,9 +101,9 @@ TEST(CollectivesTest, NcclTestsBusBandwidthRelation) {
     const double n = static_cast<double>(g.ranks);
     const double busbw = BusBandwidthBytesPerS(g, cl, c);
     const double s = 3e8;
-    EXPECT_NEAR(s / CollectiveTimeS(Collective::kAllGather, s, g, cl, c) *
-                    (n - 1) / n,
-                busbw, busbw * 1e-12);
+    EXPECT_NEAR(
+        s / CollectiveTimeS(Collective::kAllGather, s, g, cl, c) * (n - 1) / n,
+        busbw, busbw * 1e-12);
     EXPECT_NEAR(s / CollectiveTimeS(Collective::kAllReduce, s, g, cl, c) * 2 *
                     (n - 1) / n,
                 busbw, busbw * 1e-12);
@@ -114,14 +114,14 @@ TEST(CollectivesTest, RingLatencyGrowsWithRanksTreeWithLogNodes) {
   const Calibration c;
   const ClusterConfig cl = H100Nodes(1024);
   const double tiny = 8;  // latency-bound
-  const double ag128 =
-      CollectiveTimeS(Collective::kAllGather, tiny, PlaceGroup(128, 8, 8), cl, c);
+  const double ag128 = CollectiveTimeS(Collective::kAllGather, tiny,
+                                       PlaceGroup(128, 8, 8), cl, c);
   const double ag1024 = CollectiveTimeS(Collective::kAllGather, tiny,
                                         PlaceGroup(1024, 8, 8), cl, c);
   EXPECT_NEAR(ag128, 127 * 5e-6, 1e-9);
   EXPECT_NEAR(ag1024 / ag128, 1023.0 / 127, 1e-3);
-  const double ar128 =
-      CollectiveTimeS(Collective::kAllReduce, tiny, PlaceGroup(128, 8, 8), cl, c);
+  const double ar128 = CollectiveTimeS(Collective::kAllReduce, tiny,
+                                       PlaceGroup(128, 8, 8), cl, c);
   const double ar1024 = CollectiveTimeS(Collective::kAllReduce, tiny,
                                         PlaceGroup(1024, 8, 8), cl, c);
   EXPECT_NEAR(ar128, 2 * 7 * 5e-6, 1e-9);  // tree: 2 * log2(128) steps

@@ -62,9 +62,8 @@ TEST(ComputeTimeTest, ContextParallelSplitsTokensNotKeys) {
   const LayerComputeTimes cp2 =
       ForwardLayerTimes(m, h100, Calibration{},
                         LayerShard{.cp = 2, .micro_batch = 2, .seq_len = 8192});
-  const LayerComputeTimes one =
-      ForwardLayerTimes(m, h100, Calibration{},
-                        LayerShard{.micro_batch = 1, .seq_len = 8192});
+  const LayerComputeTimes one = ForwardLayerTimes(
+      m, h100, Calibration{}, LayerShard{.micro_batch = 1, .seq_len = 8192});
   EXPECT_DOUBLE_EQ(cp2.gemm_s, one.gemm_s);
   EXPECT_DOUBLE_EQ(cp2.attention_s, one.attention_s);
 }
@@ -75,9 +74,9 @@ TEST(ComputeTimeTest, LogitsAndOptimizerByHand) {
   const Calibration c;
   const LayerShard shard{.tp = 4, .seq_len = 4096};
   // GEMM 4096 x (32000/4) x 4096 plus 6 x 4*4096*8000 bytes of fp32 logits.
-  EXPECT_DOUBLE_EQ(LogitsForwardTimeS(m, h100, c, shard),
-                   GemmTimeS(4096, 8000, 4096, h100, c) +
-                       6 * 4.0 * 4096 * 8000 / 3350e9);
+  EXPECT_DOUBLE_EQ(
+      LogitsForwardTimeS(m, h100, c, shard),
+      GemmTimeS(4096, 8000, 4096, h100, c) + 6 * 4.0 * 4096 * 8000 / 3350e9);
   // AdamW: 1e9 parameters x 30 bytes / 3350 GB/s = 8.955 ms.
   EXPECT_NEAR(OptimizerStepTimeS(1e9, h100, c), 8.955224e-3, 1e-9);
 }

@@ -34,15 +34,15 @@ TEST(FlopsTest, GptMatchesMegatronsPublishedCount) {
   for (const char* name : {"gpt3-175b", "gpt-530b"}) {
     const ModelConfig m = *ModelPreset(name);
     const double b = 1536, s = 2048, l = m.layers, h = m.hidden, v = m.vocab;
-    const double megatron = 96 * b * s * l * h * h *
-                            (1 + s / (6 * h) + v / (16 * l * h));
+    const double megatron =
+        96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
     const TrainingConfig t{.global_batch = 1536, .seq_len = 2048};
     EXPECT_NEAR(HardwareFlopsPerStep(m, t, Recompute::kFull) / megatron, 1.0,
                 1e-12)
         << name;
     // Without recomputation: 72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h)).
-    const double model_flops = 72 * b * s * l * h * h *
-                               (1 + s / (6 * h) + v / (12 * l * h));
+    const double model_flops =
+        72 * b * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h));
     EXPECT_NEAR(ModelFlopsPerStep(m, t) / model_flops, 1.0, 1e-12) << name;
   }
 }
@@ -74,10 +74,11 @@ TEST(FlopsTest, RecomputationAddsForwardWork) {
   // Full recomputation: 4 forward-equivalents of the layers instead of 3.
   const TrainingConfig t{.global_batch = 8, .seq_len = 4096};
   const double layers_fwd = m.layers * ForwardLayerFlops(m, 8, 4096).total();
-  EXPECT_NEAR(HardwareFlopsPerStep(m, t, Recompute::kFull) -
-                  ModelFlopsPerStep(m, t),
-              layers_fwd, layers_fwd * 1e-12);
-  EXPECT_DOUBLE_EQ(LogitsForwardFlops(m, 2, 4096), 2.0 * 2 * 4096 * 5120 * 32000);
+  EXPECT_NEAR(
+      HardwareFlopsPerStep(m, t, Recompute::kFull) - ModelFlopsPerStep(m, t),
+      layers_fwd, layers_fwd * 1e-12);
+  EXPECT_DOUBLE_EQ(LogitsForwardFlops(m, 2, 4096),
+                   2.0 * 2 * 4096 * 5120 * 32000);
 }
 
 }  // namespace

@@ -68,8 +68,7 @@ std::vector<Row> PredictTable() {
   const GpuSpec a100 = *GpuPreset(table["hardware"]["gpu"].get<std::string>());
   const int64_t gpus_per_node = table["hardware"]["gpus_per_node"];
   const int64_t seq_len = 2048;
-  const std::map<std::string, int64_t> vpp = {{"gpt-175b", 2},
-                                              {"gpt-530b", 3}};
+  const std::map<std::string, int64_t> vpp = {{"gpt-175b", 2}, {"gpt-530b", 3}};
   std::vector<Row> rows;
   for (const nlohmann::json& r : table["rows"]) {
     Row row;
@@ -83,10 +82,9 @@ std::vector<Row> PredictTable() {
     EXPECT_EQ(model.hidden, dims["hidden"].get<int64_t>()) << row.model;
     EXPECT_EQ(model.heads, dims["heads"].get<int64_t>()) << row.model;
 
-    Workload w{model,
-               MakeCluster(a100, row.gpus / gpus_per_node, gpus_per_node),
-               TrainingConfig{.global_batch = r["global_batch"],
-                              .seq_len = seq_len}};
+    Workload w{
+        model, MakeCluster(a100, row.gpus / gpus_per_node, gpus_per_node),
+        TrainingConfig{.global_batch = r["global_batch"], .seq_len = seq_len}};
     Layout layout;
     layout.tp = r["tp"];
     layout.pp = r["pp"];
@@ -114,10 +112,9 @@ TEST(MegatronValidationTest, ReproducesThePublishedTable) {
   const std::vector<Row> rows = PredictTable();
   ASSERT_EQ(rows.size(), 12u);
   double sum_abs_error = 0;
-  std::printf(
-      "%-6s %-9s %5s %9s %9s %7s | %8s %8s %8s %8s %6s\n", "scheme", "model",
-      "gpus", "published", "predicted", "error", "step_s", "exposed", "bubble",
-      "compute", "GiB");
+  std::printf("%-6s %-9s %5s %9s %9s %7s | %8s %8s %8s %8s %6s\n", "scheme",
+              "model", "gpus", "published", "predicted", "error", "step_s",
+              "exposed", "bubble", "compute", "GiB");
   for (const Row& r : rows) {
     const double error =
         (r.predicted_tflops - r.published_tflops) / r.published_tflops;
@@ -131,8 +128,8 @@ TEST(MegatronValidationTest, ReproducesThePublishedTable) {
         r.prediction.bubble_s, r.prediction.compute_s,
         r.prediction.memory_gib_per_gpu);
     // Every row ran on 80 GB GPUs, so the memory model must let it fit.
-    EXPECT_TRUE(r.feasible) << r.scheme << " " << r.model << " " << r.gpus
-                            << ": " << r.reason;
+    EXPECT_TRUE(r.feasible)
+        << r.scheme << " " << r.model << " " << r.gpus << ": " << r.reason;
   }
   const double mape = 100 * sum_abs_error / static_cast<double>(rows.size());
   std::printf("mean absolute percentage error: %.2f%% (bound 15%%, goal 5%%)\n",
@@ -163,8 +160,8 @@ TEST(MegatronValidationTest, PtdpBeatsZero3AtEveryScale) {
     ASSERT_NE(zero3, nullptr);
     std::printf("%s: PTD-P %lld GPUs %.1f vs ZeRO-3 %lld GPUs %.1f TFLOP/s\n",
                 p.model, static_cast<long long>(p.ptdp_gpus),
-                ptdp->predicted_tflops,
-                static_cast<long long>(p.zero3_gpus), zero3->predicted_tflops);
+                ptdp->predicted_tflops, static_cast<long long>(p.zero3_gpus),
+                zero3->predicted_tflops);
     EXPECT_GT(ptdp->predicted_tflops, zero3->predicted_tflops) << p.model;
     // The published table orders them the same way.
     EXPECT_GT(ptdp->published_tflops, zero3->published_tflops) << p.model;

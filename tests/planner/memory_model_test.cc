@@ -140,9 +140,8 @@ TEST(MemoryModelTest, RecomputationTradesMemory) {
   double previous = 1e300;
   for (Recompute r :
        {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-    const Layout l = Resolve(Layout{.tp = 8, .sp = true, .pp = 4,
-                                    .recompute = r},
-                             64, 64);
+    const Layout l =
+        Resolve(Layout{.tp = 8, .sp = true, .pp = 4, .recompute = r}, 64, 64);
     const double bytes = PeakMemoryPerGpu(m, l, 4096, c).activations_bytes;
     EXPECT_LT(bytes, previous) << RecomputeName(r);
     previous = bytes;

@@ -24,7 +24,8 @@ TEST(TensorParallelCommTest, FourAllReducesPerLayerByHand) {
   const GroupPlacement g = PlaceGroup(8, 1, 8);
   const double all_reduce = 14e-6 + 1.75 * 33554432 / 360e9;
   const LayerShard shard{.tp = 8, .seq_len = 4096};
-  LayerCommTimes t = TensorParallelLayerComm(m, shard, Recompute::kNone, g, cl, c);
+  LayerCommTimes t =
+      TensorParallelLayerComm(m, shard, Recompute::kNone, g, cl, c);
   EXPECT_NEAR(t.forward_s, 2 * all_reduce, 1e-12);
   EXPECT_NEAR(t.backward_s, 2 * all_reduce, 1e-12);
   EXPECT_EQ(t.forward_exposed_s, t.forward_s);  // blocking by default
@@ -32,17 +33,19 @@ TEST(TensorParallelCommTest, FourAllReducesPerLayerByHand) {
   t = TensorParallelLayerComm(m, shard, Recompute::kFull, g, cl, c);
   EXPECT_NEAR(t.backward_s, 4 * all_reduce, 1e-12);
   // Sequence parallelism: AllGather + ReduceScatter, the same bytes.
-  t = TensorParallelLayerComm(m, LayerShard{.tp = 8, .sp = true, .seq_len = 4096},
+  t = TensorParallelLayerComm(m,
+                              LayerShard{.tp = 8, .sp = true, .seq_len = 4096},
                               Recompute::kNone, g, cl, c);
   EXPECT_NEAR(t.forward_s, 2 * all_reduce, 1e-12);
   // Overlap hides a share; tp 1 has nothing to send.
   c.tp_overlap_efficiency = 0.25;
   t = TensorParallelLayerComm(m, shard, Recompute::kNone, g, cl, c);
   EXPECT_NEAR(t.forward_exposed_s, 0.75 * t.forward_s, 1e-15);
-  EXPECT_EQ(TensorParallelLayerComm(m, LayerShard{.seq_len = 4096},
-                                    Recompute::kNone, PlaceGroup(1, 1, 8), cl, c)
-                .forward_s,
-            0);
+  EXPECT_EQ(
+      TensorParallelLayerComm(m, LayerShard{.seq_len = 4096}, Recompute::kNone,
+                              PlaceGroup(1, 1, 8), cl, c)
+          .forward_s,
+      0);
 }
 
 TEST(TensorParallelCommTest, SpanningNodesIsFarSlower) {
@@ -51,15 +54,15 @@ TEST(TensorParallelCommTest, SpanningNodesIsFarSlower) {
   const ModelConfig m = *ModelPreset("llama2-7b");
   const Calibration c;
   const LayerShard shard{.tp = 16, .seq_len = 4096};
-  const double spans = TensorParallelLayerComm(m, shard, Recompute::kNone,
-                                               PlaceGroup(16, 1, 8),
-                                               H100Nodes(2), c)
-                           .forward_s;
+  const double spans =
+      TensorParallelLayerComm(m, shard, Recompute::kNone, PlaceGroup(16, 1, 8),
+                              H100Nodes(2), c)
+          .forward_s;
   ClusterConfig big_nodes = MakeCluster(*GpuPreset("h100-sxm"), 1, 16);
-  const double inside = TensorParallelLayerComm(m, shard, Recompute::kNone,
-                                                PlaceGroup(16, 1, 16),
-                                                big_nodes, c)
-                            .forward_s;
+  const double inside =
+      TensorParallelLayerComm(m, shard, Recompute::kNone, PlaceGroup(16, 1, 16),
+                              big_nodes, c)
+          .forward_s;
   EXPECT_GT(spans, inside);
 }
 
@@ -72,8 +75,8 @@ TEST(ContextParallelCommTest, RingExchangeByHand) {
   const Calibration c;  // cp_overlap_efficiency 0.8
   const LayerShard shard{.cp = 2, .seq_len = 8192};
   const double step = 1e-6 + 16777216 / 360e9;
-  LayerCommTimes t = ContextParallelLayerComm(
-      m, shard, Recompute::kNone, PlaceGroup(2, 1, 8), cl, c, 1e-5);
+  LayerCommTimes t = ContextParallelLayerComm(m, shard, Recompute::kNone,
+                                              PlaceGroup(2, 1, 8), cl, c, 1e-5);
   EXPECT_NEAR(t.forward_s, step, 1e-12);
   EXPECT_NEAR(t.backward_s, 2 * step, 1e-12);
   // Attention of 10 us hides 8 us of it; backward's 20 us hides 16.
@@ -126,7 +129,8 @@ TEST_F(DataParallelCommTest, FsdpByHand) {
   // ReduceScatters of 4e9 B: 14.4 ms + 61.678 ms.
   const double gather = 192 * 75e-6 + 15.0 / 16 * 2e9 / (320e9 * 0.19);
   const double scatter = 192 * 75e-6 + 15.0 / 16 * 4e9 / (320e9 * 0.19);
-  const DataParallelTimes t = Run(Layout{.dp = 16, .zero = 3, .shard_group = 16});
+  const DataParallelTimes t =
+      Run(Layout{.dp = 16, .zero = 3, .shard_group = 16});
   EXPECT_NEAR(t.per_micro_batch_s, 2 * gather + scatter, 1e-12);
   // Exposed: forward max(0, gather - 0.4 * 50 ms), backward
   // max(0, gather + scatter - 0.4 * 100 ms).
@@ -139,22 +143,26 @@ TEST_F(DataParallelCommTest, HsdpAddsTheReplicaAllReduce) {
   // zero 3 in groups of 8 (one node each), 2 replicas: the replicas
   // all-reduce 4e9/8 B over 2 GPUs one node apart (40 GB/s):
   // 2 * 5 us + 2*1/2 * 5e8 / 40e9 = 10 us + 12.5 ms.
-  const DataParallelTimes t = Run(Layout{.dp = 16, .zero = 3, .shard_group = 8});
+  const DataParallelTimes t =
+      Run(Layout{.dp = 16, .zero = 3, .shard_group = 8});
   EXPECT_NEAR(t.per_step_s, 10e-6 + 0.0125, 1e-12);
   // Shard groups inside a node gather over NVLink: faster than across nodes.
-  EXPECT_LT(t.per_micro_batch_s,
-            Run(Layout{.dp = 16, .zero = 3, .shard_group = 16}).per_micro_batch_s);
+  EXPECT_LT(
+      t.per_micro_batch_s,
+      Run(Layout{.dp = 16, .zero = 3, .shard_group = 16}).per_micro_batch_s);
 }
 
 TEST_F(DataParallelCommTest, ZeroOneAndTwo) {
   // ReduceScatter 4e9 B and AllGather 2e9 B over 16 GPUs on 2 nodes.
   const double scatter = 75e-6 + 15.0 / 16 * 4e9 / 320e9;
   const double gather = 75e-6 + 15.0 / 16 * 2e9 / 320e9;
-  const DataParallelTimes z1 = Run(Layout{.dp = 16, .zero = 1, .shard_group = 16});
+  const DataParallelTimes z1 =
+      Run(Layout{.dp = 16, .zero = 1, .shard_group = 16});
   EXPECT_NEAR(z1.per_step_s, scatter + gather, 1e-12);
   EXPECT_EQ(z1.per_micro_batch_s, 0);
   // zero 2 reduce-scatters after every micro-batch.
-  const DataParallelTimes z2 = Run(Layout{.dp = 16, .zero = 2, .shard_group = 16});
+  const DataParallelTimes z2 =
+      Run(Layout{.dp = 16, .zero = 2, .shard_group = 16});
   EXPECT_NEAR(z2.per_micro_batch_s, scatter, 1e-12);
   EXPECT_NEAR(z2.per_step_s, gather, 1e-12);
 }

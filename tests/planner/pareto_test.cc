@@ -40,8 +40,8 @@ TEST(ParetoFrontTest, MatchesBruteForce) {
     for (size_t i = 0; i < pts.size(); ++i) {
       bool keep = true;
       for (size_t j = 0; j < pts.size() && keep; ++j) {
-        const bool ge = pts[j].first >= pts[i].first &&
-                        pts[j].second >= pts[i].second;
+        const bool ge =
+            pts[j].first >= pts[i].first && pts[j].second >= pts[i].second;
         const bool equal = pts[j] == pts[i];
         if (ge && (!equal || j < i)) keep = false;
       }

@@ -18,10 +18,9 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 Workload MakeWorkload(const char* model, const char* gpu, int64_t nodes,
                       int64_t global_batch, int64_t seq_len,
                       int64_t gpus_per_node = 8) {
-  return Workload{*ModelPreset(model),
-                  MakeCluster(*GpuPreset(gpu), nodes, gpus_per_node),
-                  TrainingConfig{.global_batch = global_batch,
-                                 .seq_len = seq_len}};
+  return Workload{
+      *ModelPreset(model), MakeCluster(*GpuPreset(gpu), nodes, gpus_per_node),
+      TrainingConfig{.global_batch = global_batch, .seq_len = seq_len}};
 }
 
 LayoutEvaluation Predict(const Workload& w, const char* layout) {
@@ -46,10 +45,9 @@ TEST(PredictionTest, BreakdownAddsUp) {
   EXPECT_LE(p.exposed_comm_s, p.comm_s + 1e-12);
   EXPECT_DOUBLE_EQ(p.tokens_per_s, 256.0 * 4096 / p.step_time_s);
   EXPECT_DOUBLE_EQ(p.tokens_per_s_per_gpu, p.tokens_per_s / 32);
-  EXPECT_NEAR(p.tflops_per_gpu,
-              ModelFlopsPerStep(w.model, w.training) / p.step_time_s / 32 /
-                  1e12,
-              1e-9);
+  EXPECT_NEAR(
+      p.tflops_per_gpu,
+      ModelFlopsPerStep(w.model, w.training) / p.step_time_s / 32 / 1e12, 1e-9);
   EXPECT_NEAR(p.mfu, p.tflops_per_gpu / 989.4, 1e-12);
   EXPECT_GT(p.mfu, 0.1);
   EXPECT_LT(p.mfu, 0.8);
@@ -71,7 +69,8 @@ TEST(PredictionTest, ComputeIsThreeForwardsPlusOptimizer) {
   const LayoutEvaluation e = Predict(w, "zero=0,micro_batch=1");
   const Calibration c;
   const LayerShard shard{.seq_len = 2048};
-  const double layer = ForwardLayerTimes(w.model, w.cluster.gpu, c, shard).total_s();
+  const double layer =
+      ForwardLayerTimes(w.model, w.cluster.gpu, c, shard).total_s();
   const double logits = LogitsForwardTimeS(w.model, w.cluster.gpu, c, shard);
   const double optimizer = OptimizerStepTimeS(
       static_cast<double>(w.model.ParamCount()), w.cluster.gpu, c);
@@ -95,10 +94,10 @@ TEST(PredictionTest, FsdpExposureGrowsWithNodes) {
                 "zero=3,micro_batch=2,recompute=selective");
     ASSERT_TRUE(e.feasible) << nodes << ": " << e.reason;
     const Prediction& p = e.prediction;
-    std::printf("FSDP llama2-13b %4lld GPUs, 2 sequences/GPU: exposed %.3f s "
-                "of %.3f s\n",
-                static_cast<long long>(nodes * 8), p.exposed_comm_s,
-                p.step_time_s);
+    std::printf(
+        "FSDP llama2-13b %4lld GPUs, 2 sequences/GPU: exposed %.3f s "
+        "of %.3f s\n",
+        static_cast<long long>(nodes * 8), p.exposed_comm_s, p.step_time_s);
     EXPECT_GT(p.exposed_comm_s, previous) << nodes;
     // All of it is FSDP traffic.
     EXPECT_EQ(p.tp_comm_s + p.pp_comm_s + p.cp_comm_s, 0);
@@ -117,9 +116,10 @@ TEST(PredictionTest, FsdpExposedShareGrowsWithNodesAtAFixedBatch) {
                 "zero=3,micro_batch=1,recompute=selective")
             .prediction;
     const double share = p.exposed_comm_s / p.step_time_s;
-    std::printf("FSDP llama2-13b %4lld GPUs, 1024 sequences: exposed %.0f%% of "
-                "the step\n",
-                static_cast<long long>(nodes * 8), 100 * share);
+    std::printf(
+        "FSDP llama2-13b %4lld GPUs, 1024 sequences: exposed %.0f%% of "
+        "the step\n",
+        static_cast<long long>(nodes * 8), 100 * share);
     EXPECT_GT(share, previous) << nodes;
     previous = share;
   }
@@ -138,12 +138,12 @@ TEST(PredictionTest, TensorParallelAcrossNodesIsPenalised) {
       Predict(MakeWorkload("llama2-7b", "h100-sxm", 16, 512, 4096),
               "tp=8,sp=1,zero=1,micro_batch=1");
   ASSERT_TRUE(spans.feasible && inside.feasible && tp8.feasible);
-  std::printf("tp 16 across nodes: TP comm %.3f s/step, %.0f tokens/s/GPU; "
-              "inside 16-GPU nodes %.3f s, %.0f; tp 8 %.3f s, %.0f\n",
-              spans.prediction.tp_comm_s, spans.prediction.tokens_per_s_per_gpu,
-              inside.prediction.tp_comm_s,
-              inside.prediction.tokens_per_s_per_gpu, tp8.prediction.tp_comm_s,
-              tp8.prediction.tokens_per_s_per_gpu);
+  std::printf(
+      "tp 16 across nodes: TP comm %.3f s/step, %.0f tokens/s/GPU; "
+      "inside 16-GPU nodes %.3f s, %.0f; tp 8 %.3f s, %.0f\n",
+      spans.prediction.tp_comm_s, spans.prediction.tokens_per_s_per_gpu,
+      inside.prediction.tp_comm_s, inside.prediction.tokens_per_s_per_gpu,
+      tp8.prediction.tp_comm_s, tp8.prediction.tokens_per_s_per_gpu);
   EXPECT_GT(spans.prediction.tp_comm_s, 1.5 * inside.prediction.tp_comm_s);
   EXPECT_LT(spans.prediction.tokens_per_s, inside.prediction.tokens_per_s);
   EXPECT_LT(spans.prediction.tokens_per_s, tp8.prediction.tokens_per_s);
@@ -156,7 +156,8 @@ TEST(PredictionTest, BubbleShrinksWithMoreMicroBatches) {
   for (int64_t m : {4, 8, 16, 32, 64}) {
     const Workload w = MakeWorkload("llama2-13b", "h100-sxm", 4, m, 4096);
     const Prediction p =
-        Predict(w, "tp=8,sp=1,pp=4,micro_batch=1,recompute=selective").prediction;
+        Predict(w, "tp=8,sp=1,pp=4,micro_batch=1,recompute=selective")
+            .prediction;
     const double share = p.bubble_s / p.step_time_s;
     EXPECT_LT(share, previous) << m;
     previous = share;

@@ -60,11 +60,17 @@ Brute BruteForce(const Workload& w, const Calibration& c) {
               for (Recompute r : {Recompute::kNone, Recompute::kSelective,
                                   Recompute::kFull}) {
                 for (int64_t zero = 0; zero <= 3; ++zero) {
-                  for (int64_t sg : zero == 0 ? std::vector<int64_t>{0}
-                                              : DivisorsOf(dp)) {
-                    Layout l{.tp = tp, .sp = sp, .pp = pp, .vpp = vpp,
-                             .cp = cp, .zero = zero, .shard_group = sg,
-                             .micro_batch = mb, .recompute = r};
+                  for (int64_t sg :
+                       zero == 0 ? std::vector<int64_t>{0} : DivisorsOf(dp)) {
+                    Layout l{.tp = tp,
+                             .sp = sp,
+                             .pp = pp,
+                             .vpp = vpp,
+                             .cp = cp,
+                             .zero = zero,
+                             .shard_group = sg,
+                             .micro_batch = mb,
+                             .recompute = r};
                     LayoutEvaluation e = PredictLayout(w, l, c);
                     ++b.searched;
                     if (e.feasible) {
@@ -88,8 +94,7 @@ Brute BruteForce(const Workload& w, const Calibration& c) {
 TEST(SearchTest, AgreesWithCoreRulesLayoutByLayout) {
   const Workload w = SmallWorkload();
   const Calibration c = NoFixedOverhead();
-  absl::StatusOr<SearchResult> r =
-      SearchLayouts(w, c, SearchOptions{.top = 0});
+  absl::StatusOr<SearchResult> r = SearchLayouts(w, c, SearchOptions{.top = 0});
   ASSERT_TRUE(r.ok()) << r.status();
   const Brute b = BruteForce(w, c);
   std::map<std::string, int64_t> kinds = r->rejected;
@@ -132,7 +137,8 @@ TEST(SearchTest, RanksAndFindsTheParetoFront) {
   // both, brute force.
   std::set<std::pair<double, double>> expected;
   for (const LayoutEvaluation& e : b.feasible) {
-    const double x = e.prediction.tokens_per_s, y = e.prediction.tokens_per_joule;
+    const double x = e.prediction.tokens_per_s,
+                 y = e.prediction.tokens_per_joule;
     bool dominated = false;
     for (const LayoutEvaluation& o : b.feasible) {
       const double ox = o.prediction.tokens_per_s;
@@ -158,12 +164,14 @@ TEST(SearchTest, RejectsBadInputNamingTheField) {
   w.training.seq_len = 0;
   absl::StatusOr<SearchResult> r = SearchLayouts(w, Calibration{}, {});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("training.seq_len"), absl::string_view::npos);
-  EXPECT_NE(SearchLayouts(SmallWorkload(), Calibration{}, SearchOptions{.top = -1})
-                .status()
-                .message()
-                .find("search.top"),
+  EXPECT_NE(r.status().message().find("training.seq_len"),
             absl::string_view::npos);
+  EXPECT_NE(
+      SearchLayouts(SmallWorkload(), Calibration{}, SearchOptions{.top = -1})
+          .status()
+          .message()
+          .find("search.top"),
+      absl::string_view::npos);
   // tiny on 64 GPUs with 2-token sequences: tp <= 8, pp <= 4, cp 1, so dp >= 2
   // and one sequence per step cannot be split.
   Workload one{*ModelPreset("tiny"), MakeCluster(*GpuPreset("h100-sxm"), 8, 8),
@@ -175,7 +183,8 @@ TEST(SearchTest, RejectsBadInputNamingTheField) {
 }
 
 TEST(SearchTest, NothingFitsIsAnAnswerNotAnError) {
-  Workload w{*ModelPreset("llama3-405b"), MakeCluster(*GpuPreset("h100-sxm"), 1, 8),
+  Workload w{*ModelPreset("llama3-405b"),
+             MakeCluster(*GpuPreset("h100-sxm"), 1, 8),
              TrainingConfig{.global_batch = 8, .seq_len = 8192}};
   absl::StatusOr<SearchResult> r = SearchLayouts(w, Calibration{}, {});
   ASSERT_TRUE(r.ok()) << r.status();
