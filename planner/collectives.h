@@ -39,7 +39,9 @@ struct GroupPlacement {
 };
 
 // A group of `ranks` ranks whose consecutive members are `stride` global ranks
-// apart, with global ranks filling nodes of `gpus_per_node` in order.
+// apart, with global ranks filling nodes of `gpus_per_node` in order. Groups
+// are taken as aligned to node boundaries, which is exact when the group's
+// span and gpus_per_node divide one another (power-of-two sizes).
 GroupPlacement PlaceGroup(int64_t ranks, int64_t stride, int64_t gpus_per_node);
 
 // NCCL bus bandwidth of the group, bytes/s.

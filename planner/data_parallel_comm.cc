@@ -11,7 +11,8 @@ namespace {
 constexpr double kGradBytes = 4;
 constexpr double kParamBytes = 2;
 
-double Hidden(double comm_s, double window_s, double efficiency) {
+// The part of `comm_s` that `efficiency` of the compute window does not hide.
+double Exposed(double comm_s, double window_s, double efficiency) {
   return std::max(0.0, comm_s - efficiency * window_s);
 }
 
@@ -27,7 +28,7 @@ DataParallelTimes DataParallelComm(const Layout& l, const LayoutPlacement& p,
   if (l.zero == 0) {
     r.per_step_s =
         CollectiveTimeS(Collective::kAllReduce, grads, p.data, cl, c);
-    r.per_step_exposed_s = Hidden(r.per_step_s, w.backward_compute_s, e);
+    r.per_step_exposed_s = Exposed(r.per_step_s, w.backward_compute_s, e);
     return r;
   }
   // HSDP: replicas all-reduce their shard of the gradients once per step.
@@ -35,20 +36,20 @@ DataParallelTimes DataParallelComm(const Layout& l, const LayoutPlacement& p,
   const double replica_s =
       CollectiveTimeS(Collective::kAllReduce, grads / shards, p.replica, cl, c);
   r.per_step_s = replica_s;
-  r.per_step_exposed_s = Hidden(replica_s, w.backward_compute_s, e);
+  r.per_step_exposed_s = Exposed(replica_s, w.backward_compute_s, e);
   if (l.zero <= 2) {
     const double scatter_s =
         CollectiveTimeS(Collective::kReduceScatter, grads, p.shard, cl, c);
     const double gather_s =
         CollectiveTimeS(Collective::kAllGather, params, p.shard, cl, c);
     r.per_step_s += gather_s;
-    r.per_step_exposed_s += Hidden(gather_s, w.forward_compute_s, e);
+    r.per_step_exposed_s += Exposed(gather_s, w.forward_compute_s, e);
     if (l.zero == 1) {
       r.per_step_s += scatter_s;
-      r.per_step_exposed_s += Hidden(scatter_s, w.backward_compute_s, e);
+      r.per_step_exposed_s += Exposed(scatter_s, w.backward_compute_s, e);
     } else {
       r.per_micro_batch_s = scatter_s;
-      r.per_micro_batch_exposed_s = Hidden(scatter_s, w.backward_compute_s, e);
+      r.per_micro_batch_exposed_s = Exposed(scatter_s, w.backward_compute_s, e);
     }
     return r;
   }
@@ -64,8 +65,8 @@ DataParallelTimes DataParallelComm(const Layout& l, const LayoutPlacement& p,
   const double eta = c.fsdp_overlap_efficiency;
   r.per_micro_batch_s = 2 * gather_s + scatter_s;
   r.per_micro_batch_exposed_s =
-      Hidden(gather_s, w.forward_compute_s, eta) +
-      Hidden(gather_s + scatter_s, w.backward_compute_s, eta);
+      Exposed(gather_s, w.forward_compute_s, eta) +
+      Exposed(gather_s + scatter_s, w.backward_compute_s, eta);
   return r;
 }
 

@@ -30,7 +30,7 @@ namespace {
 
 std::vector<int64_t> Divisors(int64_t n) {
   std::vector<int64_t> small, large;
-  for (int64_t d = 1; d * d <= n; ++d) {
+  for (int64_t d = 1; d <= n / d; ++d) {
     if (n % d != 0) continue;
     small.push_back(d);
     if (d != n / d) large.push_back(n / d);
@@ -134,7 +134,7 @@ void Searcher::EnumerateInner(const Layout& outer, RejectKind model_rule,
   const int64_t inner = 3 * (1 + 3 * static_cast<int64_t>(shard_groups.size()));
   for (int64_t mb : batch_divisors_) {
     r->searched += inner;
-    if (gb % (mb * dp) != 0) {
+    if (gb % mb != 0 || (gb / mb) % dp != 0) {  // gb % (mb*dp), no overflow
       rejected_[kMicroBatch] += inner;
       continue;
     }

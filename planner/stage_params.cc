@@ -5,9 +5,12 @@ namespace tessera::planner {
 StageParams StageParamsPerGpu(const ModelConfig& m, const Layout& layout,
                               int64_t stage) {
   StageParams s;
-  for (int64_t chunk = 0; chunk < layout.vpp; ++chunk) {
-    s.layers +=
-        StageLayers(m.layers, layout.pp, layout.vpp, stage, chunk).size();
+  if (layout.vpp > 1) {
+    // Interleaving needs pp*vpp to divide the layers (core's rule): every
+    // rank holds layers / pp.
+    s.layers = m.layers / layout.pp;
+  } else {
+    s.layers = StageLayers(m.layers, layout.pp, 1, stage, 0).size();
   }
   const double tp = static_cast<double>(layout.tp);
   s.first = stage == 0;

@@ -35,6 +35,10 @@ TEST(StageParamsTest, EmbeddingOnTheFirstStageOutputOnTheLast) {
   double total = 0;
   for (int64_t s = 0; s < 4; ++s) total += StageParamsPerGpu(m, l, s).params;
   EXPECT_DOUBLE_EQ(total * 2, static_cast<double>(m.ParamCount()));
+  // Interleaved (2 chunks of 4 layers per rank) and uneven (32 = 11+11+10).
+  EXPECT_EQ(StageParamsPerGpu(m, Layout{.pp = 4, .vpp = 2}, 3).layers, 8);
+  EXPECT_EQ(StageParamsPerGpu(m, Layout{.pp = 3}, 0).layers, 11);
+  EXPECT_EQ(StageParamsPerGpu(m, Layout{.pp = 3}, 2).layers, 10);
 }
 
 TEST(StageParamsTest, TiedEmbeddingsCopiedToTheLastStage) {
