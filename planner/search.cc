@@ -50,8 +50,9 @@ struct Scored {
   Layout layout;
 };
 
-// Orders the top-k min-heap: the worst kept candidate on top.
-struct WorseFirst {
+// True when a ranks before b: more tokens/s, then enumerated first. As the
+// priority queue's comparator it keeps the worst kept candidate on top.
+struct RanksBefore {
   bool operator()(const Scored& a, const Scored& b) const {
     if (a.tokens_per_s != b.tokens_per_s)
       return a.tokens_per_s > b.tokens_per_s;
@@ -94,7 +95,7 @@ class Searcher {
   int64_t rejected_[kKinds] = {};
   int64_t order_ = 0;
   std::vector<int64_t> batch_divisors_;
-  std::priority_queue<Scored, std::vector<Scored>, WorseFirst> top_;
+  std::priority_queue<Scored, std::vector<Scored>, RanksBefore> top_;
   std::vector<Scored> all_;  // every feasible layout when options.top == 0
   Scored best_energy_;
   bool have_best_energy_ = false;
@@ -108,7 +109,7 @@ void Searcher::Keep(const Layout& l, const Prediction& p) {
     all_.push_back(s);
   } else if (static_cast<int64_t>(top_.size()) < o_.top) {
     top_.push(s);
-  } else if (WorseFirst()(s, top_.top())) {
+  } else if (RanksBefore()(s, top_.top())) {
     top_.pop();
     top_.push(s);
   }
@@ -222,7 +223,7 @@ void Searcher::Run(SearchResult* r) {
     top_.pop();
   }
   std::sort(ranked.begin(), ranked.end(), [](const Scored& a, const Scored& b) {
-    return WorseFirst()(a, b);
+    return RanksBefore()(a, b);
   });
   for (const Scored& s : ranked) {
     r->candidates.push_back(PredictLayout(w_, s.layout, c_));

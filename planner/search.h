@@ -2,6 +2,17 @@
 // workload, reject the infeasible with a reason, rank the rest by predicted
 // tokens/s and tokens/J, and find the Pareto front of the two.
 //
+// The space: tp over the divisors of the world up to the heads (inside a node
+// and beyond), sp off/on with tp > 1, pp over the divisors of world/tp up to
+// the layers, vpp 1 or any v with pp*v dividing the layers, cp over the
+// divisors of world/(tp*pp) with 2*cp <= seq_len, dp the rest, micro_batch
+// over the divisors of the global batch, zero 0-3 with every shard_group
+// dividing dp (HSDP), recompute none/selective/full. A layout is rejected by
+// the first of core's rules it breaks (ResolveLayout, then
+// CheckLayoutFitsModel: kinds "layout.micro_batch", "layout.vpp",
+// "layout.tp", "layout.cp", "layout.sp") or by memory ("memory"). About 1M
+// layouts for llama3-405b on 16384 GPUs, searched in well under a second.
+//
 //   SearchResult r = SearchLayouts(workload, Calibration{}, SearchOptions{});
 //   const LayoutEvaluation& best = r.candidates.front();
 #pragma once
