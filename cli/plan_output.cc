@@ -119,6 +119,7 @@ nlohmann::json PlanJson(const planner::SearchResult& r) {
   const bool any = r.feasible > 0;
   return nlohmann::json{
       {"searched", r.searched},
+      {"scored", r.scored},
       {"feasible", r.feasible},
       {"elapsed_ms", r.elapsed_ms},
       {"candidates", std::move(candidates)},
@@ -153,9 +154,9 @@ std::string DescribeWorkload(const Workload& w) {
 void PrintPlan(const Workload& w, const planner::SearchResult& r,
                std::ostream& out) {
   out << DescribeWorkload(w) << "\n";
-  out << absl::StrFormat("searched %d layouts in %.1f ms: %d feasible; "
-                         "rejected: %s\n",
-                         r.searched, r.elapsed_ms, r.feasible,
+  out << absl::StrFormat("searched %d layouts in %.1f ms (%d costed): %d "
+                         "feasible; rejected: %s\n",
+                         r.searched, r.elapsed_ms, r.scored, r.feasible,
                          DescribeRejected(r.rejected));
   if (r.feasible == 0 || r.candidates.empty()) {
     out << "no feasible layout for this workload\n";

@@ -8,7 +8,8 @@
 //   PrintPlan(w, r, std::cout);         // the table and the best layouts
 //
 // JSON shapes:
-//   plan:    {"searched", "feasible", "elapsed_ms", "candidates": [C...],
+//   plan:    {"searched", "scored", "feasible", "elapsed_ms",
+//             "candidates": [C...],
 //             "best_throughput": C|null, "best_energy": C|null,
 //             "pareto": [C...], "rejected": {"memory": n, ...}}
 //            with C = {"layout": {...}, "prediction": P}

@@ -27,19 +27,6 @@ absl::Status InSpecPath(const absl::Status& status) {
   return absl::InvalidArgumentError(message);
 }
 
-// Applies an explicit integer field in [1, max_value] over `*value`.
-absl::Status ApplyCount(absl::string_view field, bool has, int64_t given,
-                        int64_t max_value, int64_t* value, bool* changed) {
-  if (!has) return absl::OkStatus();
-  if (given < 1 || given > max_value) {
-    return FieldError(field, absl::StrCat("must be an integer in [1, ",
-                                          max_value, "], got ", given));
-  }
-  if (*value != given) *changed = true;
-  *value = given;
-  return absl::OkStatus();
-}
-
 // Applies an explicit finite number over `*value`; `allow_zero` admits 0.
 absl::Status ApplyNumber(absl::string_view field, bool has, double given,
                          bool allow_zero, double* value, bool* changed) {
@@ -57,77 +44,18 @@ absl::Status ApplyNumber(absl::string_view field, bool has, double given,
 }  // namespace
 
 absl::StatusOr<ModelConfig> ModelFromSpec(const v1::ModelSpec& spec) {
-  ModelConfig m;
-  m.name = "custom";
-  bool changed = false;
-  if (!spec.preset().empty()) {
-    absl::StatusOr<ModelConfig> preset = ModelPreset(spec.preset());
-    if (!preset.ok()) {
-      return FieldError("model.preset",
-                        absl::StrCat("unknown preset '", spec.preset(),
-                                     "' (known: ",
-                                     absl::StrJoin(ModelPresetNames(), ", "),
-                                     ")"));
-    }
-    m = *preset;
-  } else {
-    const std::pair<const char*, bool> required[] = {
-        {"layers", spec.has_layers()},   {"hidden", spec.has_hidden()},
-        {"heads", spec.has_heads()},     {"ffn_hidden", spec.has_ffn_hidden()},
-        {"vocab", spec.has_vocab()}};
-    bool any = false;
-    for (const auto& [field, has] : required) any = any || has;
-    if (!any) {
-      return FieldError(
-          "model", absl::StrCat("give a preset (",
-                                absl::StrJoin(ModelPresetNames(), ", "),
-                                ") or layers, hidden, heads, ffn_hidden, vocab"));
-    }
-    for (const auto& [field, has] : required) {
-      if (!has) {
-        return FieldError(absl::StrCat("model.", field),
-                          "required without a preset");
-      }
-    }
-  }
-  TESSERA_RETURN_IF_ERROR(ApplyCount("model.layers", spec.has_layers(),
-                                     spec.layers(), kMaxLayers, &m.layers,
-                                     &changed));
-  TESSERA_RETURN_IF_ERROR(ApplyCount("model.hidden", spec.has_hidden(),
-                                     spec.hidden(), kMaxHidden, &m.hidden,
-                                     &changed));
-  TESSERA_RETURN_IF_ERROR(ApplyCount("model.heads", spec.has_heads(),
-                                     spec.heads(), kMaxHidden, &m.heads,
-                                     &changed));
-  if (spec.preset().empty() && !spec.has_kv_heads()) m.kv_heads = m.heads;
-  TESSERA_RETURN_IF_ERROR(ApplyCount("model.kv_heads", spec.has_kv_heads(),
-                                     spec.kv_heads(), kMaxHidden,
-                                     &m.kv_heads, &changed));
-  TESSERA_RETURN_IF_ERROR(ApplyCount("model.ffn_hidden", spec.has_ffn_hidden(),
-                                     spec.ffn_hidden(), kMaxFfnHidden,
-                                     &m.ffn_hidden, &changed));
-  TESSERA_RETURN_IF_ERROR(ApplyCount("model.vocab", spec.has_vocab(),
-                                     spec.vocab(), kMaxVocab, &m.vocab,
-                                     &changed));
-  if (spec.has_mlp()) {
-    TESSERA_ASSIGN_OR_RETURN(MlpKind mlp, ParseMlpKind(spec.mlp()));
-    if (mlp != m.mlp) changed = true;
-    m.mlp = mlp;
-  }
-  if (spec.has_tie_embeddings()) {
-    if (spec.tie_embeddings() != m.tie_embeddings) changed = true;
-    m.tie_embeddings = spec.tie_embeddings();
-  }
-  TESSERA_RETURN_IF_ERROR(ApplyNumber("model.rope_theta", spec.has_rope_theta(),
-                                      spec.rope_theta(), false, &m.rope_theta,
-                                      &changed));
-  TESSERA_RETURN_IF_ERROR(ApplyNumber("model.norm_eps", spec.has_norm_eps(),
-                                      spec.norm_eps(), false, &m.norm_eps,
-                                      &changed));
-  if (!spec.preset().empty() && !changed) m.name = spec.preset();
-  if (changed) m.name = "custom";
-  TESSERA_RETURN_IF_ERROR(ValidateModel(m));
-  return m;
+  ModelOverrides o;
+  if (spec.has_layers()) o.layers = spec.layers();
+  if (spec.has_hidden()) o.hidden = spec.hidden();
+  if (spec.has_heads()) o.heads = spec.heads();
+  if (spec.has_kv_heads()) o.kv_heads = spec.kv_heads();
+  if (spec.has_ffn_hidden()) o.ffn_hidden = spec.ffn_hidden();
+  if (spec.has_vocab()) o.vocab = spec.vocab();
+  if (spec.has_mlp()) o.mlp = spec.mlp();
+  if (spec.has_tie_embeddings()) o.tie_embeddings = spec.tie_embeddings();
+  if (spec.has_rope_theta()) o.rope_theta = spec.rope_theta();
+  if (spec.has_norm_eps()) o.norm_eps = spec.norm_eps();
+  return ResolveModel(spec.preset(), o);
 }
 
 absl::StatusOr<GpuSpec> GpuFromSpec(const v1::GpuSpec& spec) {
@@ -468,6 +396,7 @@ absl::StatusOr<planner::LayoutEvaluation> EvaluationFromProto(
 v1::PlanResponse PlanResponseFromResult(const planner::SearchResult& r) {
   v1::PlanResponse out;
   out.set_searched(r.searched);
+  out.set_scored(r.scored);
   out.set_feasible(r.feasible);
   out.set_elapsed_ms(r.elapsed_ms);
   for (const planner::LayoutEvaluation& e : r.candidates) {
@@ -490,6 +419,7 @@ absl::StatusOr<planner::SearchResult> SearchResultFromPlanResponse(
     const v1::PlanResponse& p) {
   planner::SearchResult out;
   out.searched = p.searched();
+  out.scored = p.scored();
   out.feasible = p.feasible();
   out.elapsed_ms = p.elapsed_ms();
   for (const v1::LayoutEvaluation& e : p.candidates()) {

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/layout.h"
+#include "core/model_overrides.h"
 #include "core/workload.h"
 #include "planner/prediction.h"
 #include "planner/search.h"
@@ -20,25 +21,10 @@
 
 namespace tessera {
 
-// Bounds on spec values beyond which no study is meaningful (the largest
-// published models have hidden 20480, ffn 81920, vocab 256000, 126 layers).
-// They keep every int64 count in core and the planner far from overflow: a
-// model's parameters stay below 2^55, the world below 2^27 GPUs, a step
-// below 2^48 tokens.
-inline constexpr int64_t kMaxLayers = 1 << 14;
-inline constexpr int64_t kMaxHidden = 1 << 18;     // also bounds heads
-inline constexpr int64_t kMaxFfnHidden = 1 << 20;
-inline constexpr int64_t kMaxVocab = 1 << 22;
-inline constexpr int64_t kMaxNodes = 1 << 17;
-inline constexpr int64_t kMaxGpusPerNode = 1 << 10;
-inline constexpr int64_t kMaxGlobalBatch = 1 << 24;  // sequences
-inline constexpr int64_t kMaxSeqLen = 1 << 24;       // tokens
-
-// The model of `spec`: the preset (if any), then each explicit field over it;
-// kv_heads defaults to heads and mlp to swiglu without a preset. The name is
-// the preset's when no field changes it, else "custom". INVALID_ARGUMENT
-// names the field: "model.preset: unknown preset 'x' (known: ...)",
-// "model.hidden: required without a preset", "model.heads: ...".
+// The model of `spec`: core ResolveModel (core/model_overrides.h) of its
+// preset and explicit fields, with its rules, bounds and errors
+// ("model.preset: unknown preset 'x' (known: ...)", "model.hidden: required
+// without a preset", "model.heads: ...").
 absl::StatusOr<ModelConfig> ModelFromSpec(const v1::ModelSpec& spec);
 
 // The GPU of `spec`: the preset's figures with explicit ones over them, or
@@ -46,11 +32,12 @@ absl::StatusOr<ModelConfig> ModelFromSpec(const v1::ModelSpec& spec);
 // "cluster.gpu.<field>".
 absl::StatusOr<GpuSpec> GpuFromSpec(const v1::GpuSpec& spec);
 
-// The cluster (core MakeCluster, then the link overrides). Errors name
-// "cluster.<field>".
+// The cluster (core MakeCluster, then the link overrides), within core's
+// kMaxNodes and kMaxGpusPerNode. Errors name "cluster.<field>".
 absl::StatusOr<ClusterConfig> ClusterFromSpec(const v1::ClusterSpec& spec);
 
-// Errors name "training.<field>".
+// Within core's kMaxGlobalBatch and kMaxSeqLen. Errors name
+// "training.<field>".
 absl::StatusOr<TrainingConfig> TrainingFromSpec(const v1::TrainingSpec& spec);
 
 // The whole workload, validated (core ValidateWorkload). Errors are

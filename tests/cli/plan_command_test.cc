@@ -87,6 +87,8 @@ TEST(PlanCommandTest, JsonHasEveryFieldOfTheIssue) {
                           "best_throughput", "best_energy", "pareto"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
+  EXPECT_GE(j["searched"].get<int64_t>(), j["scored"].get<int64_t>());
+  EXPECT_GE(j["scored"].get<int64_t>(), j["feasible"].get<int64_t>());
   EXPECT_GT(j["searched"].get<int64_t>(), j["feasible"].get<int64_t>());
   EXPECT_GT(j["feasible"].get<int64_t>(), 5);
   EXPECT_GE(j["elapsed_ms"].get<double>(), 0);

@@ -408,6 +408,7 @@ planner::LayoutEvaluation Evaluation(const char* layout, bool feasible,
 TEST(ConvertTest, SearchResultRoundTrips) {
   planner::SearchResult r;
   r.searched = 1234;
+  r.scored = 789;
   r.feasible = 56;
   r.elapsed_ms = 7.5;
   r.candidates = {Evaluation("tp=2,dp=4,grad_accum=2", true, 1),
@@ -420,6 +421,7 @@ TEST(ConvertTest, SearchResultRoundTrips) {
       SearchResultFromPlanResponse(PlanResponseFromResult(r));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->searched, 1234);
+  EXPECT_EQ(back->scored, 789);
   EXPECT_EQ(back->feasible, 56);
   EXPECT_EQ(back->elapsed_ms, 7.5);
   ASSERT_EQ(back->candidates.size(), 2u);
