@@ -153,14 +153,16 @@ absl::StatusOr<Layout> ResolveLayout(const Layout& in, int64_t world_size,
                                          " / (tp*pp*cp = ", mp, ") is ", dp));
   }
   l.dp = dp;
-  if (global_batch % (l.micro_batch * dp) != 0) {
+  // Two divisions rather than one product: micro_batch * dp can overflow.
+  if (global_batch % l.micro_batch != 0 ||
+      (global_batch / l.micro_batch) % dp != 0) {
     return FieldError(
         "micro_batch",
         absl::StrCat("global batch ", global_batch,
                      " is not reachable: not a multiple of micro_batch ",
                      l.micro_batch, " x dp ", dp));
   }
-  const int64_t grad_accum = global_batch / (l.micro_batch * dp);
+  const int64_t grad_accum = global_batch / l.micro_batch / dp;
   if (l.grad_accum != 0 && l.grad_accum != grad_accum) {
     return FieldError("grad_accum",
                       absl::StrCat(l.grad_accum, " but global batch ",
