@@ -1,0 +1,46 @@
+// The SQL of the SQLite store's list queries (ListStudies, ListTrials: the
+// history), built from a filter with every value bound as a parameter.
+// Private to db/.
+//
+//   TESSERA_ASSIGN_OR_RETURN(SqlQuery q, TrialListQuery(filter));
+//   TESSERA_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(q.sql));
+//   BindAll(q.params, stmt);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "db/sqlite.h"
+#include "db/trial_store.h"
+
+namespace tessera::db::internal {
+
+// One bound value: an integer or a text.
+struct SqlValue {
+  SqlValue(int64_t value) : number(value) {}  // NOLINT: implicit by design
+  SqlValue(std::string value)
+      : is_text(true), text(std::move(value)) {}  // NOLINT
+  bool is_text = false;
+  int64_t number = 0;
+  std::string text;
+};
+
+struct SqlQuery {
+  std::string sql;
+  std::vector<SqlValue> params;  // for ?1, ?2, ... in order
+};
+
+// Binds params[i] to parameter i + 1.
+void BindAll(const std::vector<SqlValue>& params, Statement& stmt);
+
+// SELECT kTrialColumns FROM trials t ... for `filter` (checked first:
+// InvalidArgument for an unknown sort key or a negative limit).
+absl::StatusOr<SqlQuery> TrialListQuery(const TrialFilter& filter);
+
+// SELECT kStudyColumns FROM studies ... newest first.
+absl::StatusOr<SqlQuery> StudyListQuery(const StudyFilter& filter);
+
+}  // namespace tessera::db::internal

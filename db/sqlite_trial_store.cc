@@ -1,0 +1,208 @@
+// SqliteTrialStore: opening, the writer and reader connections, studies.
+// Trials, leases and agents/probes/calibrations are in
+// sqlite_trial_store_{trials,leases,agents}.cc.
+#include "db/sqlite_trial_store.h"
+
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/status_macros.h"
+#include "db/internal/list_queries.h"
+#include "db/internal/rows.h"
+#include "db/migrations.h"
+#include "db/validation.h"
+
+namespace tessera::db {
+
+using internal::LoadStudy;
+using internal::ToMicros;
+
+absl::StatusOr<std::unique_ptr<SqliteTrialStore>> SqliteTrialStore::Open(
+    absl::string_view path, SqliteTrialStoreOptions options) {
+  if (path.empty() || path == ":memory:" || absl::StartsWith(path, "file:")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "store.path: '", path, "' is not a file path (readers need a file)"));
+  }
+  if (options.max_attempts < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "store.max_attempts: must be >= 1, got ", options.max_attempts));
+  }
+  if (!options.clock) options.clock = [] { return absl::Now(); };
+  options.database.query_only = false;
+  TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Database> writer,
+                           Database::Open(path, options.database));
+  TESSERA_RETURN_IF_ERROR(ApplyMigrations(*writer, EmbeddedMigrations()));
+  return std::unique_ptr<SqliteTrialStore>(new SqliteTrialStore(
+      std::string(path), std::move(options), std::move(writer)));
+}
+
+SqliteTrialStore::SqliteTrialStore(std::string path,
+                                   SqliteTrialStoreOptions options,
+                                   std::unique_ptr<Database> writer)
+    : path_(std::move(path)),
+      options_(std::move(options)),
+      writer_(std::move(writer)) {}
+
+SqliteTrialStore::~SqliteTrialStore() = default;
+
+absl::Status SqliteTrialStore::Write(
+    const std::function<absl::Status(Database&)>& body) {
+  absl::MutexLock lock(&write_mu_);
+  return RunInTransaction(*writer_, TransactionMode::kImmediate, body);
+}
+
+absl::Status SqliteTrialStore::Read(
+    const std::function<absl::Status(Database&)>& body) {
+  std::unique_ptr<Database> reader;
+  {
+    absl::MutexLock lock(&read_mu_);
+    if (!idle_readers_.empty()) {
+      reader = std::move(idle_readers_.back());
+      idle_readers_.pop_back();
+    }
+  }
+  if (reader == nullptr) {
+    DatabaseOptions options = options_.database;
+    options.query_only = true;
+    TESSERA_ASSIGN_OR_RETURN(reader, Database::Open(path_, options));
+  }
+  absl::Status status =
+      RunInTransaction(*reader, TransactionMode::kDeferred, body);
+  absl::MutexLock lock(&read_mu_);
+  if (static_cast<int>(idle_readers_.size()) < options_.max_idle_readers) {
+    idle_readers_.push_back(std::move(reader));
+  }
+  return status;
+}
+
+// ---- Studies ----
+
+absl::StatusOr<Study> SqliteTrialStore::CreateStudy(const NewStudy& s) {
+  TESSERA_RETURN_IF_ERROR(ValidateNewStudy(s));
+  Study created;
+  const absl::Status done = Write([&](Database& db) -> absl::Status {
+    const int64_t now_us = ToMicros(Now());
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement insert,
+        db.Prepare("INSERT INTO studies (name, spec_json, model, gpu, nodes, "
+                   "gpus_per_node, trial_budget, time_budget_s, status, "
+                   "created_at_us, updated_at_us) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)"));
+    insert.BindText(1, s.name)
+        .BindText(2, s.spec_json)
+        .BindText(3, s.model)
+        .BindText(4, s.gpu)
+        .BindInt(5, s.nodes)
+        .BindInt(6, s.gpus_per_node)
+        .BindInt(7, s.trial_budget)
+        .BindDouble(8, s.time_budget_s)
+        .BindInt(9, now_us)
+        .BindInt(10, now_us);
+    TESSERA_RETURN_IF_ERROR(insert.Run());
+    TESSERA_ASSIGN_OR_RETURN(created, LoadStudy(db, db.LastInsertRowId()));
+    return absl::OkStatus();
+  });
+  if (!done.ok()) return done;
+  return created;
+}
+
+absl::StatusOr<Study> SqliteTrialStore::GetStudy(int64_t study_id) {
+  Study study;
+  const absl::Status done = Read([&](Database& db) -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(study, LoadStudy(db, study_id));
+    return absl::OkStatus();
+  });
+  if (!done.ok()) return done;
+  return study;
+}
+
+absl::StatusOr<std::vector<Study>> SqliteTrialStore::ListStudies(
+    const StudyFilter& filter) {
+  TESSERA_ASSIGN_OR_RETURN(internal::SqlQuery query,
+                           internal::StudyListQuery(filter));
+  std::vector<Study> studies;
+  const absl::Status done = Read([&](Database& db) -> absl::Status {
+    studies.clear();
+    TESSERA_ASSIGN_OR_RETURN(Statement select, db.Prepare(query.sql));
+    internal::BindAll(query.params, select);
+    while (true) {
+      TESSERA_ASSIGN_OR_RETURN(const bool row, select.Step());
+      if (!row) return absl::OkStatus();
+      TESSERA_ASSIGN_OR_RETURN(Study study, internal::ReadStudy(select));
+      studies.push_back(std::move(study));
+    }
+  });
+  if (!done.ok()) return done;
+  return studies;
+}
+
+absl::Status SqliteTrialStore::SetStudyStatus(int64_t study_id,
+                                              StudyStatus status,
+                                              absl::string_view reason) {
+  return Write([&](Database& db) -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(const Study study, LoadStudy(db, study_id));
+    if (IsFinal(study.status) && study.status != status) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "study ", study_id, ": is ", StudyStatusName(study.status),
+          ", a final status; cannot become ", StudyStatusName(status)));
+    }
+    if (study.status == StudyStatus::kRunning &&
+        status == StudyStatus::kQueued) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "study ", study_id, ": is running; cannot go back to queued"));
+    }
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement update,
+        db.Prepare("UPDATE studies SET status = ?, status_reason = ?, "
+                   "updated_at_us = ? WHERE id = ?"));
+    update.BindText(1, StudyStatusName(status))
+        .BindText(2, reason)
+        .BindInt(3, ToMicros(Now()))
+        .BindInt(4, study_id);
+    return update.Run();
+  });
+}
+
+absl::Status SqliteTrialStore::SetRecommendation(
+    int64_t study_id, absl::string_view recommendation_json) {
+  if (!IsJson(recommendation_json)) {
+    return absl::InvalidArgumentError(
+        "study.recommendation_json: is not valid JSON");
+  }
+  return Write([&](Database& db) -> absl::Status {
+    TESSERA_RETURN_IF_ERROR(LoadStudy(db, study_id).status());
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement update,
+        db.Prepare("UPDATE studies SET recommendation_json = ?, "
+                   "updated_at_us = ? WHERE id = ?"));
+    update.BindText(1, recommendation_json)
+        .BindInt(2, ToMicros(Now()))
+        .BindInt(3, study_id);
+    return update.Run();
+  });
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteTrialStore::ExplainListTrials(
+    const TrialFilter& filter) {
+  TESSERA_ASSIGN_OR_RETURN(internal::SqlQuery query,
+                           internal::TrialListQuery(filter));
+  std::vector<std::string> plan;
+  const absl::Status done = Read([&](Database& db) -> absl::Status {
+    plan.clear();
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement explain,
+        db.Prepare(absl::StrCat("EXPLAIN QUERY PLAN ", query.sql)));
+    internal::BindAll(query.params, explain);
+    while (true) {
+      TESSERA_ASSIGN_OR_RETURN(const bool row, explain.Step());
+      if (!row) return absl::OkStatus();
+      plan.push_back(explain.ColumnText(3));  // id, parent, notused, detail
+    }
+  });
+  if (!done.ok()) return done;
+  return plan;
+}
+
+}  // namespace tessera::db

@@ -1,0 +1,134 @@
+// SqliteTrialStore: the TrialStore in one SQLite file (WAL). One writer
+// connection, serialized inside the store, runs every write as one IMMEDIATE
+// transaction with the bounded busy retry; reads run on a small pool of
+// separate query-only connections, so history queries never block the writer
+// (and several stores or processes may open the same file). The schema is
+// brought up to date at Open (db/migrations/).
+//
+//   SqliteTrialStoreOptions options;
+//   options.clock = [&] { return fake_now; };  // tests; default absl::Now
+//   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<SqliteTrialStore> store,
+//                            SqliteTrialStore::Open("tessera.db", options));
+//
+// Durability: commits are synchronous=FULL by default (see db/sqlite.h), so a
+// report acknowledged to an agent survives a crash of the planner or of the
+// machine. Destroying the store closes its connections; nothing is buffered.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "db/sqlite.h"
+#include "db/trial_store.h"
+
+namespace tessera::db {
+
+struct SqliteTrialStoreOptions {
+  Clock clock;  // empty: absl::Now
+  // Leases a trial may lose (expired, agent gone) before it becomes crash.
+  int64_t max_attempts = 3;
+  // Busy timeout, synchronous level and busy retry of every connection.
+  DatabaseOptions database;
+  // Idle reader connections kept open for reuse.
+  int max_idle_readers = 4;
+};
+
+class SqliteTrialStore : public TrialStore {
+ public:
+  // Opens (creating when absent) the database file at `path` and applies the
+  // migrations it lacks. FailedPrecondition for a database written by a newer
+  // Tessera; InvalidArgument for ":memory:" or an empty path (a file is
+  // needed: readers use connections of their own).
+  static absl::StatusOr<std::unique_ptr<SqliteTrialStore>> Open(
+      absl::string_view path, SqliteTrialStoreOptions options = {});
+  ~SqliteTrialStore() override;
+
+  absl::StatusOr<Study> CreateStudy(const NewStudy& study) override;
+  absl::StatusOr<Study> GetStudy(int64_t study_id) override;
+  absl::StatusOr<std::vector<Study>> ListStudies(
+      const StudyFilter& filter) override;
+  absl::Status SetStudyStatus(int64_t study_id, StudyStatus status,
+                              absl::string_view reason) override;
+  absl::Status SetRecommendation(
+      int64_t study_id, absl::string_view recommendation_json) override;
+
+  absl::StatusOr<std::vector<int64_t>> AddTrials(
+      int64_t study_id, const std::vector<NewTrial>& trials) override;
+  absl::StatusOr<Trial> GetTrial(int64_t trial_id) override;
+  absl::StatusOr<std::vector<Trial>> ListTrials(
+      const TrialFilter& filter) override;
+  absl::StatusOr<std::map<TrialState, int64_t>> CountTrialsByStatus(
+      int64_t study_id) override;
+  absl::StatusOr<std::vector<TrialMetric>> GetTrialMetrics(
+      int64_t trial_id) override;
+
+  absl::Status LeaseTrial(int64_t trial_id,
+                          const std::vector<std::string>& agent_ids,
+                          absl::Time expires_at) override;
+  absl::Status ExtendLease(int64_t trial_id, absl::string_view agent_id,
+                           absl::Time expires_at) override;
+  absl::Status ReportTrial(int64_t trial_id, absl::string_view agent_id,
+                           const TrialResult& result, absl::Time now) override;
+  absl::StatusOr<RequeueResult> RequeueExpiredLeases(absl::Time now) override;
+  absl::StatusOr<RequeueResult> RequeueTrialsOf(
+      absl::string_view agent_id) override;
+  absl::StatusOr<int64_t> CancelQueuedTrials(int64_t study_id) override;
+
+  absl::StatusOr<Agent> UpsertAgent(const AgentRegistration& agent) override;
+  absl::Status Heartbeat(absl::string_view agent_id, absl::Time now) override;
+  absl::StatusOr<Agent> GetAgent(absl::string_view agent_id) override;
+  absl::StatusOr<std::vector<Agent>> ListAgents(
+      std::optional<AgentState> state) override;
+  absl::Status MarkAgentGone(absl::string_view agent_id) override;
+  absl::StatusOr<std::vector<Agent>> ListStaleAgents(
+      absl::Time now, absl::Duration older_than) override;
+
+  absl::StatusOr<std::vector<int64_t>> AddProbes(
+      absl::string_view agent_id, const std::vector<Probe>& probes) override;
+  absl::StatusOr<std::vector<Probe>> ListProbes(
+      const ProbeFilter& filter) override;
+
+  absl::StatusOr<Calibration> SaveCalibration(
+      const Calibration& calibration) override;
+  absl::StatusOr<Calibration> LatestCalibration(
+      absl::string_view scope) override;
+
+  // The plan sqlite chooses for ListTrials(filter), one EXPLAIN QUERY PLAN
+  // line each ("SEARCH t USING INDEX trials_by_layout (tp=?)"): how to check
+  // that a history query is served by an index.
+  absl::StatusOr<std::vector<std::string>> ExplainListTrials(
+      const TrialFilter& filter);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  SqliteTrialStore(std::string path, SqliteTrialStoreOptions options,
+                   std::unique_ptr<Database> writer);
+
+  // Runs `body` as one IMMEDIATE transaction on the writer connection.
+  absl::Status Write(const std::function<absl::Status(Database&)>& body);
+  // Runs `body` as one read transaction (one snapshot) on a reader.
+  absl::Status Read(const std::function<absl::Status(Database&)>& body);
+  absl::Time Now() const { return options_.clock(); }
+
+  // Ends the lease of `trial_id` that was lost (expired, agent gone): queued
+  // again with attempts + 1, or crash once out of attempts; adds the id to
+  // `result`. `why` says how it was lost, for the trial's reason.
+  absl::Status EndLostLease(Database& db, int64_t trial_id,
+                            absl::string_view why, RequeueResult& result);
+
+  const std::string path_;
+  const SqliteTrialStoreOptions options_;
+  absl::Mutex write_mu_;
+  std::unique_ptr<Database> writer_ ABSL_GUARDED_BY(write_mu_);
+  absl::Mutex read_mu_;
+  std::vector<std::unique_ptr<Database>> idle_readers_
+      ABSL_GUARDED_BY(read_mu_);
+};
+
+}  // namespace tessera::db

@@ -1,0 +1,283 @@
+// SqliteTrialStore: agents (registration, heartbeats, staleness), their
+// probes, and calibrations of the cost model.
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "db/internal/rows.h"
+#include "db/sqlite_trial_store.h"
+#include "db/validation.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera::db {
+
+using internal::LoadAgent;
+using internal::LoadStudy;
+using internal::ToMicros;
+
+namespace {
+
+// A free id "<base>-<n>" for an agent that did not choose one.
+absl::StatusOr<std::string> AssignAgentId(Database& db,
+                                          absl::string_view hostname) {
+  const std::string base = AgentIdBase(hostname);
+  TESSERA_ASSIGN_OR_RETURN(Statement exists,
+                           db.Prepare("SELECT 1 FROM agents WHERE id = ?"));
+  for (int64_t n = 1;; ++n) {
+    std::string id = absl::StrCat(base, "-", n);
+    exists.BindText(1, id);
+    TESSERA_ASSIGN_OR_RETURN(const bool taken, exists.Step());
+    if (!taken) return id;
+    exists.Reset();
+  }
+}
+
+// Collects the rows of `select` read by `read`.
+template <typename T, typename ReadFn>
+absl::Status ReadAll(Statement& select, ReadFn read, std::vector<T>& out) {
+  out.clear();
+  while (true) {
+    TESSERA_ASSIGN_OR_RETURN(const bool row, select.Step());
+    if (!row) return absl::OkStatus();
+    TESSERA_ASSIGN_OR_RETURN(T value, read(select));
+    out.push_back(std::move(value));
+  }
+}
+
+absl::StatusOr<Probe> ReadProbeOr(const Statement& row) {
+  return internal::ReadProbe(row);
+}
+
+}  // namespace
+
+absl::StatusOr<Agent> SqliteTrialStore::UpsertAgent(
+    const AgentRegistration& a) {
+  TESSERA_RETURN_IF_ERROR(ValidateAgentRegistration(a));
+  Agent stored;
+  const absl::Status done = Write([&](Database& db) -> absl::Status {
+    std::string id = a.id;
+    if (id.empty()) {
+      TESSERA_ASSIGN_OR_RETURN(id, AssignAgentId(db, a.hostname));
+    }
+    const int64_t now_us = ToMicros(Now());
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement upsert,
+        db.Prepare(
+            "INSERT INTO agents (id, hostname, backend, gpu_name, gpu_count, "
+            "memory_bytes, driver, interconnect, cpu_ranks, state, "
+            "registered_at_us, last_heartbeat_at_us) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, "
+            "backend = excluded.backend, gpu_name = excluded.gpu_name, "
+            "gpu_count = excluded.gpu_count, "
+            "memory_bytes = excluded.memory_bytes, driver = excluded.driver, "
+            "interconnect = excluded.interconnect, "
+            "cpu_ranks = excluded.cpu_ranks, state = 'active', "
+            "last_heartbeat_at_us = excluded.last_heartbeat_at_us"));
+    upsert.BindText(1, id)
+        .BindText(2, a.hostname)
+        .BindText(3, a.backend)
+        .BindText(4, a.gpu_name)
+        .BindInt(5, a.gpu_count)
+        .BindInt(6, a.memory_bytes)
+        .BindText(7, a.driver)
+        .BindText(8, a.interconnect)
+        .BindInt(9, a.cpu_ranks)
+        .BindInt(10, now_us)
+        .BindInt(11, now_us);
+    TESSERA_RETURN_IF_ERROR(upsert.Run());
+    TESSERA_ASSIGN_OR_RETURN(stored, LoadAgent(db, id));
+    return absl::OkStatus();
+  });
+  if (!done.ok()) return done;
+  return stored;
+}
+
+absl::Status SqliteTrialStore::Heartbeat(absl::string_view agent_id,
+                                         absl::Time now) {
+  TESSERA_RETURN_IF_ERROR(ValidateAgentId(agent_id, "agent.id"));
+  return Write([&](Database& db) -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(const Agent agent, LoadAgent(db, agent_id));
+    if (agent.state != AgentState::kActive) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "agent ", agent_id, ": is gone; it must register again"));
+    }
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement update,
+        db.Prepare("UPDATE agents SET last_heartbeat_at_us = ? WHERE id = ?"));
+    update.BindInt(1, ToMicros(now)).BindText(2, agent_id);
+    return update.Run();
+  });
+}
+
+absl::StatusOr<Agent> SqliteTrialStore::GetAgent(absl::string_view agent_id) {
+  TESSERA_RETURN_IF_ERROR(ValidateAgentId(agent_id, "agent.id"));
+  Agent agent;
+  const absl::Status done = Read([&](Database& db) -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(agent, LoadAgent(db, agent_id));
+    return absl::OkStatus();
+  });
+  if (!done.ok()) return done;
+  return agent;
+}
+
+absl::StatusOr<std::vector<Agent>> SqliteTrialStore::ListAgents(
+    std::optional<AgentState> state) {
+  std::vector<Agent> agents;
+  const absl::Status done = Read([&](Database& db) -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement select,
+        db.Prepare(absl::StrCat("SELECT ", internal::kAgentColumns,
+                                " FROM agents WHERE ?1 IS NULL OR state = ?1 "
+                                "ORDER BY id")));
+    if (state.has_value()) select.BindText(1, AgentStateName(*state));
+    return ReadAll(select, internal::ReadAgent, agents);
+  });
+  if (!done.ok()) return done;
+  return agents;
+}
+
+absl::Status SqliteTrialStore::MarkAgentGone(absl::string_view agent_id) {
+  TESSERA_RETURN_IF_ERROR(ValidateAgentId(agent_id, "agent.id"));
+  return Write([&](Database& db) -> absl::Status {
+    TESSERA_RETURN_IF_ERROR(LoadAgent(db, agent_id).status());
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement update,
+        db.Prepare("UPDATE agents SET state = 'gone' WHERE id = ?"));
+    update.BindText(1, agent_id);
+    return update.Run();
+  });
+}
+
+absl::StatusOr<std::vector<Agent>> SqliteTrialStore::ListStaleAgents(
+    absl::Time now, absl::Duration older_than) {
+  std::vector<Agent> agents;
+  const absl::Status done = Read([&](Database& db) -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement select,
+        db.Prepare(absl::StrCat("SELECT ", internal::kAgentColumns,
+                                " FROM agents WHERE state = 'active' AND "
+                                "last_heartbeat_at_us < ? "
+                                "ORDER BY last_heartbeat_at_us, id")));
+    select.BindInt(1, ToMicros(now - older_than));
+    return ReadAll(select, internal::ReadAgent, agents);
+  });
+  if (!done.ok()) return done;
+  return agents;
+}
+
+absl::StatusOr<std::vector<int64_t>> SqliteTrialStore::AddProbes(
+    absl::string_view agent_id, const std::vector<Probe>& probes) {
+  TESSERA_RETURN_IF_ERROR(ValidateAgentId(agent_id, "agent.id"));
+  for (size_t i = 0; i < probes.size(); ++i) {
+    TESSERA_RETURN_IF_ERROR(
+        ValidateProbe(probes[i], absl::StrCat("probes[", i, "]")));
+  }
+  std::vector<int64_t> ids;
+  const absl::Status done = Write([&](Database& db) -> absl::Status {
+    ids.clear();
+    TESSERA_RETURN_IF_ERROR(LoadAgent(db, agent_id).status());
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement insert,
+        db.Prepare(
+            "INSERT INTO probes (agent_id, kind, group_size, bytes, "
+            "value, unit, measured_at_us) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+    for (const Probe& p : probes) {
+      insert.BindText(1, agent_id)
+          .BindText(2, p.kind)
+          .BindInt(3, p.group_size)
+          .BindInt(4, p.bytes)
+          .BindDouble(5, p.value)
+          .BindText(6, p.unit)
+          .BindInt(7, ToMicros(p.measured_at));
+      TESSERA_RETURN_IF_ERROR(insert.Run());
+      ids.push_back(db.LastInsertRowId());
+      insert.Reset();
+    }
+    return absl::OkStatus();
+  });
+  if (!done.ok()) return done;
+  return ids;
+}
+
+absl::StatusOr<std::vector<Probe>> SqliteTrialStore::ListProbes(
+    const ProbeFilter& filter) {
+  std::vector<Probe> probes;
+  const absl::Status done = Read([&](Database& db) -> absl::Status {
+    // Conditions only for what is asked, so that an index serves them.
+    std::string sql = absl::StrCat("SELECT ", internal::kProbeColumns,
+                                   " FROM probes WHERE 1");
+    if (!filter.agent_id.empty()) absl::StrAppend(&sql, " AND agent_id = ?1");
+    if (!filter.kind.empty()) absl::StrAppend(&sql, " AND kind = ?2");
+    absl::StrAppend(&sql, " ORDER BY measured_at_us, id");
+    TESSERA_ASSIGN_OR_RETURN(Statement select, db.Prepare(sql));
+    if (!filter.agent_id.empty()) select.BindText(1, filter.agent_id);
+    if (!filter.kind.empty()) select.BindText(2, filter.kind);
+    return ReadAll(select, ReadProbeOr, probes);
+  });
+  if (!done.ok()) return done;
+  return probes;
+}
+
+absl::StatusOr<Calibration> SqliteTrialStore::SaveCalibration(
+    const Calibration& c) {
+  TESSERA_RETURN_IF_ERROR(ValidateCalibration(c));
+  nlohmann::json coefficients = nlohmann::json::object();
+  for (const auto& [name, value] : c.coefficients) coefficients[name] = value;
+  Calibration saved = c;
+  const absl::Status done = Write([&](Database& db) -> absl::Status {
+    // A study's scope must name a study that exists.
+    if (absl::StartsWith(c.scope, "study:")) {
+      int64_t study_id = 0;
+      if (!absl::SimpleAtoi(c.scope.substr(6), &study_id)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("calibration.scope: '", c.scope, "' has no study id"));
+      }
+      TESSERA_RETURN_IF_ERROR(LoadStudy(db, study_id).status());
+    }
+    saved.created_at = Now();
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement insert,
+        db.Prepare(
+            "INSERT INTO calibrations (scope, coefficients_json, "
+            "samples, fit_error, created_at_us) VALUES (?, ?, ?, ?, ?)"));
+    insert.BindText(1, c.scope)
+        .BindText(2,
+                  coefficients.dump(-1, ' ', false,
+                                    nlohmann::json::error_handler_t::replace))
+        .BindInt(3, c.samples)
+        .BindDouble(4, c.fit_error)
+        .BindInt(5, ToMicros(saved.created_at));
+    TESSERA_RETURN_IF_ERROR(insert.Run());
+    saved.id = db.LastInsertRowId();
+    return absl::OkStatus();
+  });
+  if (!done.ok()) return done;
+  return saved;
+}
+
+absl::StatusOr<Calibration> SqliteTrialStore::LatestCalibration(
+    absl::string_view scope) {
+  Calibration calibration;
+  const absl::Status done = Read([&](Database& db) -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement select,
+        db.Prepare(absl::StrCat("SELECT ", internal::kCalibrationColumns,
+                                " FROM calibrations WHERE scope = ? "
+                                "ORDER BY id DESC LIMIT 1")));
+    select.BindText(1, scope);
+    TESSERA_ASSIGN_OR_RETURN(const bool row, select.Step());
+    if (!row) {
+      return absl::NotFoundError(
+          absl::StrCat("calibration for ", scope, ": none saved"));
+    }
+    TESSERA_ASSIGN_OR_RETURN(calibration, internal::ReadCalibration(select));
+    return absl::OkStatus();
+  });
+  if (!done.ok()) return done;
+  return calibration;
+}
+
+}  // namespace tessera::db

@@ -1,0 +1,411 @@
+// TrialStore: everything the planner service keeps — studies, their trials
+// and per-step metrics, agents, probes and calibrations — behind one interface
+// so that a server database (PostgreSQL) can replace the embedded SQLite one
+// (db/sqlite_trial_store.h).
+//
+//   TESSERA_ASSIGN_OR_RETURN(Study study, store.CreateStudy(new_study));
+//   TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> ids,
+//                            store.AddTrials(study.id, candidates));
+//   TESSERA_RETURN_IF_ERROR(
+//       store.LeaseTrial(ids[0], {"node-a"}, now + absl::Minutes(5)));
+//   ...
+//   absl::Status s = store.ReportTrial(ids[0], "node-a", result, now);
+//   // OK: stored once. AlreadyExists: a retry of a report already stored.
+//
+// Contract of every implementation:
+// - Each write is one transaction: it happens entirely or not at all, and on
+//   any error nothing is changed. A write that returned OK survives a crash of
+//   the process (and, with the default settings, of the machine).
+// - Errors: NotFound for an unknown id, FailedPrecondition when the record is
+//   in the wrong state for the operation, AlreadyExists for a repeat of a
+//   write that may happen only once, InvalidArgument for bad input (the
+//   message names the field: "trial.steps: ..."), Unavailable when the
+//   database stayed locked through the bounded retry (retryable).
+// - Methods are safe to call from several threads at once.
+//
+// Trial life cycle:
+//   queued --LeaseTrial--> leased --ReportTrial-->
+//   ok|oom|nan|timeout|crash|invalid leased --lease expired / agent gone-->
+//   queued (attempts + 1), or crash once
+//            attempts reach the store's max attempts
+//   queued --CancelQueuedTrials--> cancelled
+//
+// Gangs: a trial with gang_size N is leased to N agents at once (all or
+// none). Any holder may report; the first report stored is the trial's
+// result and clears the lease of the whole gang; later reports of the gang's
+// other agents get AlreadyExists and change nothing. The service lets the
+// gang's rank-0 agent merge and report, and others treat AlreadyExists as
+// done.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/layout.h"
+#include "core/trial_result.h"
+
+namespace tessera::db {
+
+// The store's time source; tests drive one by hand.
+using Clock = std::function<absl::Time()>;
+
+// ---- Studies ----
+
+enum class StudyStatus { kQueued, kRunning, kDone, kCancelled, kFailed };
+
+absl::string_view StudyStatusName(StudyStatus status);
+absl::StatusOr<StudyStatus> ParseStudyStatus(absl::string_view text);
+// done, cancelled and failed are final.
+bool IsFinal(StudyStatus status);
+
+// What CreateStudy needs.
+struct NewStudy {
+  std::string name;
+  std::string spec_json;  // the StudySpec as JSON (must parse as JSON)
+  std::string model;      // preset name or "custom"
+  std::string gpu;        // GPU name
+  int64_t nodes = 1;
+  int64_t gpus_per_node = 1;
+  int64_t trial_budget = 0;  // trials the study may run; 0 = no limit
+  double time_budget_s = 0;  // wall time the study may take; 0 = no limit
+};
+
+struct Study {
+  int64_t id = 0;
+  std::string name;
+  std::string spec_json;
+  std::string model;
+  std::string gpu;
+  int64_t nodes = 1;
+  int64_t gpus_per_node = 1;
+  int64_t trial_budget = 0;
+  double time_budget_s = 0;
+  StudyStatus status = StudyStatus::kQueued;
+  std::string status_reason;
+  std::string recommendation_json;  // "" until SetRecommendation
+  absl::Time created_at;
+  absl::Time updated_at;
+};
+
+struct StudyFilter {
+  std::vector<StudyStatus> statuses;  // any of these; empty = all
+  std::string model;                  // "" = any
+  std::string gpu;                    // "" = any
+  int64_t limit = 0;                  // 0 = no limit
+};
+
+// ---- Trials ----
+
+// A trial's state: the TrialStatus of its result once reported, or where it
+// is in the queue.
+enum class TrialState {
+  kQueued,
+  kLeased,
+  kOk,
+  kOom,
+  kNan,
+  kTimeout,
+  kCrash,
+  kInvalid,
+  kCancelled,
+};
+
+absl::string_view TrialStateName(TrialState state);
+absl::StatusOr<TrialState> ParseTrialState(absl::string_view text);
+// Every state but queued and leased is final.
+bool IsFinal(TrialState state);
+// The state a result of `status` puts its trial in.
+TrialState StateOfResult(TrialStatus status);
+// Every state, in declaration order.
+const std::vector<TrialState>& AllTrialStates();
+
+// The cost model's prediction for a trial's layout.
+struct TrialPrediction {
+  double tokens_per_s = 0;
+  double tokens_per_joule = 0;
+  double step_time_s = 0;
+  int64_t peak_memory_bytes = 0;  // per GPU
+};
+
+// What AddTrials needs for one trial.
+struct NewTrial {
+  Layout layout;       // resolved (dp, grad_accum set) by the planner
+  int64_t rung = 0;    // successive-halving level
+  int64_t steps = 50;  // measured steps requested
+  int64_t warmup_steps = 10;
+  int64_t gang_size = 1;  // agents the trial needs
+  std::optional<TrialPrediction> predicted;
+};
+
+// The scalar metrics of a stored result (TrialResult's fields).
+struct TrialMeasurement {
+  std::string backend;
+  std::string device;
+  int64_t ranks = 0;
+  int64_t steps = 0;  // measured steps completed
+  StepTimeStats step_time_s;
+  double tokens_per_s = 0;
+  double tokens_per_s_per_gpu = 0;
+  double tflops_per_gpu = 0;
+  double mfu = 0;
+  int64_t peak_memory_bytes = 0;  // the largest over the ranks
+  double compute_s = 0;
+  double comm_s = 0;
+  double exposed_comm_s = 0;
+  std::optional<double> watts_per_gpu;     // absent: power not measured
+  std::optional<double> tokens_per_joule;  // absent: power not measured
+};
+
+struct Trial {
+  int64_t id = 0;
+  int64_t study_id = 0;
+  Layout layout;
+  int64_t rung = 0;
+  int64_t steps = 0;
+  int64_t warmup_steps = 0;
+  int64_t gang_size = 1;
+  TrialState status = TrialState::kQueued;
+  std::string reason;  // why it failed, was re-queued or cancelled
+  std::optional<TrialPrediction> predicted;
+  // The lease: holders in gang-rank order, and its expiry; set while leased.
+  std::vector<std::string> lease_agent_ids;
+  std::optional<absl::Time> lease_expires_at;
+  int64_t attempts = 0;  // leases that ended without a report
+  // The result; set once reported.
+  std::string reported_by;  // "" until reported
+  std::optional<TrialMeasurement> measured;
+  std::string result_json;  // TrialResultToJson of the report; "" until then
+  absl::Time created_at;
+  std::optional<absl::Time> started_at;   // the current or last lease's start
+  std::optional<absl::Time> finished_at;  // reported, cancelled or given up
+};
+
+// One step of a reported trial (warm-up steps included: steps numbered from
+// 0, those below the result's warmup_steps are warm-up).
+struct TrialMetric {
+  int64_t trial_id = 0;
+  int64_t step = 0;
+  double loss = 0;         // NaN when not finite or not recorded
+  double step_time_s = 0;  // NaN when not recorded
+};
+
+// [begin, end) in time; either end may be open.
+struct TimeRange {
+  std::optional<absl::Time> begin;
+  std::optional<absl::Time> end;
+};
+
+// Matches trials whose layout has every field that is set here.
+struct LayoutFilter {
+  std::optional<int64_t> tp;
+  std::optional<bool> sp;
+  std::optional<int64_t> pp;
+  std::optional<int64_t> vpp;
+  std::optional<int64_t> cp;
+  std::optional<int64_t> dp;
+  std::optional<int64_t> zero;
+  std::optional<int64_t> shard_group;
+  std::optional<int64_t> micro_batch;
+  std::optional<int64_t> grad_accum;
+  std::optional<Recompute> recompute;
+};
+
+// The trial query, within one study or across studies (the history). Every
+// set field must match.
+struct TrialFilter {
+  std::optional<int64_t> study_id;
+  std::vector<TrialState> statuses;  // any of these; empty = all
+  std::string model;                 // the study's model; "" = any
+  std::string gpu;                   // the study's GPU; "" = any
+  std::optional<int64_t> nodes;      // the study's cluster
+  std::optional<int64_t> gpus_per_node;
+  LayoutFilter layout;
+  std::optional<int64_t> rung;
+  std::string leased_to;  // an agent holding the lease now; "" = any
+  TimeRange created;
+  TimeRange finished;
+  // Sort key: "id" (creation order, the default), "created_at", "finished_at",
+  // "rung", "attempts", "tokens_per_s", "tokens_per_s_per_gpu",
+  // "tokens_per_joule", "step_time_s", "tflops_per_gpu", "mfu",
+  // "peak_memory_bytes", "watts_per_gpu", "exposed_comm_s",
+  // "predicted_tokens_per_s", "predicted_tokens_per_joule",
+  // "predicted_step_time_s". Trials without the value sort last either way;
+  // ties go by id in the same direction.
+  std::string sort_by = "id";
+  bool descending = false;
+  int64_t limit = 0;  // 0 = no limit
+  int64_t offset = 0;
+};
+
+// The sort keys TrialFilter::sort_by accepts.
+const std::vector<std::string>& TrialSortKeys();
+
+// What happened to the trials whose leases ended without a report.
+struct RequeueResult {
+  std::vector<int64_t> requeued;  // queued again, attempts + 1
+  std::vector<int64_t> crashed;   // out of attempts: now crash, with a reason
+};
+
+// ---- Agents, probes, calibrations ----
+
+enum class AgentState { kActive, kGone };
+
+absl::string_view AgentStateName(AgentState state);
+absl::StatusOr<AgentState> ParseAgentState(absl::string_view text);
+
+// What an agent says about itself when it registers.
+struct AgentRegistration {
+  // Letters, digits and . _ : - (at most 128); "" = let the store assign one.
+  std::string id;
+  std::string hostname;
+  std::string backend;   // "cpu" or "cuda"
+  std::string gpu_name;  // "" for cpu
+  int64_t gpu_count = 0;
+  int64_t memory_bytes = 0;  // per GPU (cuda) or of the host (cpu)
+  std::string driver;
+  std::string interconnect;  // "nvlink", "pcie", "none", ...
+  int64_t cpu_ranks = 0;     // thread ranks of the cpu backend
+};
+
+struct Agent {
+  AgentRegistration info;
+  AgentState state = AgentState::kActive;
+  absl::Time registered_at;
+  absl::Time last_heartbeat_at;
+};
+
+// One probe measurement of an agent.
+struct Probe {
+  int64_t id = 0;          // assigned by AddProbes
+  std::string agent_id;    // set by AddProbes
+  std::string kind;        // gemm, allreduce, allgather, reducescatter, ...
+  int64_t group_size = 1;  // ranks taking part
+  int64_t bytes = 0;       // message size (collectives) or 0
+  double value = 0;
+  std::string unit;  // "GFLOP/s", "GB/s", ...
+  absl::Time measured_at;
+};
+
+struct ProbeFilter {
+  std::string agent_id;  // "" = any
+  std::string kind;      // "" = any
+};
+
+// A fitted set of cost-model coefficients.
+struct Calibration {
+  int64_t id = 0;     // assigned by SaveCalibration
+  std::string scope;  // StudyScope(id) or GpuScope(name)
+  std::map<std::string, double> coefficients;
+  int64_t samples = 0;    // trials and probes the fit used
+  double fit_error = 0;   // e.g. relative RMS error of the fit
+  absl::Time created_at;  // set by SaveCalibration
+};
+
+// Calibration scopes: one study's own fit, or a GPU type's across studies.
+std::string StudyScope(int64_t study_id);
+std::string GpuScope(absl::string_view gpu);
+
+// ---- The interface ----
+
+class TrialStore {
+ public:
+  virtual ~TrialStore() = default;
+
+  // Studies. CreateStudy stores a queued study and returns it with its id.
+  virtual absl::StatusOr<Study> CreateStudy(const NewStudy& study) = 0;
+  virtual absl::StatusOr<Study> GetStudy(int64_t study_id) = 0;
+  // Newest first.
+  virtual absl::StatusOr<std::vector<Study>> ListStudies(
+      const StudyFilter& filter) = 0;
+  // Final statuses are final (FailedPrecondition to leave one), and a running
+  // study does not go back to queued.
+  virtual absl::Status SetStudyStatus(int64_t study_id, StudyStatus status,
+                                      absl::string_view reason) = 0;
+  // `recommendation_json` must parse as JSON; may be set again (it improves
+  // while the study runs).
+  virtual absl::Status SetRecommendation(
+      int64_t study_id, absl::string_view recommendation_json) = 0;
+
+  // Trials. AddTrials queues all of `trials` or none (FailedPrecondition for a
+  // study in a final status) and returns their ids in order.
+  virtual absl::StatusOr<std::vector<int64_t>> AddTrials(
+      int64_t study_id, const std::vector<NewTrial>& trials) = 0;
+  virtual absl::StatusOr<Trial> GetTrial(int64_t trial_id) = 0;
+  virtual absl::StatusOr<std::vector<Trial>> ListTrials(
+      const TrialFilter& filter) = 0;
+  // The study's trials by state; every state present, 0 when none.
+  virtual absl::StatusOr<std::map<TrialState, int64_t>> CountTrialsByStatus(
+      int64_t study_id) = 0;
+  // Per-step rows of a reported trial, by step (empty before the report).
+  virtual absl::StatusOr<std::vector<TrialMetric>> GetTrialMetrics(
+      int64_t trial_id) = 0;
+
+  // Leasing. LeaseTrial gives a queued trial to exactly gang_size active,
+  // distinct agents until `expires_at` (FailedPrecondition when the trial is
+  // not queued, its study is final, or an agent is gone; NotFound for an
+  // unknown trial or agent; InvalidArgument for a gang of the wrong size).
+  virtual absl::Status LeaseTrial(int64_t trial_id,
+                                  const std::vector<std::string>& agent_ids,
+                                  absl::Time expires_at) = 0;
+  // Moves the lease's expiry; FailedPrecondition unless `agent_id` holds it.
+  virtual absl::Status ExtendLease(int64_t trial_id, absl::string_view agent_id,
+                                   absl::Time expires_at) = 0;
+  // Stores `result` (its metrics, its JSON, its per-step rows) as the trial's
+  // outcome, sets the trial's state from result.status, and clears the lease.
+  // NotFound for an unknown trial; AlreadyExists when a result is stored
+  // already (a retried or second gang report: nothing is written);
+  // FailedPrecondition when `agent_id` does not hold the lease.
+  virtual absl::Status ReportTrial(int64_t trial_id, absl::string_view agent_id,
+                                   const TrialResult& result,
+                                   absl::Time now) = 0;
+  // Ends every lease that expired at or before `now`.
+  virtual absl::StatusOr<RequeueResult> RequeueExpiredLeases(
+      absl::Time now) = 0;
+  // Ends every lease `agent_id` holds (with its whole gang); NotFound for an
+  // unknown agent.
+  virtual absl::StatusOr<RequeueResult> RequeueTrialsOf(
+      absl::string_view agent_id) = 0;
+  // Cancels the study's queued trials (leased ones run on); returns how many.
+  virtual absl::StatusOr<int64_t> CancelQueuedTrials(int64_t study_id) = 0;
+
+  // Agents. UpsertAgent registers (or re-registers: fields updated, state
+  // active again, heartbeat now) and returns the stored agent with its id.
+  virtual absl::StatusOr<Agent> UpsertAgent(const AgentRegistration& agent) = 0;
+  // NotFound for an unknown agent; FailedPrecondition for a gone one (it must
+  // register again).
+  virtual absl::Status Heartbeat(absl::string_view agent_id,
+                                 absl::Time now) = 0;
+  virtual absl::StatusOr<Agent> GetAgent(absl::string_view agent_id) = 0;
+  // By id; `state` = only those in it.
+  virtual absl::StatusOr<std::vector<Agent>> ListAgents(
+      std::optional<AgentState> state) = 0;
+  // Marks an agent gone (its leases stay until RequeueTrialsOf or expiry).
+  virtual absl::Status MarkAgentGone(absl::string_view agent_id) = 0;
+  // Active agents whose last heartbeat is before now - older_than.
+  virtual absl::StatusOr<std::vector<Agent>> ListStaleAgents(
+      absl::Time now, absl::Duration older_than) = 0;
+
+  // Probes: all or none; NotFound for an unknown agent.
+  virtual absl::StatusOr<std::vector<int64_t>> AddProbes(
+      absl::string_view agent_id, const std::vector<Probe>& probes) = 0;
+  // Oldest first.
+  virtual absl::StatusOr<std::vector<Probe>> ListProbes(
+      const ProbeFilter& filter) = 0;
+
+  // Calibrations: SaveCalibration returns the stored one (id, created_at);
+  // LatestCalibration is the last saved for `scope`, NotFound when none.
+  virtual absl::StatusOr<Calibration> SaveCalibration(
+      const Calibration& calibration) = 0;
+  virtual absl::StatusOr<Calibration> LatestCalibration(
+      absl::string_view scope) = 0;
+};
+
+}  // namespace tessera::db
