@@ -29,8 +29,10 @@
 namespace tessera::executor::cpu {
 namespace internal {
 
-// Tile sizes: a 64 x 64 score tile of doubles is 32 KiB (an L1/L2 tile).
-constexpr int64_t kAttentionTileQ = 64;
+// Tiles: the query heads that share one kv head are processed together
+// (their rows stacked, token-major), about kAttentionTileRows query rows
+// against kAttentionTileK keys, so each GEMM is as tall as the group allows.
+constexpr int64_t kAttentionTileRows = 128;
 constexpr int64_t kAttentionTileK = 64;
 
 struct PositionRange {
@@ -47,35 +49,6 @@ inline PositionRange RangeOf(const int32_t* pos, int64_t n) {
   return r;
 }
 
-// Where key c is in the future of query r (k_pos[c] > q_pos[r]), s[r][c] =
-// -inf. s is [rows, cols].
-template <typename T>
-void MaskFuture(const int32_t* q_pos, int64_t rows, const int32_t* k_pos,
-                int64_t cols, T* s) {
-  const T neg_inf = -std::numeric_limits<T>::infinity();
-  for (int64_t r = 0; r < rows; ++r) {
-    T* sr = s + r * cols;
-    const int32_t qp = q_pos[r];
-    for (int64_t c = 0; c < cols; ++c) sr[c] = k_pos[c] > qp ? neg_inf : sr[c];
-  }
-}
-
-// Pointers to one (batch row, query head) slice and its kv head; consecutive
-// tokens of a head are `q_stride` (q, out, dq) or `kv_stride` (k, v, dk, dv)
-// elements apart.
-struct HeadSlice {
-  int64_t q_offset = 0;   // into q, out, dout, dq
-  int64_t kv_offset = 0;  // into k, v, dk, dv
-  int64_t lse_offset = 0;
-};
-
-inline HeadSlice SliceOf(const AttentionShape& s, int64_t b, int64_t h) {
-  const int64_t kv_head = h / (s.heads / s.kv_heads);
-  return HeadSlice{(b * s.q_len * s.heads + h) * s.head_dim,
-                   (b * s.kv_len * s.kv_heads + kv_head) * s.head_dim,
-                   (b * s.heads + h) * s.q_len};
-}
-
 inline std::vector<PositionRange> TileRanges(const int32_t* pos, int64_t n,
                                              int64_t tile) {
   std::vector<PositionRange> ranges;
@@ -83,6 +56,65 @@ inline std::vector<PositionRange> TileRanges(const int32_t* pos, int64_t n,
     ranges.push_back(RangeOf(pos + i0, std::min(tile, n - i0)));
   }
   return ranges;
+}
+
+// The layout of one (batch row, kv head) problem: `group` query heads read
+// kv head g. Query rows of a tile are stacked token-major: row i * group + j
+// is token i0 + i of query head g * group + j.
+struct GroupView {
+  int64_t group = 0;       // query heads per kv head
+  int64_t row_width = 0;   // group * head_dim: one token's heads of the group
+  int64_t q_stride = 0;    // heads * head_dim, between tokens in q/out/dq
+  int64_t kv_stride = 0;   // kv_heads * head_dim, between tokens in k/v
+  int64_t q_offset = 0;    // token 0, head g * group, in q/out/dout/dq
+  int64_t kv_offset = 0;   // token 0, kv head g, in k/v/dk/dv
+  int64_t lse_offset = 0;  // head g * group, query 0, in lse
+};
+
+inline GroupView ViewOf(const AttentionShape& s, int64_t b, int64_t g) {
+  const int64_t group = s.heads / s.kv_heads;
+  return GroupView{group,
+                   group * s.head_dim,
+                   s.heads * s.head_dim,
+                   s.kv_heads * s.head_dim,
+                   (b * s.q_len * s.heads + g * group) * s.head_dim,
+                   (b * s.kv_len * s.kv_heads + g) * s.head_dim,
+                   (b * s.heads + g * group) * s.q_len};
+}
+
+// dst [bq * group, head_dim] = the group's rows of tokens [0, bq) of src
+// (src at the tile's first token).
+template <typename T>
+void PackRows(const T* src, const GroupView& gv, int64_t bq, T* dst) {
+  for (int64_t i = 0; i < bq; ++i) {
+    std::copy_n(src + i * gv.q_stride, gv.row_width, dst + i * gv.row_width);
+  }
+}
+
+// Where key c is in the future of the query of row r (k_pos[c] >
+// q_pos[r / group]), s[r][c] = -inf. s is [bq * group, cols].
+template <typename T>
+void MaskFuture(const int32_t* q_pos, int64_t bq, int64_t group,
+                const int32_t* k_pos, int64_t cols, T* s) {
+  const T neg_inf = -std::numeric_limits<T>::infinity();
+  for (int64_t r = 0; r < bq * group; ++r) {
+    T* sr = s + r * cols;
+    const int32_t qp = q_pos[r / group];
+    for (int64_t c = 0; c < cols; ++c) sr[c] = k_pos[c] > qp ? neg_inf : sr[c];
+  }
+}
+
+// max_j x[j] (-inf for n = 0), in 8 lanes so that it vectorizes.
+template <typename T>
+T RowMax(const T* x, int64_t n) {
+  T lanes[8];
+  std::fill_n(lanes, 8, -std::numeric_limits<T>::infinity());
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    for (int l = 0; l < 8; ++l) lanes[l] = std::max(lanes[l], x[j + l]);
+  }
+  for (; j < n; ++j) lanes[0] = std::max(lanes[0], x[j]);
+  return *std::max_element(lanes, lanes + 8);
 }
 
 }  // namespace internal
@@ -102,46 +134,49 @@ void AttentionForward(const AttentionShape& shape, const T* q, const T* k,
                       const T* v, const int32_t* q_pos, const int32_t* k_pos,
                       bool accumulate, T* out, T* lse) {
   using internal::kAttentionTileK;
-  using internal::kAttentionTileQ;
   const T neg_inf = -std::numeric_limits<T>::infinity();
   const int64_t d = shape.head_dim;
-  const int64_t q_stride = shape.heads * d;
-  const int64_t kv_stride = shape.kv_heads * d;
+  const int64_t group = shape.heads / shape.kv_heads;
+  const int64_t tile_q = std::max<int64_t>(
+      1, internal::kAttentionTileRows / group);  // tokens per tile
+  const int64_t max_rows = tile_q * group;
   const T scale = T(1.0 / std::sqrt(double(d)));
   if (shape.q_len <= 0) return;
   const std::vector<internal::PositionRange> k_ranges =
       shape.kv_len > 0
           ? internal::TileRanges(k_pos, shape.kv_len, kAttentionTileK)
           : std::vector<internal::PositionRange>{};
-  std::vector<T> s(kAttentionTileQ * kAttentionTileK);
-  std::vector<T> acc(kAttentionTileQ * d);
-  std::vector<T> row_max(kAttentionTileQ), row_sum(kAttentionTileQ);
+  std::vector<T> qp(max_rows * d), s(max_rows * kAttentionTileK);
+  std::vector<T> acc(max_rows * d), row_max(max_rows), row_sum(max_rows);
 
   for (int64_t b = 0; b < shape.batch; ++b) {
-    for (int64_t h = 0; h < shape.heads; ++h) {
-      const internal::HeadSlice hs = internal::SliceOf(shape, b, h);
-      for (int64_t i0 = 0; i0 < shape.q_len; i0 += kAttentionTileQ) {
-        const int64_t bq = std::min(kAttentionTileQ, shape.q_len - i0);
+    for (int64_t g = 0; g < shape.kv_heads; ++g) {
+      const internal::GroupView gv = internal::ViewOf(shape, b, g);
+      for (int64_t i0 = 0; i0 < shape.q_len; i0 += tile_q) {
+        const int64_t bq = std::min(tile_q, shape.q_len - i0);
+        const int64_t rows = bq * group;
         const internal::PositionRange qr = internal::RangeOf(q_pos + i0, bq);
-        const T* q_tile = q + hs.q_offset + i0 * q_stride;
-        std::fill_n(row_max.begin(), bq, neg_inf);
-        std::fill_n(row_sum.begin(), bq, T(0));
-        std::fill_n(acc.begin(), bq * d, T(0));
+        internal::PackRows(q + gv.q_offset + i0 * gv.q_stride, gv, bq,
+                           qp.data());
+        std::fill_n(row_max.begin(), rows, neg_inf);
+        std::fill_n(row_sum.begin(), rows, T(0));
+        std::fill_n(acc.begin(), rows * d, T(0));
         for (size_t kb = 0; kb < k_ranges.size(); ++kb) {
           const internal::PositionRange kr = k_ranges[kb];
           if (kr.min > qr.max) continue;  // every key in every query's future
           const int64_t j0 = int64_t(kb) * kAttentionTileK;
           const int64_t bk = std::min(kAttentionTileK, shape.kv_len - j0);
-          const int64_t kv_at = hs.kv_offset + j0 * kv_stride;
+          const int64_t kv_at = gv.kv_offset + j0 * gv.kv_stride;
           // s = scale q k^T
-          Gemm<T>(false, true, bq, bk, d, scale, q_tile, q_stride, k + kv_at,
-                  kv_stride, T(0), s.data(), bk);
+          Gemm<T>(false, true, rows, bk, d, scale, qp.data(), d, k + kv_at,
+                  gv.kv_stride, T(0), s.data(), bk);
           if (kr.max > qr.min) {
-            internal::MaskFuture(q_pos + i0, bq, k_pos + j0, bk, s.data());
+            internal::MaskFuture(q_pos + i0, bq, group, k_pos + j0, bk,
+                                 s.data());
           }
-          for (int64_t r = 0; r < bq; ++r) {
+          for (int64_t r = 0; r < rows; ++r) {
             T* sr = s.data() + r * bk;
-            const T mx = *std::max_element(sr, sr + bk);
+            const T mx = internal::RowMax(sr, bk);
             if (mx == neg_inf) {  // no visible key in this tile
               std::fill_n(sr, bk, T(0));
               continue;
@@ -157,12 +192,13 @@ void AttentionForward(const AttentionShape& shape, const T* q, const T* k,
             row_max[r] = m_new;
           }
           // acc += p v
-          Gemm<T>(false, false, bq, d, bk, T(1), s.data(), bk, v + kv_at,
-                  kv_stride, T(1), acc.data(), d);
+          Gemm<T>(false, false, rows, d, bk, T(1), s.data(), bk, v + kv_at,
+                  gv.kv_stride, T(1), acc.data(), d);
         }
-        for (int64_t r = 0; r < bq; ++r) {
-          T* o = out + hs.q_offset + (i0 + r) * q_stride;
-          T* lse_r = lse + hs.lse_offset + i0 + r;
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t i = r / group, j = r % group;
+          T* o = out + gv.q_offset + (i0 + i) * gv.q_stride + j * d;
+          T* lse_r = lse + gv.lse_offset + j * shape.q_len + i0 + i;
           const T* acc_r = acc.data() + r * d;
           const bool visible = row_sum[r] > T(0);
           const T lse_b =
@@ -201,75 +237,90 @@ void AttentionBackward(const AttentionShape& shape, const T* dout, const T* q,
                        const int32_t* q_pos, const int32_t* k_pos, T* dq, T* dk,
                        T* dv) {
   using internal::kAttentionTileK;
-  using internal::kAttentionTileQ;
   const T neg_inf = -std::numeric_limits<T>::infinity();
   const int64_t d = shape.head_dim;
-  const int64_t q_stride = shape.heads * d;
-  const int64_t kv_stride = shape.kv_heads * d;
+  const int64_t group = shape.heads / shape.kv_heads;
+  const int64_t tile_q =
+      std::max<int64_t>(1, internal::kAttentionTileRows / group);
+  const int64_t max_rows = tile_q * group;
   const T scale = T(1.0 / std::sqrt(double(d)));
   if (shape.q_len <= 0 || shape.kv_len <= 0) return;
   const std::vector<internal::PositionRange> k_ranges =
       internal::TileRanges(k_pos, shape.kv_len, kAttentionTileK);
-  std::vector<T> p(kAttentionTileQ * kAttentionTileK);
-  std::vector<T> ds(kAttentionTileQ * kAttentionTileK);
-  std::vector<T> row_dot(kAttentionTileQ);  // D
+  std::vector<T> qp(max_rows * d), dop(max_rows * d), dqp(max_rows * d);
+  std::vector<T> p(max_rows * kAttentionTileK), ds(max_rows * kAttentionTileK);
+  std::vector<T> row_dot(max_rows), row_lse(max_rows);  // D, lse
 
   for (int64_t b = 0; b < shape.batch; ++b) {
-    for (int64_t h = 0; h < shape.heads; ++h) {
-      const internal::HeadSlice hs = internal::SliceOf(shape, b, h);
-      for (int64_t i0 = 0; i0 < shape.q_len; i0 += kAttentionTileQ) {
-        const int64_t bq = std::min(kAttentionTileQ, shape.q_len - i0);
+    for (int64_t g = 0; g < shape.kv_heads; ++g) {
+      const internal::GroupView gv = internal::ViewOf(shape, b, g);
+      for (int64_t i0 = 0; i0 < shape.q_len; i0 += tile_q) {
+        const int64_t bq = std::min(tile_q, shape.q_len - i0);
+        const int64_t rows = bq * group;
         const internal::PositionRange qr = internal::RangeOf(q_pos + i0, bq);
-        const int64_t q_at = hs.q_offset + i0 * q_stride;
-        const T* lse_tile = lse + hs.lse_offset + i0;
+        const int64_t q_at = gv.q_offset + i0 * gv.q_stride;
         bool any_visible = false;
-        for (int64_t r = 0; r < bq; ++r) {
-          const T* dout_r = dout + q_at + r * q_stride;
-          const T* out_r = out + q_at + r * q_stride;
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t i = r / group, j = r % group;
+          row_lse[r] = lse[gv.lse_offset + j * shape.q_len + i0 + i];
+          any_visible = any_visible || row_lse[r] != neg_inf;
+        }
+        if (!any_visible) continue;
+        internal::PackRows(q + q_at, gv, bq, qp.data());
+        internal::PackRows(dout + q_at, gv, bq, dop.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          const T* out_r =
+              out + q_at + (r / group) * gv.q_stride + (r % group) * d;
+          const T* dout_r = dop.data() + r * d;
           double dot = 0;
           for (int64_t c = 0; c < d; ++c) dot += double(dout_r[c]) * out_r[c];
           row_dot[r] = T(dot);
-          any_visible = any_visible || lse_tile[r] != neg_inf;
         }
-        if (!any_visible) continue;
+        std::fill_n(dqp.begin(), rows * d, T(0));
         for (size_t kb = 0; kb < k_ranges.size(); ++kb) {
           const internal::PositionRange kr = k_ranges[kb];
           if (kr.min > qr.max) continue;
           const int64_t j0 = int64_t(kb) * kAttentionTileK;
           const int64_t bk = std::min(kAttentionTileK, shape.kv_len - j0);
-          const int64_t kv_at = hs.kv_offset + j0 * kv_stride;
+          const int64_t kv_at = gv.kv_offset + j0 * gv.kv_stride;
           // p = exp(scale q k^T - lse), 0 where masked or lse = -inf.
-          Gemm<T>(false, true, bq, bk, d, scale, q + q_at, q_stride, k + kv_at,
-                  kv_stride, T(0), p.data(), bk);
+          Gemm<T>(false, true, rows, bk, d, scale, qp.data(), d, k + kv_at,
+                  gv.kv_stride, T(0), p.data(), bk);
           if (kr.max > qr.min) {
-            internal::MaskFuture(q_pos + i0, bq, k_pos + j0, bk, p.data());
+            internal::MaskFuture(q_pos + i0, bq, group, k_pos + j0, bk,
+                                 p.data());
           }
-          for (int64_t r = 0; r < bq; ++r) {
+          for (int64_t r = 0; r < rows; ++r) {
             T* pr = p.data() + r * bk;
-            const T l = lse_tile[r];
+            const T l = row_lse[r];
             if (l == neg_inf) {
               std::fill_n(pr, bk, T(0));
               continue;
             }
-            for (int64_t c = 0; c < bk; ++c) pr[c] = Exp(pr[c] - l);
+            ExpShifted(pr, bk, l, pr);
           }
           // dv += p^T dout
-          Gemm<T>(true, false, bk, d, bq, T(1), p.data(), bk, dout + q_at,
-                  q_stride, T(1), dv + kv_at, kv_stride);
+          Gemm<T>(true, false, bk, d, rows, T(1), p.data(), bk, dop.data(), d,
+                  T(1), dv + kv_at, gv.kv_stride);
           // ds = p (dout v^T - D)
-          Gemm<T>(false, true, bq, bk, d, T(1), dout + q_at, q_stride,
-                  v + kv_at, kv_stride, T(0), ds.data(), bk);
-          for (int64_t r = 0; r < bq; ++r) {
+          Gemm<T>(false, true, rows, bk, d, T(1), dop.data(), d, v + kv_at,
+                  gv.kv_stride, T(0), ds.data(), bk);
+          for (int64_t r = 0; r < rows; ++r) {
             T* dsr = ds.data() + r * bk;
             const T* pr = p.data() + r * bk;
             const T dr = row_dot[r];
             for (int64_t c = 0; c < bk; ++c) dsr[c] = pr[c] * (dsr[c] - dr);
           }
           // dq += scale ds k; dk += scale ds^T q
-          Gemm<T>(false, false, bq, d, bk, scale, ds.data(), bk, k + kv_at,
-                  kv_stride, T(1), dq + q_at, q_stride);
-          Gemm<T>(true, false, bk, d, bq, scale, ds.data(), bk, q + q_at,
-                  q_stride, T(1), dk + kv_at, kv_stride);
+          Gemm<T>(false, false, rows, d, bk, scale, ds.data(), bk, k + kv_at,
+                  gv.kv_stride, T(1), dqp.data(), d);
+          Gemm<T>(true, false, bk, d, rows, scale, ds.data(), bk, qp.data(), d,
+                  T(1), dk + kv_at, gv.kv_stride);
+        }
+        for (int64_t i = 0; i < bq; ++i) {  // unpack-add the tile's dq rows
+          T* dst = dq + q_at + i * gv.q_stride;
+          const T* src = dqp.data() + i * gv.row_width;
+          for (int64_t c = 0; c < gv.row_width; ++c) dst[c] += src[c];
         }
       }
     }

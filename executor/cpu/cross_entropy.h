@@ -75,7 +75,8 @@ void CrossEntropyBackward(const T* logits, const int32_t* targets,
     const T scale = grad_scale / sum;
     const T* row = logits + t * vocab_rows;
     T* drow = dlogits + t * vocab_rows;
-    for (int64_t v = 0; v < vocab_rows; ++v) drow[v] = Exp(row[v] - mx) * scale;
+    ExpShifted(row, vocab_rows, mx, drow);  // drow may be row
+    for (int64_t v = 0; v < vocab_rows; ++v) drow[v] *= scale;
     const int64_t local = static_cast<int64_t>(targets[t]) - vocab_begin;
     if (local >= 0 && local < vocab_rows) drow[local] -= grad_scale;
   }

@@ -3,10 +3,14 @@
 // double, so that the double instantiations used by gradient checks stay
 // exact to the last bit of libm.
 //
-// defines: Exp, ExpShiftedSum
+// defines: Exp, ExpShifted, ExpShiftedSum
 //
 //   for (int64_t j = 0; j < n; ++j) p[j] = cpu::Exp(s[j] - row_max);
 //   double denominator = cpu::ExpShiftedSum(s, n, row_max, p);
+//
+// The float loops (fast_exp.cc) are compiled for AVX-512, AVX2 and baseline
+// x86-64 and picked when the program loads; every version computes the same
+// bits (built with -ffp-contract=off; the same summation order).
 #pragma once
 
 #include <algorithm>
@@ -46,6 +50,13 @@ inline float Exp(float x) {
 
 inline double Exp(double x) { return std::exp(x); }
 
+// out[j] = Exp(x[j] - shift) for j < n (out may be x).
+template <typename T>
+void ExpShifted(const T* x, int64_t n, T shift, T* out) {
+  for (int64_t j = 0; j < n; ++j) out[j] = Exp(x[j] - shift);
+}
+void ExpShifted(const float* x, int64_t n, float shift, float* out);
+
 // out[j] = Exp(x[j] - shift) for j < n (out may be x); returns sum_j out[j],
 // summed in 8 lanes of T and then in double (so both loops vectorize).
 template <typename T>
@@ -61,5 +72,6 @@ double ExpShiftedSum(const T* x, int64_t n, T shift, T* out) {
   for (int l = 0; l < 8; ++l) sum += lanes[l];
   return sum;
 }
+double ExpShiftedSum(const float* x, int64_t n, float shift, float* out);
 
 }  // namespace tessera::executor::cpu

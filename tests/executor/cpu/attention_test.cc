@@ -350,13 +350,12 @@ TEST(CpuAttentionTest, ContextParallelPositionsGradients) {
       {0, 12, 24}, "zigzag");
 }
 
-// Multi-tile gradients (64-token tiles) are covered by comparing the tiled
-// backward with a single block at different tile splits above; this checks
-// one multi-tile case against finite differences directly.
+// Several query tiles (128 rows / 4 heads per kv head = 32 tokens) and key
+// tiles (64 tokens) against finite differences directly.
 TEST(CpuAttentionTest, MultiTileGradientsMatchFiniteDifferences) {
-  CheckGradients(
-      MakeProblem({1, 70, 70, 1, 1, 2}, Iota(70, 0), Iota(70, 0), 51), {0, 70},
-      "70 tokens");
+  CheckGradients(MakeProblem({1, 70, 70, 4, 1, 2}, Iota(70, 0), Iota(70, 0),
+                             51),
+                 {0, 70}, "70 tokens");
 }
 
 TEST(CpuAttentionTest, FloatKernelTracksDouble) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -46,6 +47,23 @@ TEST(CpuFastExpTest, ExpShiftedSumWritesAndSums) {
   }
   EXPECT_EQ(out[10], 0.0);
   EXPECT_NEAR(sum, want, 1e-15);
+}
+
+// The float loops picked at load time (AVX-512/AVX2/baseline builds) give
+// the same bits as the template compiled here for baseline x86-64.
+TEST(CpuFastExpTest, DispatchedFloatLoopsMatchThePortableOnesBitForBit) {
+  std::vector<float> x(1003);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = -90.0f + 0.091f * float(i);
+  x[7] = -INFINITY;
+  std::vector<float> fast(x.size()), portable(x.size());
+  const double fast_sum = ExpShiftedSum(x.data(), 1003, 0.5f, fast.data());
+  const double portable_sum =
+      ExpShiftedSum<float>(x.data(), 1003, 0.5f, portable.data());
+  EXPECT_EQ(fast, portable);
+  EXPECT_EQ(fast_sum, portable_sum);
+  ExpShifted(x.data(), 1003, -1.5f, fast.data());
+  ExpShifted<float>(x.data(), 1003, -1.5f, portable.data());
+  EXPECT_EQ(fast, portable);
 }
 
 }  // namespace
