@@ -23,8 +23,7 @@ std::string Usage() {
   for (const Command& c : Commands()) {
     absl::StrAppend(&text, absl::StrFormat("  %-10s %s\n", c.name, c.summary));
   }
-  absl::StrAppend(&text,
-                  "\nRun `tessera <command> --help` for its flags.\n\n",
+  absl::StrAppend(&text, "\nRun `tessera <command> --help` for its flags.\n\n",
                   kExitStatusHelp);
   return text;
 }
@@ -66,11 +65,11 @@ int RunTessera(const std::vector<std::string>& args, std::ostream& out,
   if (command == nullptr) {
     std::vector<std::string> names;
     for (const Command& c : Commands()) names.push_back(c.name);
-    return ReportError(
-        err, "tessera",
-        absl::InvalidArgumentError(absl::StrCat(
-            "unknown command '", name, "' (commands: ",
-            absl::StrJoin(names, ", "), "; see tessera --help)")));
+    return ReportError(err, "tessera",
+                       absl::InvalidArgumentError(absl::StrCat(
+                           "unknown command '", name,
+                           "' (commands: ", absl::StrJoin(names, ", "),
+                           "; see tessera --help)")));
   }
   return command->run(std::vector<std::string>(args.begin() + 1, args.end()),
                       out, err);

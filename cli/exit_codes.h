@@ -13,10 +13,10 @@
 
 namespace tessera::cli {
 
-inline constexpr int kExitOk = 0;          // success (predict: also infeasible)
-inline constexpr int kExitFailure = 1;     // internal or service failure
-inline constexpr int kExitBadInput = 2;    // unknown command or flag, bad value,
-                                           // invalid spec, unreachable batch
+inline constexpr int kExitOk = 0;        // success (predict: also infeasible)
+inline constexpr int kExitFailure = 1;   // internal or service failure
+inline constexpr int kExitBadInput = 2;  // unknown command or flag, bad value,
+                                         // invalid spec, unreachable batch
 inline constexpr int kExitNoFeasible = 3;  // plan: every layout was rejected
 
 // The exit status section of every help text.

@@ -102,7 +102,8 @@ void FlagSet::AddDouble(absl::string_view name, absl::string_view value_name,
     const char* end = text.data() + text.size();
     auto [ptr, ec] = std::from_chars(text.data(), end, x);
     if (ec != std::errc() || ptr != end || !std::isfinite(x)) {
-      return FlagError(flag, absl::StrCat("'", text, "' is not a finite number"));
+      return FlagError(flag,
+                       absl::StrCat("'", text, "' is not a finite number"));
     }
     *value = x;
     return absl::OkStatus();
@@ -222,8 +223,10 @@ std::string FlagSet::Help() const {
     }
     std::string usage = absl::StrCat("  --", f.name);
     if (!f.is_switch) absl::StrAppend(&usage, " ", f.value_name);
-    if (usage.size() < 28) usage.resize(28, ' ');
-    else absl::StrAppend(&usage, "\n", std::string(28, ' '));
+    if (usage.size() < 28)
+      usage.resize(28, ' ');
+    else
+      absl::StrAppend(&usage, "\n", std::string(28, ' '));
     absl::StrAppend(&text, usage, f.help, "\n");
   }
   return text;

@@ -67,8 +67,8 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     }
     return ReportError(err, kCommand, s);
   }
-  absl::StatusOr<planner::SearchResult> result = planner::SearchLayouts(
-      study->workload, planner::Calibration{}, *options);
+  absl::StatusOr<planner::SearchResult> result =
+      planner::SearchLayouts(study->workload, planner::Calibration{}, *options);
   if (!result.ok()) return ReportError(err, kCommand, result.status());
   if (json) {
     out << DumpJson(PlanJson(*result)) << "\n";

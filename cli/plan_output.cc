@@ -18,8 +18,9 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 std::string DescribeRejected(const std::map<std::string, int64_t>& rejected) {
   std::vector<std::pair<std::string, int64_t>> kinds(rejected.begin(),
                                                      rejected.end());
-  std::stable_sort(kinds.begin(), kinds.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(
+      kinds.begin(), kinds.end(),
+      [](const auto& a, const auto& b) { return a.second > b.second; });
   std::vector<std::string> parts;
   for (const auto& [kind, count] : kinds) {
     parts.push_back(absl::StrCat(kind, " ", count));
@@ -154,10 +155,11 @@ std::string DescribeWorkload(const Workload& w) {
 void PrintPlan(const Workload& w, const planner::SearchResult& r,
                std::ostream& out) {
   out << DescribeWorkload(w) << "\n";
-  out << absl::StrFormat("searched %d layouts in %.1f ms (%d costed): %d "
-                         "feasible; rejected: %s\n",
-                         r.searched, r.elapsed_ms, r.scored, r.feasible,
-                         DescribeRejected(r.rejected));
+  out << absl::StrFormat(
+      "searched %d layouts in %.1f ms (%d costed): %d "
+      "feasible; rejected: %s\n",
+      r.searched, r.elapsed_ms, r.scored, r.feasible,
+      DescribeRejected(r.rejected));
   if (r.feasible == 0 || r.candidates.empty()) {
     out << "no feasible layout for this workload\n";
     return;
@@ -166,8 +168,8 @@ void PrintPlan(const Workload& w, const planner::SearchResult& r,
       << absl::StrFormat(
              "%4s %3s %2s %3s %3s %3s %6s %4s %6s %3s %5s %-9s %8s %12s %6s "
              "%8s %9s %8s %6s %8s\n",
-             "rank", "tp", "sp", "pp", "vpp", "cp", "dp", "zero", "shard",
-             "mb", "ga", "recompute", "step s", "tokens/s", "MFU", "GiB/GPU",
+             "rank", "tp", "sp", "pp", "vpp", "cp", "dp", "zero", "shard", "mb",
+             "ga", "recompute", "step s", "tokens/s", "MFU", "GiB/GPU",
              "exposed s", "bubble s", "W/GPU", "tokens/J");
   int rank = 0;
   for (const planner::LayoutEvaluation& e : r.candidates) {
@@ -191,10 +193,9 @@ void PrintPlan(const Workload& w, const planner::SearchResult& r,
   out << "pareto front (tokens/s against tokens/J): " << r.pareto.size()
       << " layout" << (r.pareto.size() == 1 ? "" : "s") << "\n";
   for (const planner::LayoutEvaluation& e : r.pareto) {
-    out << absl::StrFormat("  %12.0f tokens/s %8.3f tokens/J  %s\n",
-                           e.prediction.tokens_per_s,
-                           e.prediction.tokens_per_joule,
-                           FormatLayout(e.layout));
+    out << absl::StrFormat(
+        "  %12.0f tokens/s %8.3f tokens/J  %s\n", e.prediction.tokens_per_s,
+        e.prediction.tokens_per_joule, FormatLayout(e.layout));
   }
 }
 

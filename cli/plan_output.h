@@ -4,8 +4,9 @@
 // (proto/convert.h turns a PlanResponse back into a SearchResult).
 //
 //   planner::SearchResult r = *planner::SearchLayouts(w, {}, {});
-//   std::cout << PlanJson(r).dump(2);   // {"searched": ..., "candidates": [...]}
-//   PrintPlan(w, r, std::cout);         // the table and the best layouts
+//   std::cout << PlanJson(r).dump(2);   // {"searched": ..., "candidates":
+//   [...]} PrintPlan(w, r, std::cout);         // the table and the best
+//   layouts
 //
 // JSON shapes:
 //   plan:    {"searched", "scored", "feasible", "elapsed_ms",

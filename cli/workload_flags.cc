@@ -34,8 +34,10 @@ std::vector<FieldFlag> FieldFlags(const WorkloadFlags& f) {
       {"cluster.gpu", "gpu", f.gpu.has_value()},
       {"cluster.nodes", "nodes", f.nodes.has_value()},
       {"cluster.gpus_per_node", "gpus-per-node", f.gpus_per_node.has_value()},
-      {"cluster.intra_node_gbs", "intra-node-gbs", f.intra_node_gbs.has_value()},
-      {"cluster.inter_node_gbs", "inter-node-gbs", f.inter_node_gbs.has_value()},
+      {"cluster.intra_node_gbs", "intra-node-gbs",
+       f.intra_node_gbs.has_value()},
+      {"cluster.inter_node_gbs", "inter-node-gbs",
+       f.inter_node_gbs.has_value()},
       {"cluster.inter_node_latency_us", "inter-node-latency-us",
        f.inter_node_latency_us.has_value()},
       {"training.global_batch", "global-batch", f.global_batch.has_value()},
@@ -79,8 +81,8 @@ void WorkloadFlags::Register(FlagSet* flags) {
       "model", "NAME",
       absl::StrCat("model preset: ", absl::StrJoin(ModelPresetNames(), ", ")),
       &model);
-  flags->AddInt("layers", "N", "transformer layers (instead of or over --model)",
-                &layers);
+  flags->AddInt("layers", "N",
+                "transformer layers (instead of or over --model)", &layers);
   flags->AddInt("hidden", "N", "hidden size", &hidden);
   flags->AddInt("heads", "N", "attention heads", &heads);
   flags->AddInt("kv-heads", "N",
@@ -88,13 +90,15 @@ void WorkloadFlags::Register(FlagSet* flags) {
                 &kv_heads);
   flags->AddInt("ffn-hidden", "N", "MLP inner size", &ffn_hidden);
   flags->AddInt("vocab", "N", "vocabulary size", &vocab);
-  flags->AddString("mlp", "KIND", "swiglu (Llama, default) or gelu (GPT)", &mlp);
+  flags->AddString("mlp", "KIND", "swiglu (Llama, default) or gelu (GPT)",
+                   &mlp);
   flags->AddSwitch("tie-embeddings",
                    "the output projection shares the embedding",
                    &tie_embeddings);
   flags->AddString(
       "gpu", "NAME",
-      absl::StrCat("GPU preset: ", absl::StrJoin(GpuPresetNames(), ", ")), &gpu);
+      absl::StrCat("GPU preset: ", absl::StrJoin(GpuPresetNames(), ", ")),
+      &gpu);
   flags->AddInt("nodes", "N", "nodes in the cluster", &nodes);
   flags->AddInt("gpus-per-node", "N", "GPUs per node", &gpus_per_node);
   flags->AddDouble("intra-node-gbs", "GB/s",
@@ -127,16 +131,16 @@ absl::StatusOr<v1::StudySpec> WorkloadFlags::ToSpec() const {
     const bool any_dim =
         layers || hidden || heads || kv_heads || ffn_hidden || vocab;
     if (!model && !any_dim) {
-      return Required("model", absl::StrCat(
-                                   "--model NAME: ",
+      return Required("model",
+                      absl::StrCat("--model NAME: ",
                                    absl::StrJoin(ModelPresetNames(), ", "),
                                    "; or --layers --hidden --heads "
                                    "--ffn-hidden --vocab"));
     }
     if (!gpu) {
-      return Required("cluster.gpu",
-                      absl::StrCat("--gpu NAME: ",
-                                   absl::StrJoin(GpuPresetNames(), ", ")));
+      return Required(
+          "cluster.gpu",
+          absl::StrCat("--gpu NAME: ", absl::StrJoin(GpuPresetNames(), ", ")));
     }
     if (!nodes) return Required("cluster.nodes", "--nodes N");
     if (!gpus_per_node) {
@@ -170,7 +174,8 @@ absl::StatusOr<v1::StudySpec> WorkloadFlags::ToSpec() const {
   if (gpus_per_node) c->set_gpus_per_node(*gpus_per_node);
   if (intra_node_gbs) c->set_intra_node_gbs(*intra_node_gbs);
   if (inter_node_gbs) c->set_inter_node_gbs(*inter_node_gbs);
-  if (inter_node_latency_us) c->set_inter_node_latency_us(*inter_node_latency_us);
+  if (inter_node_latency_us)
+    c->set_inter_node_latency_us(*inter_node_latency_us);
   v1::TrainingSpec* t = spec.mutable_training();
   if (global_batch) t->set_global_batch(*global_batch);
   if (seq_len) t->set_seq_len(*seq_len);

@@ -32,9 +32,10 @@ absl::Status ApplyNumber(absl::string_view field, bool has, double given,
                          bool allow_zero, double* value, bool* changed) {
   if (!has) return absl::OkStatus();
   if (!std::isfinite(given) || given < 0 || (given == 0 && !allow_zero)) {
-    return FieldError(field, absl::StrCat("must be a finite ",
-                                          allow_zero ? "non-negative" : "positive",
-                                          " number, got ", given));
+    return FieldError(field,
+                      absl::StrCat("must be a finite ",
+                                   allow_zero ? "non-negative" : "positive",
+                                   " number, got ", given));
   }
   if (*value != given) *changed = true;
   *value = given;
@@ -65,11 +66,10 @@ absl::StatusOr<GpuSpec> GpuFromSpec(const v1::GpuSpec& spec) {
   if (!spec.preset().empty()) {
     absl::StatusOr<GpuSpec> preset = GpuPreset(spec.preset());
     if (!preset.ok()) {
-      return FieldError("cluster.gpu.preset",
-                        absl::StrCat("unknown preset '", spec.preset(),
-                                     "' (known: ",
-                                     absl::StrJoin(GpuPresetNames(), ", "),
-                                     ")"));
+      return FieldError(
+          "cluster.gpu.preset",
+          absl::StrCat("unknown preset '", spec.preset(), "' (known: ",
+                       absl::StrJoin(GpuPresetNames(), ", "), ")"));
     }
     g = *preset;
   } else {
@@ -114,9 +114,9 @@ absl::StatusOr<GpuSpec> GpuFromSpec(const v1::GpuSpec& spec) {
   TESSERA_RETURN_IF_ERROR(ApplyNumber("cluster.gpu.nvlink_gbs",
                                       spec.has_nvlink_gbs(), spec.nvlink_gbs(),
                                       false, &g.nvlink_gbs, &changed));
-  TESSERA_RETURN_IF_ERROR(ApplyNumber(
-      "cluster.gpu.inter_node_gbs", spec.has_inter_node_gbs(),
-      spec.inter_node_gbs(), false, &g.inter_node_gbs, &changed));
+  TESSERA_RETURN_IF_ERROR(
+      ApplyNumber("cluster.gpu.inter_node_gbs", spec.has_inter_node_gbs(),
+                  spec.inter_node_gbs(), false, &g.inter_node_gbs, &changed));
   TESSERA_RETURN_IF_ERROR(ApplyNumber("cluster.gpu.tdp_w", spec.has_tdp_w(),
                                       spec.tdp_w(), false, &g.tdp_w, &changed));
   TESSERA_RETURN_IF_ERROR(ApplyNumber("cluster.gpu.idle_w", spec.has_idle_w(),
@@ -147,12 +147,12 @@ absl::StatusOr<ClusterConfig> ClusterFromSpec(const v1::ClusterSpec& spec) {
   }
   ClusterConfig c = MakeCluster(gpu, spec.nodes(), spec.gpus_per_node());
   bool changed = false;
-  TESSERA_RETURN_IF_ERROR(ApplyNumber(
-      "cluster.intra_node_gbs", spec.has_intra_node_gbs(),
-      spec.intra_node_gbs(), false, &c.intra_node_gbs, &changed));
-  TESSERA_RETURN_IF_ERROR(ApplyNumber(
-      "cluster.inter_node_gbs", spec.has_inter_node_gbs(),
-      spec.inter_node_gbs(), false, &c.inter_node_gbs, &changed));
+  TESSERA_RETURN_IF_ERROR(
+      ApplyNumber("cluster.intra_node_gbs", spec.has_intra_node_gbs(),
+                  spec.intra_node_gbs(), false, &c.intra_node_gbs, &changed));
+  TESSERA_RETURN_IF_ERROR(
+      ApplyNumber("cluster.inter_node_gbs", spec.has_inter_node_gbs(),
+                  spec.inter_node_gbs(), false, &c.inter_node_gbs, &changed));
   TESSERA_RETURN_IF_ERROR(ApplyNumber(
       "cluster.intra_node_latency_us", spec.has_intra_node_latency_us(),
       spec.intra_node_latency_us(), true, &c.intra_node_latency_us, &changed));
@@ -367,9 +367,9 @@ planner::Prediction PredictionFromProto(const v1::Prediction& p) {
   out.watts_per_gpu = p.watts_per_gpu();
   out.tokens_per_joule = p.tokens_per_joule();
   if (p.has_full_run()) {
-    out.full_run = planner::FullRunPrediction{
-        p.full_run().days(), p.full_run().energy_mwh(),
-        p.full_run().gpu_hours()};
+    out.full_run = planner::FullRunPrediction{p.full_run().days(),
+                                              p.full_run().energy_mwh(),
+                                              p.full_run().gpu_hours()};
   }
   return out;
 }

@@ -22,8 +22,7 @@ constexpr std::streamoff kMaxSpecBytes = 1 << 20;
 absl::Status SpecError(absl::string_view source, absl::string_view message) {
   // One line: parsers may put the offending text on following lines.
   std::string line = absl::StrReplaceAll(message, {{"\r", " "}, {"\n", " "}});
-  return absl::InvalidArgumentError(
-      absl::StrCat("spec: ", source, ": ", line));
+  return absl::InvalidArgumentError(absl::StrCat("spec: ", source, ": ", line));
 }
 
 // Checks strict JSON syntax, with nlohmann's line and column in the error
@@ -65,7 +64,8 @@ std::string ExpectedValue(absl::string_view type) {
 std::string DescribeMappingError(absl::string_view message) {
   constexpr absl::string_view kUnknown = ": Cannot find field.";
   if (absl::EndsWith(message, kUnknown)) {
-    absl::string_view rest = message.substr(0, message.size() - kUnknown.size());
+    absl::string_view rest =
+        message.substr(0, message.size() - kUnknown.size());
     std::string path;
     if (absl::StartsWith(rest, "(")) {
       const size_t close = rest.find(") ");
@@ -105,9 +105,9 @@ absl::StatusOr<v1::StudySpec> StudySpecFromJson(absl::string_view json,
   const auto status = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(json.data(), json.size()), &spec, options);
   if (!status.ok()) {
-    return SpecError(source, DescribeMappingError(std::string(
-                                 status.message().data(),
-                                 status.message().size())));
+    return SpecError(
+        source, DescribeMappingError(std::string(status.message().data(),
+                                                 status.message().size())));
   }
   return spec;
 }

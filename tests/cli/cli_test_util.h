@@ -34,10 +34,10 @@ inline std::string ExampleSpecPath() {
 
 // deploy/examples/study.json as flags.
 inline std::vector<std::string> ExampleFlags() {
-  return {"--model",         "llama2-7b", "--gpu",          "h100-sxm",
-          "--nodes",         "32",        "--gpus-per-node", "8",
-          "--global-batch",  "512",       "--seq-len",      "4096",
-          "--total-tokens",  "1e12"};
+  return {"--model",        "llama2-7b", "--gpu",           "h100-sxm",
+          "--nodes",        "32",        "--gpus-per-node", "8",
+          "--global-batch", "512",       "--seq-len",       "4096",
+          "--total-tokens", "1e12"};
 }
 
 inline std::vector<std::string> Concat(std::vector<std::string> a,

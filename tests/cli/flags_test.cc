@@ -42,9 +42,8 @@ std::string ErrorOf(const std::vector<std::string>& args) {
 
 TEST(FlagsTest, BothValueFormsAndSwitches) {
   Values v;
-  ASSERT_EQ(ParseInto({"--model", "llama2-7b", "--nodes=32",
-                       "--total-tokens", "1e12", "--json",
-                       "--tie-embeddings=false"},
+  ASSERT_EQ(ParseInto({"--model", "llama2-7b", "--nodes=32", "--total-tokens",
+                       "1e12", "--json", "--tie-embeddings=false"},
                       &v),
             "");
   EXPECT_EQ(v.model, "llama2-7b");

@@ -28,17 +28,17 @@ void ExpectConsistent(const json& candidate) {
     EXPECT_TRUE(l.contains(key)) << key;
   }
   EXPECT_EQ(l.size(), 11u);
-  const int64_t mp = l["tp"].get<int64_t>() * l["pp"].get<int64_t>() *
-                     l["cp"].get<int64_t>();
+  const int64_t mp =
+      l["tp"].get<int64_t>() * l["pp"].get<int64_t>() * l["cp"].get<int64_t>();
   EXPECT_EQ(mp * l["dp"].get<int64_t>(), 256);
   EXPECT_EQ(l["micro_batch"].get<int64_t>() * l["dp"].get<int64_t>() *
                 l["grad_accum"].get<int64_t>(),
             512);
   for (const char* key :
-       {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu",
-        "tflops_per_gpu", "mfu", "memory_gib_per_gpu", "memory_breakdown",
-        "compute_s", "comm_s", "exposed_comm_s", "bubble_s", "watts_per_gpu",
-        "tokens_per_joule", "full_run"}) {
+       {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu",
+        "mfu", "memory_gib_per_gpu", "memory_breakdown", "compute_s", "comm_s",
+        "exposed_comm_s", "bubble_s", "watts_per_gpu", "tokens_per_joule",
+        "full_run"}) {
     EXPECT_TRUE(p.contains(key)) << key;
   }
   const double step = p["step_time_s"].get<double>();
@@ -47,8 +47,8 @@ void ExpectConsistent(const json& candidate) {
   EXPECT_NEAR(tokens_per_s, 512.0 * 4096 / step, 1e-9 * tokens_per_s);
   EXPECT_NEAR(p["tokens_per_s_per_gpu"].get<double>() * 256, tokens_per_s,
               1e-9 * tokens_per_s);
-  EXPECT_NEAR(p["mfu"].get<double>(),
-              p["tflops_per_gpu"].get<double>() / 989.4, 1e-9);
+  EXPECT_NEAR(p["mfu"].get<double>(), p["tflops_per_gpu"].get<double>() / 989.4,
+              1e-9);
   const json& m = p["memory_breakdown"];
   for (const char* key :
        {"weights_bytes", "master_weights_bytes", "gradients_bytes",
@@ -73,13 +73,13 @@ void ExpectConsistent(const json& candidate) {
   EXPECT_NEAR(run["days"].get<double>(), seconds / 86400, 1e-9 * seconds);
   EXPECT_NEAR(run["gpu_hours"].get<double>(), seconds / 3600 * 256,
               1e-9 * seconds);
-  EXPECT_NEAR(run["energy_mwh"].get<double>(),
-              watts * 256 * seconds / 3.6e9, 1e-9 * seconds);
+  EXPECT_NEAR(run["energy_mwh"].get<double>(), watts * 256 * seconds / 3.6e9,
+              1e-9 * seconds);
 }
 
 TEST(PlanCommandTest, JsonHasEveryFieldOfTheIssue) {
-  const CliRun r =
-      RunCli(Concat(Concat({"plan"}, ExampleFlags()), {"--top", "5", "--json"}));
+  const CliRun r = RunCli(
+      Concat(Concat({"plan"}, ExampleFlags()), {"--top", "5", "--json"}));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, "");
   const json j = json::parse(r.out);
@@ -134,8 +134,8 @@ TEST(PlanCommandTest, JsonHasEveryFieldOfTheIssue) {
 
 TEST(PlanCommandTest, SpecFileGivesWhatTheFlagsGive) {
   CliRun from_file = RunCli({"plan", "--spec", ExampleSpecPath(), "--json"});
-  CliRun from_flags = RunCli(Concat(Concat({"plan"}, ExampleFlags()),
-                                    {"--top", "10", "--json"}));
+  CliRun from_flags = RunCli(
+      Concat(Concat({"plan"}, ExampleFlags()), {"--top", "10", "--json"}));
   ASSERT_EQ(from_file.status, 0) << from_file.err;
   ASSERT_EQ(from_flags.status, 0) << from_flags.err;
   json a = json::parse(from_file.out);
@@ -147,8 +147,8 @@ TEST(PlanCommandTest, SpecFileGivesWhatTheFlagsGive) {
 }
 
 TEST(PlanCommandTest, HumanTableAndBestLayouts) {
-  const CliRun r = RunCli(Concat(Concat({"plan"}, ExampleFlags()),
-                                 {"--top", "3"}));
+  const CliRun r =
+      RunCli(Concat(Concat({"plan"}, ExampleFlags()), {"--top", "3"}));
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string& out = r.out;
   EXPECT_EQ(out.rfind("llama2-7b (6.74B parameters) on 32 x 8 h100-sxm = 256 "
@@ -159,8 +159,8 @@ TEST(PlanCommandTest, HumanTableAndBestLayouts) {
       << out;
   const size_t header = out.find("rank  tp sp  pp vpp  cp");
   ASSERT_NE(header, std::string::npos) << out;
-  for (const char* column : {"tokens/s", "MFU", "GiB/GPU", "exposed s",
-                             "W/GPU", "tokens/J"}) {
+  for (const char* column :
+       {"tokens/s", "MFU", "GiB/GPU", "exposed s", "W/GPU", "tokens/J"}) {
     EXPECT_NE(out.find(column, header), std::string::npos) << column;
   }
   for (const char* row : {"\n   1 ", "\n   2 ", "\n   3 "}) {
@@ -229,7 +229,8 @@ TEST(PlanCommandTest, BadInputExitsTwoWithOneLineNamingTheField) {
       {Concat(Concat({"plan"}, ExampleFlags()), {"extra"}),
        "unexpected argument 'extra'"},
       {{"plan"}, "model: required"},
-      {{"plan", "--spec", malformed}, "spec: " + malformed + ": malformed JSON"},
+      {{"plan", "--spec", malformed},
+       "spec: " + malformed + ": malformed JSON"},
       {{"plan", "--spec", unknown_field},
        "spec: " + unknown_field + ": unknown field 'cluster.nodez'"},
       {{"plan", "--spec", "/nonexistent/study.json"},
@@ -237,10 +238,12 @@ TEST(PlanCommandTest, BadInputExitsTwoWithOneLineNamingTheField) {
       // 1 x 3 GPUs and a model of 2 heads and 2 layers with sequences of 4
       // tokens: no tp, pp or cp of 3 (tp <= heads, pp <= layers, 2 cp <=
       // seq_len), so dp = 3, which does not divide 4 sequences.
-      {{"plan", "--layers", "2", "--hidden", "64", "--heads", "2",
-        "--ffn-hidden", "128", "--vocab", "100", "--gpu", "h100-sxm",
-        "--nodes", "1", "--gpus-per-node", "3", "--global-batch", "4",
-        "--seq-len", "4"},
+      {{"plan",     "--layers",       "2",   "--hidden",
+        "64",       "--heads",        "2",   "--ffn-hidden",
+        "128",      "--vocab",        "100", "--gpu",
+        "h100-sxm", "--nodes",        "1",   "--gpus-per-node",
+        "3",        "--global-batch", "4",   "--seq-len",
+        "4"},
        "training.global_batch: "},
       {{"frobnicate"}, "unknown command 'frobnicate'"},
   };
@@ -266,10 +269,10 @@ TEST(PlanCommandTest, NothingFeasibleExitsThree) {
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.out.find("no feasible layout"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("rejected: memory "), std::string::npos) << r.out;
-  const CliRun j = RunCli({"plan", "--model", "llama3-405b", "--gpu",
-                           "a100-sxm-40g", "--nodes", "1", "--gpus-per-node",
-                           "1", "--global-batch", "1", "--seq-len", "4096",
-                           "--json"});
+  const CliRun j =
+      RunCli({"plan", "--model", "llama3-405b", "--gpu", "a100-sxm-40g",
+              "--nodes", "1", "--gpus-per-node", "1", "--global-batch", "1",
+              "--seq-len", "4096", "--json"});
   EXPECT_EQ(j.status, 3);
   const json parsed = json::parse(j.out);
   EXPECT_EQ(parsed["feasible"], 0);
@@ -289,13 +292,29 @@ TEST(PlanCommandTest, HelpDocumentsFlagsAndExitCodes) {
   EXPECT_NE(r.err.find("Usage: tessera <command>"), std::string::npos);
   r = RunCli({"plan", "--help"});
   EXPECT_EQ(r.status, 0);
-  for (const char* flag :
-       {"--spec FILE", "--model NAME", "--layers N", "--hidden N", "--heads N",
-        "--kv-heads N", "--ffn-hidden N", "--vocab N", "--mlp KIND",
-        "--tie-embeddings", "--gpu NAME", "--nodes N", "--gpus-per-node N",
-        "--intra-node-gbs", "--inter-node-gbs", "--inter-node-latency-us",
-        "--global-batch N", "--seq-len N", "--total-tokens N", "--top N",
-        "--json", "Exit status:", "  3  plan: no layout is feasible"}) {
+  for (const char* flag : {"--spec FILE",
+                           "--model NAME",
+                           "--layers N",
+                           "--hidden N",
+                           "--heads N",
+                           "--kv-heads N",
+                           "--ffn-hidden N",
+                           "--vocab N",
+                           "--mlp KIND",
+                           "--tie-embeddings",
+                           "--gpu NAME",
+                           "--nodes N",
+                           "--gpus-per-node N",
+                           "--intra-node-gbs",
+                           "--inter-node-gbs",
+                           "--inter-node-latency-us",
+                           "--global-batch N",
+                           "--seq-len N",
+                           "--total-tokens N",
+                           "--top N",
+                           "--json",
+                           "Exit status:",
+                           "  3  plan: no layout is feasible"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
   r = RunCli({"help", "predict"});

@@ -17,9 +17,8 @@ const char kLayout[] =
 
 std::vector<std::string> Predict(const std::string& layout,
                                  const std::vector<std::string>& more = {}) {
-  return Concat(Concat(Concat({"predict"}, ExampleFlags()),
-                       {"--layout", layout}),
-                more);
+  return Concat(
+      Concat(Concat({"predict"}, ExampleFlags()), {"--layout", layout}), more);
 }
 
 Workload Example() {
@@ -76,8 +75,8 @@ TEST(PredictCommandTest, FeasibleLayoutHuman) {
       << r.out;
   for (const char* line :
        {"\nstep time:      ", "\nthroughput:     ", "\nmemory per GPU: ",
-        "\ncommunication:  tp ", "\npower:          ",
-        "\nfull run of 1e+12 tokens: "}) {
+        "\ncommunication:  tp ",
+        "\npower:          ", "\nfull run of 1e+12 tokens: "}) {
     EXPECT_NE(r.out.find(line), std::string::npos) << line;
   }
   EXPECT_EQ(r.out.find("infeasible"), std::string::npos);
@@ -106,10 +105,21 @@ TEST(PredictCommandTest, LayoutThatDoesNotResolveIsInfeasible) {
 
 TEST(PredictCommandTest, LayoutThatDoesNotFitInMemoryIsInfeasible) {
   // llama2-70b without sharding on 8 x 40 GB: 70e9 x 16 bytes / 8 GPUs.
-  const std::vector<std::string> args = {
-      "predict", "--model", "llama2-70b", "--gpu", "a100-sxm-40g", "--nodes",
-      "1", "--gpus-per-node", "8", "--global-batch", "8", "--seq-len", "4096",
-      "--layout", "tp=8,zero=0"};
+  const std::vector<std::string> args = {"predict",
+                                         "--model",
+                                         "llama2-70b",
+                                         "--gpu",
+                                         "a100-sxm-40g",
+                                         "--nodes",
+                                         "1",
+                                         "--gpus-per-node",
+                                         "8",
+                                         "--global-batch",
+                                         "8",
+                                         "--seq-len",
+                                         "4096",
+                                         "--layout",
+                                         "tp=8,zero=0"};
   CliRun r = RunCli(args);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("\ninfeasible: memory"), std::string::npos) << r.out;
@@ -120,8 +130,7 @@ TEST(PredictCommandTest, LayoutThatDoesNotFitInMemoryIsInfeasible) {
   EXPECT_EQ(j["feasible"], false);
   EXPECT_EQ(j["reason"].get<std::string>().rfind("memory", 0), 0u);
   // Weights alone (2 + 4 + 4 + 8 bytes per parameter over tp 8) exceed 40 GB.
-  EXPECT_GT(j["memory_breakdown"]["total_bytes"].get<double>(),
-            69e9 * 18 / 8);
+  EXPECT_GT(j["memory_breakdown"]["total_bytes"].get<double>(), 69e9 * 18 / 8);
 }
 
 TEST(PredictCommandTest, BadLayoutAndWorkloadExitTwo) {
@@ -153,8 +162,8 @@ TEST(PredictCommandTest, BadLayoutAndWorkloadExitTwo) {
 }
 
 TEST(PredictCommandTest, SpecFileGivesWhatTheFlagsGive) {
-  CliRun a = RunCli({"predict", "--spec", ExampleSpecPath(), "--layout",
-                     kLayout, "--json"});
+  CliRun a = RunCli(
+      {"predict", "--spec", ExampleSpecPath(), "--layout", kLayout, "--json"});
   CliRun b = RunCli(Predict(kLayout, {"--json"}));
   ASSERT_EQ(a.status, 0) << a.err;
   EXPECT_EQ(a.out, b.out);

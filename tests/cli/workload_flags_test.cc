@@ -13,8 +13,9 @@ const std::string kExample =
 
 // The example study as flags.
 const std::vector<std::string> kExampleFlags = {
-    "--model", "llama2-7b", "--gpu", "h100-sxm", "--nodes", "32",
-    "--gpus-per-node", "8", "--global-batch", "512", "--seq-len", "4096",
+    "--model",        "llama2-7b", "--gpu",           "h100-sxm",
+    "--nodes",        "32",        "--gpus-per-node", "8",
+    "--global-batch", "512",       "--seq-len",       "4096",
     "--total-tokens", "1e12"};
 
 absl::StatusOr<Study> Resolve(const std::vector<std::string>& args) {
@@ -97,11 +98,31 @@ TEST(WorkloadFlagsTest, FlagsOverrideTheSpecFile) {
 }
 
 TEST(WorkloadFlagsTest, ExplicitDimensionsInsteadOfAPreset) {
-  absl::StatusOr<Study> study = Resolve(
-      {"--layers", "2", "--hidden", "64", "--heads", "4", "--kv-heads", "2",
-       "--ffn-hidden", "128", "--vocab", "1000", "--mlp", "gelu",
-       "--tie-embeddings", "--gpu", "a100-sxm-80g", "--nodes", "1",
-       "--gpus-per-node", "4", "--global-batch", "8", "--seq-len", "256"});
+  absl::StatusOr<Study> study = Resolve({"--layers",
+                                         "2",
+                                         "--hidden",
+                                         "64",
+                                         "--heads",
+                                         "4",
+                                         "--kv-heads",
+                                         "2",
+                                         "--ffn-hidden",
+                                         "128",
+                                         "--vocab",
+                                         "1000",
+                                         "--mlp",
+                                         "gelu",
+                                         "--tie-embeddings",
+                                         "--gpu",
+                                         "a100-sxm-80g",
+                                         "--nodes",
+                                         "1",
+                                         "--gpus-per-node",
+                                         "4",
+                                         "--global-batch",
+                                         "8",
+                                         "--seq-len",
+                                         "256"});
   ASSERT_TRUE(study.ok()) << study.status();
   const ModelConfig& m = study->workload.model;
   EXPECT_EQ(m.name, "custom");
@@ -126,33 +147,34 @@ TEST(WorkloadFlagsTest, BadValuesNameTheFieldAndTheFlag) {
   EXPECT_EQ(ErrorOf(Replace("--gpus-per-node", "0")),
             "cluster.gpus_per_node: must be an integer in [1, 1024], got 0 "
             "(--gpus-per-node)");
-  EXPECT_EQ(ErrorOf(Replace("--model", "llama9")).rfind(
-                "model.preset: unknown preset 'llama9' (known: llama2-7b", 0),
-            0u);
+  EXPECT_EQ(
+      ErrorOf(Replace("--model", "llama9"))
+          .rfind("model.preset: unknown preset 'llama9' (known: llama2-7b", 0),
+      0u);
   EXPECT_NE(ErrorOf(Replace("--model", "llama9")).find("(--model)"),
             std::string::npos);
-  EXPECT_EQ(ErrorOf(Replace("--gpu", "b200")).rfind(
-                "cluster.gpu.preset: unknown preset 'b200'", 0),
+  EXPECT_EQ(ErrorOf(Replace("--gpu", "b200"))
+                .rfind("cluster.gpu.preset: unknown preset 'b200'", 0),
             0u);
   EXPECT_EQ(ErrorOf(Replace("--global-batch", "-4")),
             "training.global_batch: must be an integer in [1, 16777216], got "
             "-4 (--global-batch)");
-  EXPECT_EQ(ErrorOf(Replace("--total-tokens", "-1")).rfind(
-                "training.total_tokens: ", 0),
+  EXPECT_EQ(ErrorOf(Replace("--total-tokens", "-1"))
+                .rfind("training.total_tokens: ", 0),
             0u);
   EXPECT_EQ(ErrorOf(With(kExampleFlags, {"--inter-node-gbs", "0"})),
             "cluster.inter_node_gbs: must be a finite positive number, got 0 "
             "(--inter-node-gbs)");
-  EXPECT_EQ(ErrorOf(With(kExampleFlags, {"--heads", "33"})).rfind(
-                "model.heads: ", 0),
-            0u);
+  EXPECT_EQ(
+      ErrorOf(With(kExampleFlags, {"--heads", "33"})).rfind("model.heads: ", 0),
+      0u);
   EXPECT_EQ(ErrorOf(With(kExampleFlags, {"--mlp", "relu"})),
             "model.mlp: 'relu' is not swiglu or gelu (--mlp)");
-  EXPECT_EQ(ErrorOf({"--layers", "2", "--hidden", "64", "--heads", "4",
-                     "--vocab", "100", "--gpu", "h100-sxm", "--nodes", "1",
-                     "--gpus-per-node", "1", "--global-batch", "1",
-                     "--seq-len", "16"}),
-            "model.ffn_hidden: required without a preset (--ffn-hidden)");
+  EXPECT_EQ(
+      ErrorOf({"--layers", "2", "--hidden", "64", "--heads", "4", "--vocab",
+               "100", "--gpu", "h100-sxm", "--nodes", "1", "--gpus-per-node",
+               "1", "--global-batch", "1", "--seq-len", "16"}),
+      "model.ffn_hidden: required without a preset (--ffn-hidden)");
 }
 
 TEST(WorkloadFlagsTest, MissingRequiredFlags) {
@@ -164,11 +186,11 @@ TEST(WorkloadFlagsTest, MissingRequiredFlags) {
             "sequences)");
   EXPECT_EQ(ErrorOf(Without("--seq-len")),
             "training.seq_len: required (--seq-len N)");
-  EXPECT_EQ(ErrorOf(Without("--gpu")).rfind(
-                "cluster.gpu: required (--gpu NAME: h100-sxm", 0),
+  EXPECT_EQ(ErrorOf(Without("--gpu"))
+                .rfind("cluster.gpu: required (--gpu NAME: h100-sxm", 0),
             0u);
-  EXPECT_EQ(ErrorOf(Without("--model")).rfind(
-                "model: required (--model NAME: llama2-7b", 0),
+  EXPECT_EQ(ErrorOf(Without("--model"))
+                .rfind("model: required (--model NAME: llama2-7b", 0),
             0u);
   EXPECT_EQ(ErrorOf(Without("--total-tokens")), "");  // optional
 }

@@ -22,19 +22,57 @@ namespace {
 
 // Tokens that reach the parsers' edge cases.
 const char* const kDictionary[] = {
-    "tp=",       "sp=1",      "pp=",        "vpp=",       "cp=",
-    "dp=",       "zero=3",    "shard_group=", "micro_batch=", "grad_accum=",
-    "recompute=full", ",",    "=",          "0",          "-1",
-    "1048576",   "1048577",   "9223372036854775807", "99999999999999999999",
-    "1e308",     "1e-308",    "\"Infinity\"", "\"NaN\"",   "null",
-    "true",      "{",         "}",          "[",          "]",
-    "\"",        ":",         "\n",         "\"preset\"", "\"layers\"",
-    "\"nodes\"", "\"gpus_per_node\"", "\"global_batch\"", "\"seq_len\"",
-    "\"heads\"", "\"kv_heads\"", "\"hidden\"", "\"memory_bytes\"",
-    "\"llama3-405b\"", "\"tiny\"", "\"v100-sxm-32g\"", "16777216", "65536",
+    "tp=",
+    "sp=1",
+    "pp=",
+    "vpp=",
+    "cp=",
+    "dp=",
+    "zero=3",
+    "shard_group=",
+    "micro_batch=",
+    "grad_accum=",
+    "recompute=full",
+    ",",
+    "=",
+    "0",
+    "-1",
+    "1048576",
+    "1048577",
+    "9223372036854775807",
+    "99999999999999999999",
+    "1e308",
+    "1e-308",
+    "\"Infinity\"",
+    "\"NaN\"",
+    "null",
+    "true",
+    "{",
+    "}",
+    "[",
+    "]",
+    "\"",
+    ":",
+    "\n",
+    "\"preset\"",
+    "\"layers\"",
+    "\"nodes\"",
+    "\"gpus_per_node\"",
+    "\"global_batch\"",
+    "\"seq_len\"",
+    "\"heads\"",
+    "\"kv_heads\"",
+    "\"hidden\"",
+    "\"memory_bytes\"",
+    "\"llama3-405b\"",
+    "\"tiny\"",
+    "\"v100-sxm-32g\"",
+    "16777216",
+    "65536",
 };
 
-std::string Mutate(const std::vector<std::string>& corpus, std::mt19937_64& rng) {
+std::string Mutate(const std::vector<std::string>& corpus,
+                   std::mt19937_64& rng) {
   auto pick = [&](size_t n) { return n == 0 ? 0 : rng() % n; };
   std::string s = corpus[pick(corpus.size())];
   const int rounds = 1 + static_cast<int>(pick(4));
@@ -101,11 +139,12 @@ int main(int argc, char** argv) {
   for (const std::string& input : corpus) Run(input);
   std::mt19937_64 rng(20240611);
   for (long i = 0; i < mutations; ++i) Run(Mutate(corpus, rng));
-  const double seconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
-  std::printf("fuzz smoke: %zu seeds and %ld mutations in %.2f s, no "
-              "invariant violated\n",
-              corpus.size(), mutations, seconds);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::printf(
+      "fuzz smoke: %zu seeds and %ld mutations in %.2f s, no "
+      "invariant violated\n",
+      corpus.size(), mutations, seconds);
   return 0;
 }

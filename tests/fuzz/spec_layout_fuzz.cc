@@ -43,9 +43,9 @@ void FuzzLayout(absl::string_view text) {
       Check(again.ok() && *again == *resolved,
             "ParseLayout(FormatLayout(resolved)) == resolved");
       Check(resolved->world_size() == world, "resolved world size");
-      Check(resolved->micro_batch * resolved->dp * resolved->grad_accum ==
-                batch,
-            "resolved global batch");
+      Check(
+          resolved->micro_batch * resolved->dp * resolved->grad_accum == batch,
+          "resolved global batch");
       Check(resolved->shard_group >= 1 &&
                 resolved->dp % resolved->shard_group == 0,
             "resolved shard group");
@@ -63,8 +63,8 @@ void FuzzSpec(absl::string_view json, const absl::StatusOr<Layout>& layout) {
   if (!workload.ok()) return;
   Check(ValidateWorkload(*workload).ok(), "a converted workload is valid");
   absl::StatusOr<Workload> back = WorkloadFromSpec(SpecFromWorkload(*workload));
-  Check(back.ok() && back->cluster.world_size() ==
-                         workload->cluster.world_size() &&
+  Check(back.ok() &&
+            back->cluster.world_size() == workload->cluster.world_size() &&
             back->model.ParamCount() == workload->model.ParamCount(),
         "SpecFromWorkload round trip");
   if (!layout.ok()) return;

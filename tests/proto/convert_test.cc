@@ -100,14 +100,14 @@ TEST(ConvertTest, ExplicitDimensions) {
   EXPECT_FALSE(w->model.tie_embeddings);
   // Hand count: embedding 100*64; per layer q,o 2*64*64 + k,v 2*64*64 +
   // SwiGLU 3*64*176 + 2 norms 2*64; output 100*64 + final norm 64.
-  EXPECT_EQ(w->model.ParamCount(),
-            100 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 176 + 2 * 64) + 100 * 64 +
-                64);
+  EXPECT_EQ(
+      w->model.ParamCount(),
+      100 * 64 + 2 * (4 * 64 * 64 + 3 * 64 * 176 + 2 * 64) + 100 * 64 + 64);
 }
 
 TEST(ConvertTest, ExplicitFieldsOverrideAPreset) {
-  absl::StatusOr<Workload> w = WorkloadFromSpec(Parse(WithModel(
-      R"({"preset": "llama2-70b", "layers": 40, "vocab": 128256})")));
+  absl::StatusOr<Workload> w = WorkloadFromSpec(Parse(
+      WithModel(R"({"preset": "llama2-70b", "layers": 40, "vocab": 128256})")));
   ASSERT_TRUE(w.ok()) << w.status();
   ModelConfig expected = *ModelPreset("llama2-70b");
   expected.name = "custom";
@@ -266,7 +266,8 @@ TEST(ConvertTest, WorkloadRoundTripsThroughSpecAndJson) {
   std::vector<Workload> workloads;
   for (const std::string& m : ModelPresetNames()) {
     for (const std::string& g : GpuPresetNames()) {
-      workloads.push_back(Workload{*ModelPreset(m), MakeCluster(*GpuPreset(g), 3, 4),
+      workloads.push_back(Workload{*ModelPreset(m),
+                                   MakeCluster(*GpuPreset(g), 3, 4),
                                    TrainingConfig{24, 512, 0}});
     }
   }
@@ -301,8 +302,9 @@ TEST(ConvertTest, WorkloadRoundTripsThroughSpecAndJson) {
 
 TEST(ConvertTest, LayoutRoundTripsAndDefaults) {
   for (const char* text :
-       {"tp=1", "tp=8,sp=1,pp=4,vpp=2,cp=2,dp=16,zero=1,shard_group=8,"
-                "micro_batch=2,grad_accum=16,recompute=selective",
+       {"tp=1",
+        "tp=8,sp=1,pp=4,vpp=2,cp=2,dp=16,zero=1,shard_group=8,"
+        "micro_batch=2,grad_accum=16,recompute=selective",
         "zero=3,recompute=full,micro_batch=4", "pp=2,grad_accum=8,dp=3"}) {
     SCOPED_TRACE(text);
     absl::StatusOr<Layout> layout = ParseLayout(text);
@@ -325,9 +327,9 @@ TEST(ConvertTest, LayoutErrorsNameTheField) {
             "layout.tp: must be an integer in [0 (default), 1048576], got -2");
   p = v1::Layout();
   p.set_micro_batch(int64_t{1} << 40);
-  EXPECT_EQ(LayoutFromProto(p).status().message().rfind("layout.micro_batch:",
-                                                        0),
-            0u);
+  EXPECT_EQ(
+      LayoutFromProto(p).status().message().rfind("layout.micro_batch:", 0),
+      0u);
   p = v1::Layout();
   p.set_zero(4);
   EXPECT_EQ(LayoutFromProto(p).status().message(),
@@ -342,15 +344,30 @@ TEST(ConvertTest, LayoutErrorsNameTheField) {
 planner::Prediction DistinctPrediction(double base, bool full_run) {
   planner::Prediction p;
   double v = base;
-  for (double* f :
-       {&p.step_time_s, &p.tokens_per_s, &p.tokens_per_s_per_gpu,
-        &p.tflops_per_gpu, &p.mfu, &p.memory_gib_per_gpu,
-        &p.memory.weights_bytes, &p.memory.master_weights_bytes,
-        &p.memory.gradients_bytes, &p.memory.optimizer_bytes,
-        &p.memory.activations_bytes, &p.memory.gathered_params_bytes,
-        &p.memory.overhead_bytes, &p.memory.total_bytes, &p.compute_s,
-        &p.comm_s, &p.exposed_comm_s, &p.bubble_s, &p.tp_comm_s, &p.pp_comm_s,
-        &p.dp_comm_s, &p.cp_comm_s, &p.watts_per_gpu, &p.tokens_per_joule}) {
+  for (double* f : {&p.step_time_s,
+                    &p.tokens_per_s,
+                    &p.tokens_per_s_per_gpu,
+                    &p.tflops_per_gpu,
+                    &p.mfu,
+                    &p.memory_gib_per_gpu,
+                    &p.memory.weights_bytes,
+                    &p.memory.master_weights_bytes,
+                    &p.memory.gradients_bytes,
+                    &p.memory.optimizer_bytes,
+                    &p.memory.activations_bytes,
+                    &p.memory.gathered_params_bytes,
+                    &p.memory.overhead_bytes,
+                    &p.memory.total_bytes,
+                    &p.compute_s,
+                    &p.comm_s,
+                    &p.exposed_comm_s,
+                    &p.bubble_s,
+                    &p.tp_comm_s,
+                    &p.pp_comm_s,
+                    &p.dp_comm_s,
+                    &p.cp_comm_s,
+                    &p.watts_per_gpu,
+                    &p.tokens_per_joule}) {
     *f = v;
     v += 1.25;
   }
@@ -364,14 +381,29 @@ void ExpectSamePrediction(const planner::Prediction& a,
   std::vector<double> fields[2];
   for (int i = 0; i < 2; ++i) {
     const planner::Prediction& p = *ps[i];
-    fields[i] = {p.step_time_s, p.tokens_per_s, p.tokens_per_s_per_gpu,
-                 p.tflops_per_gpu, p.mfu, p.memory_gib_per_gpu,
-                 p.memory.weights_bytes, p.memory.master_weights_bytes,
-                 p.memory.gradients_bytes, p.memory.optimizer_bytes,
-                 p.memory.activations_bytes, p.memory.gathered_params_bytes,
-                 p.memory.overhead_bytes, p.memory.total_bytes, p.compute_s,
-                 p.comm_s, p.exposed_comm_s, p.bubble_s, p.tp_comm_s,
-                 p.pp_comm_s, p.dp_comm_s, p.cp_comm_s, p.watts_per_gpu,
+    fields[i] = {p.step_time_s,
+                 p.tokens_per_s,
+                 p.tokens_per_s_per_gpu,
+                 p.tflops_per_gpu,
+                 p.mfu,
+                 p.memory_gib_per_gpu,
+                 p.memory.weights_bytes,
+                 p.memory.master_weights_bytes,
+                 p.memory.gradients_bytes,
+                 p.memory.optimizer_bytes,
+                 p.memory.activations_bytes,
+                 p.memory.gathered_params_bytes,
+                 p.memory.overhead_bytes,
+                 p.memory.total_bytes,
+                 p.compute_s,
+                 p.comm_s,
+                 p.exposed_comm_s,
+                 p.bubble_s,
+                 p.tp_comm_s,
+                 p.pp_comm_s,
+                 p.dp_comm_s,
+                 p.cp_comm_s,
+                 p.watts_per_gpu,
                  p.tokens_per_joule};
   }
   EXPECT_EQ(fields[0], fields[1]);
@@ -449,8 +481,7 @@ TEST(ConvertTest, SearchResultRoundTrips) {
   EXPECT_FALSE(back->best_throughput.feasible);
   EXPECT_EQ(back->rejected.at("memory"), 10);
 
-  planner::LayoutEvaluation infeasible =
-      Evaluation("tp=3", false, 2);
+  planner::LayoutEvaluation infeasible = Evaluation("tp=3", false, 2);
   absl::StatusOr<planner::LayoutEvaluation> e =
       EvaluationFromProto(EvaluationToProto(infeasible));
   ASSERT_TRUE(e.ok());
