@@ -64,6 +64,9 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     absl::Status s = options.status();
     if (top.has_value()) {
       s = absl::InvalidArgumentError(absl::StrCat(s.message(), " (--top)"));
+    } else if (workload_flags.spec_path.has_value()) {
+      s = absl::InvalidArgumentError(
+          absl::StrCat("spec: ", *workload_flags.spec_path, ": ", s.message()));
     }
     return ReportError(err, kCommand, s);
   }

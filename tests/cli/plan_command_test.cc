@@ -202,6 +202,13 @@ struct BadInput {
 TEST(PlanCommandTest, BadInputExitsTwoWithOneLineNamingTheField) {
   const std::string malformed =
       TempFile("tessera_plan_malformed.json", "{\"model\": {\"preset\": ");
+  const std::string negative_top =
+      TempFile("tessera_plan_negative_top.json",
+               R"({"model": {"preset": "llama2-7b"},
+          "cluster": {"gpu": {"preset": "h100-sxm"}, "nodes": 1,
+                      "gpus_per_node": 8},
+          "training": {"global_batch": 8, "seq_len": 512},
+          "search": {"top": -1}})");
   const std::string unknown_field = TempFile(
       "tessera_plan_unknown.json",
       R"({"model": {"preset": "llama2-7b"}, "cluster": {"nodez": 3}})");
@@ -233,6 +240,8 @@ TEST(PlanCommandTest, BadInputExitsTwoWithOneLineNamingTheField) {
        "spec: " + malformed + ": malformed JSON"},
       {{"plan", "--spec", unknown_field},
        "spec: " + unknown_field + ": unknown field 'cluster.nodez'"},
+      {{"plan", "--spec", negative_top},
+       "spec: " + negative_top + ": search.top: "},
       {{"plan", "--spec", "/nonexistent/study.json"},
        "spec: /nonexistent/study.json: cannot read"},
       // 1 x 3 GPUs and a model of 2 heads and 2 layers with sequences of 4
@@ -259,6 +268,7 @@ TEST(PlanCommandTest, BadInputExitsTwoWithOneLineNamingTheField) {
   }
   std::remove(malformed.c_str());
   std::remove(unknown_field.c_str());
+  std::remove(negative_top.c_str());
 }
 
 TEST(PlanCommandTest, NothingFeasibleExitsThree) {
