@@ -20,6 +20,9 @@ constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 40;
 // how long an abort notice may take to write.
 constexpr absl::Duration kCloseLinger = absl::Seconds(2);
 constexpr absl::Duration kAbortNoticeTimeout = absl::Seconds(1);
+// How long a writer whose connection broke waits for the reader to drain
+// what the peer sent before it.
+constexpr auto kReaderDrain = std::chrono::seconds(1);
 
 std::string PeerName(int peer) { return absl::StrCat("world rank ", peer); }
 
@@ -39,7 +42,17 @@ TcpMesh::TcpMesh(int rank, std::vector<Socket> peers, absl::Duration timeout)
 
 TcpMesh::~TcpMesh() {
   closing_.store(true, std::memory_order_release);
-  if (!aborted_.load(std::memory_order_acquire)) {
+  if (aborted_.load(std::memory_order_acquire)) {
+    // Closing without a goodbye reads as a disconnection at the peers:
+    // tell them first why, so that they report the cause, whichever of
+    // their connections they read first.
+    std::string notice;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      notice = abort_notice_;
+    }
+    TellPeers(notice);
+  } else {
     // No communicator is left, so nobody else writes: say goodbye, then
     // half-close so the peer reads the goodbye before the end of stream.
     WireHeader bye;
@@ -124,14 +137,21 @@ absl::Status TcpMesh::Send(int peer, const WireHeader& header,
         PeerName(peer), " did not take the message within ",
         absl::FormatDuration(timeout_)));
   }
+  // The connection broke. What the peer said last (a goodbye, an abort
+  // notice) may still wait in the input: let the reader get to it (it
+  // ends promptly on a broken connection) before naming the cause.
+  std::string why;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (absl::Status gone = PeerGone(peer); !gone.ok()) return gone;
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait_for(lock, kReaderDrain,
+                      [&] { return p.reader_done || aborted_.load(); });
+    if (aborted_.load()) return abort_status_;
+    if (p.left) return PeerGone(peer);
+    why = absl::StrCat(PeerName(peer), " disconnected: ", s.message());
+    if (!RecordAbort(why)) return abort_status_;
   }
-  AbortWith(absl::AbortedError(
-                absl::StrCat(PeerName(peer), " disconnected: ", s.message())),
-            /*tell_peers=*/true);
-  return abort_status();
+  TellPeers(why);
+  return absl::AbortedError(why);
 }
 
 absl::Status TcpMesh::ReceiveEach(uint64_t group, Channel channel,
@@ -145,7 +165,8 @@ absl::Status TcpMesh::ReceiveEach(uint64_t group, Channel channel,
   size_t remaining = srcs.size();
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
-    if (aborted_.load(std::memory_order_acquire)) return abort_status_;
+    // What has arrived is delivered even after an abort (a collective every
+    // rank has joined completes); only waiting for more fails.
     for (size_t i = 0; i < srcs.size(); ++i) {
       if (got[i]) continue;
       auto it = queues_.find(QueueKey{group, srcs[i], channel});
@@ -164,6 +185,7 @@ absl::Status TcpMesh::ReceiveEach(uint64_t group, Channel channel,
       if (queue.empty()) queues_.erase(it);
     }
     if (remaining == 0) return absl::OkStatus();
+    if (aborted_.load(std::memory_order_acquire)) return abort_status_;
     for (size_t i = 0; i < srcs.size(); ++i) {
       if (got[i]) continue;
       if (absl::Status gone = PeerGone(srcs[i]); !gone.ok()) return gone;
@@ -184,7 +206,9 @@ absl::Status TcpMesh::ReceiveEach(uint64_t group, Channel channel,
 }
 
 void TcpMesh::Abort(const absl::Status& cause) {
-  AbortWith(absl::AbortedError(cause.message()), /*tell_peers=*/true);
+  AbortWith(absl::AbortedError(cause.message()),
+            absl::StrCat(PeerName(rank_), " aborted: ", cause.message()),
+            /*tell_peers=*/true);
 }
 
 absl::Status TcpMesh::abort_status() const {
@@ -233,10 +257,9 @@ void TcpMesh::ReadLoop(int peer) {
       peers_[peer]->left = true;
       changed_.notify_all();
     } else if (h.kind == MessageKind::kAbort) {
-      AbortWith(absl::AbortedError(absl::StrCat(
-                    PeerName(peer), " aborted: ",
-                    absl::string_view(m.payload.get(), h.payload_bytes))),
-                /*tell_peers=*/false);
+      // Verbatim: the notice already names where the abort began.
+      const std::string why(m.payload.get(), h.payload_bytes);
+      AbortWith(absl::AbortedError(why), why, /*tell_peers=*/false);
     } else if (IsCollective(h.kind) || h.kind == MessageKind::kSend) {
       Deliver(peer, std::move(m));
     } else {
@@ -244,18 +267,20 @@ void TcpMesh::ReadLoop(int peer) {
       break;
     }
   }
-  bool lost = false;
+  // Done and aborted in one step, so that nobody sees the reader gone but
+  // the world not (yet) aborted.
+  const std::string why =
+      absl::StrCat(PeerName(peer), " disconnected: ", status.message());
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     peers_[peer]->reader_done = true;
-    lost = !peers_[peer]->left && !closing_.load(std::memory_order_acquire);
+    if (!peers_[peer]->left && !closing_.load(std::memory_order_acquire)) {
+      first = RecordAbort(why);
+    }
     changed_.notify_all();
   }
-  if (lost) {
-    AbortWith(absl::AbortedError(absl::StrCat(PeerName(peer), " disconnected: ",
-                                              status.message())),
-              /*tell_peers=*/true);
-  }
+  if (first) TellPeers(why);
 }
 
 void TcpMesh::Deliver(int src, Message message) {
@@ -268,21 +293,35 @@ void TcpMesh::Deliver(int src, Message message) {
   changed_.notify_all();
 }
 
-void TcpMesh::AbortWith(absl::Status status, bool tell_peers) {
+void TcpMesh::AbortWith(absl::Status status, std::string notice,
+                        bool tell_peers) {
+  bool first = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!abort_status_.ok()) return;  // the first cause wins
-    abort_status_ = status;
-    aborted_.store(true, std::memory_order_release);
-    changed_.notify_all();
+    first = RecordAbort(std::move(status), notice);
   }
-  if (!tell_peers) return;
-  const std::string text(status.message());
-  WireHeader notice;
-  notice.kind = MessageKind::kAbort;
-  notice.payload_bytes = text.size();
-  const ByteRange ranges[] = {{&notice, sizeof(notice)},
-                              {text.data(), text.size()}};
+  if (first && tell_peers) TellPeers(notice);
+}
+
+bool TcpMesh::RecordAbort(absl::Status status, std::string notice) {
+  if (!abort_status_.ok()) return false;  // the first cause wins
+  abort_status_ = std::move(status);
+  abort_notice_ = std::move(notice);
+  aborted_.store(true, std::memory_order_release);
+  changed_.notify_all();
+  return true;
+}
+
+bool TcpMesh::RecordAbort(const std::string& why) {
+  return RecordAbort(absl::AbortedError(why), why);
+}
+
+void TcpMesh::TellPeers(const std::string& notice) {
+  WireHeader header;
+  header.kind = MessageKind::kAbort;
+  header.payload_bytes = notice.size();
+  const ByteRange ranges[] = {{&header, sizeof(header)},
+                              {notice.data(), notice.size()}};
   for (int p = 0; p < size(); ++p) {
     if (p == rank_) continue;
     Peer& peer = *peers_[p];

@@ -10,7 +10,9 @@
 // from a peer; every pending and future Send and Receive then returns
 // ABORTED. A peer that closed its mesh cleanly (goodbye) only fails the
 // operations that still need it. The destructor says goodbye, lets the
-// peers acknowledge it (bounded), and joins the readers.
+// peers acknowledge it (bounded), and joins the readers; an aborted mesh
+// instead repeats its abort notice, so that peers report the cause rather
+// than the disconnection whichever connection they read first.
 //
 //   TcpMesh mesh(rank, std::move(sockets), absl::Seconds(60));
 //   TESSERA_RETURN_IF_ERROR(mesh.Send(peer, header, data));
@@ -28,6 +30,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -68,9 +71,10 @@ class TcpMesh {
   // Takes the oldest message of (group, channel) from each world rank in
   // `srcs`, waiting until all have one; out[i] is srcs[i]'s. Collective
   // messages with seq < min_seq are left over from a collective that failed
-  // here and are dropped. ABORTED after an abort, or naming a peer that left
-  // without sending; DEADLINE_EXCEEDED (no message) when the deadline passed,
-  // with `missing` listing the senders still awaited.
+  // here and are dropped. Messages that have arrived are delivered even
+  // after an abort; waiting for more returns ABORTED then, or when a peer
+  // left without sending (naming it); DEADLINE_EXCEEDED (no message) when
+  // the deadline passed, with `missing` listing the senders still awaited.
   absl::Status ReceiveEach(uint64_t group, Channel channel,
                            absl::Span<const int> srcs, uint64_t min_seq,
                            const Deadline& deadline, std::vector<Message>& out,
@@ -103,8 +107,17 @@ class TcpMesh {
   void ReadLoop(int peer);
   // Queues a message for Receive.
   void Deliver(int src, Message message);
-  // Records an abort; notifies peers when `tell_peers`.
-  void AbortWith(absl::Status status, bool tell_peers);
+  // Records an abort (the first one wins): operations here return
+  // `status`, peers are told `notice` now when `tell_peers`, and when this
+  // mesh closes in any case.
+  void AbortWith(absl::Status status, std::string notice, bool tell_peers);
+  // AbortWith's bookkeeping: true when this is the first cause. `why`
+  // alone: the status and the notice are the same text.
+  bool RecordAbort(absl::Status status, std::string notice)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool RecordAbort(const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes an abort notice to every peer whose connection is usable.
+  void TellPeers(const std::string& notice);
   // Why Send to / Receive from `peer` cannot work, or OK.
   absl::Status PeerGone(int peer) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -117,6 +130,7 @@ class TcpMesh {
   mutable std::mutex mu_;
   std::condition_variable changed_;
   absl::Status abort_status_ ABSL_GUARDED_BY(mu_);
+  std::string abort_notice_ ABSL_GUARDED_BY(mu_);  // what peers are told
   std::map<QueueKey, std::deque<Message>> queues_ ABSL_GUARDED_BY(mu_);
   std::set<uint64_t> groups_ ABSL_GUARDED_BY(mu_);
 };

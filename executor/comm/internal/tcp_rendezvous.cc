@@ -225,11 +225,17 @@ absl::StatusOr<std::vector<Socket>> FormMeshAtRankZero(
   std::vector<Socket> peers(world_size);
   std::vector<HostPort> table(world_size);
   table[0] = std::move(self);
-  // Fails the rendezvous, telling every rank that already said hello.
-  auto fail = [&](absl::Status error) {
+  // Fails the rendezvous, telling every rank that already said hello and
+  // the one on `latest`, if any.
+  auto fail = [&](absl::Status error, const Socket* latest = nullptr) {
+    const std::string frame = EncodeTableError(error);
     for (Socket& s : peers) {
-      if (s.valid()) (void)WriteFrame(s.fd(), EncodeTableError(error),
-                                      DeadlineAfter(absl::Seconds(1)));
+      if (s.valid()) {
+        (void)WriteFrame(s.fd(), frame, DeadlineAfter(absl::Seconds(1)));
+      }
+    }
+    if (latest != nullptr) {
+      (void)WriteFrame(latest->fd(), frame, DeadlineAfter(absl::Seconds(1)));
     }
     return error;
   };
@@ -252,23 +258,29 @@ absl::StatusOr<std::vector<Socket>> FormMeshAtRankZero(
     if (!frame.ok()) continue;  // a stray client: ignore it
     absl::StatusOr<Hello> hello = DecodeHello(*frame);
     if (hello.status().code() == absl::StatusCode::kNotFound) continue;
-    if (!hello.ok()) return fail(absl::InvalidArgumentError(absl::StrCat(
-                         "rendezvous: ", hello.status().message())));
+    if (!hello.ok()) {
+      return fail(absl::InvalidArgumentError(
+                      absl::StrCat("rendezvous: ", hello.status().message())),
+                  &*s);
+    }
     if (hello->world_size != world_size) {
       return fail(absl::InvalidArgumentError(absl::StrCat(
-          "rendezvous: rank ", hello->rank, " has world_size ",
-          hello->world_size, " but rank 0 has ", world_size)));
+                      "rendezvous: rank ", hello->rank, " has world_size ",
+                      hello->world_size, " but rank 0 has ", world_size)),
+                  &*s);
     }
     if (hello->rank < 1 || hello->rank >= world_size) {
-      return fail(absl::InvalidArgumentError(
-          absl::StrCat("rendezvous: a process claims rank ", hello->rank,
-                       " (world_size ", world_size, ")")));
+      return fail(absl::InvalidArgumentError(absl::StrCat(
+                      "rendezvous: a process claims rank ", hello->rank,
+                      " (world_size ", world_size, ")")),
+                  &*s);
     }
     if (peers[hello->rank].valid()) {
       return fail(absl::InvalidArgumentError(absl::StrCat(
-          "rendezvous: two processes claim rank ", hello->rank, " (",
-          FormatHostPort(table[hello->rank]), " and ",
-          FormatHostPort(hello->address), ")")));
+                      "rendezvous: two processes claim rank ", hello->rank,
+                      " (", FormatHostPort(table[hello->rank]), " and ",
+                      FormatHostPort(hello->address), ")")),
+                  &*s);
     }
     peers[hello->rank] = *std::move(s);
     table[hello->rank] = hello->address;

@@ -1,0 +1,421 @@
+// TcpCommunicator's failures never hang and say what went wrong: mismatched
+// collectives fail on every rank naming both sides (and the group goes on),
+// a missing participant times out naming op, group and rank, an abort
+// reaches the other processes, a peer that closes fails what still needs
+// it, and the rendezvous rejects bad arguments and disagreeing ranks.
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <latch>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "core/status_macros.h"
+#include "executor/comm/internal/tcp_socket.h"
+#include "executor/comm/tcp_communicator.h"
+#include "executor/comm/tcp_run_ranks.h"
+#include "gtest/gtest.h"
+
+namespace tessera::executor {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool Contains(const absl::Status& s, absl::string_view text) {
+  return s.message().find(text) != absl::string_view::npos;
+}
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A rendezvous file path unique to this test.
+std::string RendezvousFile() {
+  static int counter = 0;
+  return absl::StrCat(::testing::TempDir(), "/tcp_failure_", ::getpid(), "_",
+                      counter++);
+}
+
+// Runs fn(rank, world) on n threads, each connected as its own rank; unlike
+// RunTcpRanks, a failure does not abort the world. The world communicator
+// is destroyed when fn returns.
+std::vector<absl::Status> RunRaw(
+    int n, const std::function<absl::Status(int, Communicator&)>& fn,
+    absl::Duration timeout = absl::Seconds(30)) {
+  TcpWorldOptions options;
+  options.rendezvous_file = RendezvousFile();
+  options.timeout = timeout;
+  std::vector<absl::Status> statuses(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      absl::StatusOr<std::unique_ptr<Communicator>> world =
+          ConnectTcpWorld(r, n, options);
+      statuses[r] = world.ok() ? fn(r, **world) : world.status();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return statuses;
+}
+
+// Every rank calls `call` once; all must fail with INVALID_ARGUMENT
+// containing `text`, and the group must still work afterwards.
+void ExpectMismatchOnEveryRank(
+    int n, const std::function<absl::Status(int, Communicator&)>& call,
+    absl::string_view text) {
+  const std::vector<absl::Status> statuses =
+      RunRaw(n, [&](int rank, Communicator& comm) -> absl::Status {
+        absl::Status status = call(rank, comm);
+        float x = 1;
+        TESSERA_RETURN_IF_ERROR(comm.AllReduce(Tensor{&x, DType::kF32, 1},
+                                               Tensor{&x, DType::kF32, 1},
+                                               ReduceOp::kSum));
+        if (x != n) return absl::InternalError("group broken after mismatch");
+        return status;
+      });
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(statuses[r].code(), absl::StatusCode::kInvalidArgument)
+        << "rank " << r << ": " << statuses[r];
+    EXPECT_TRUE(Contains(statuses[r], text)) << statuses[r];
+  }
+}
+
+TEST(TcpFailureTest, MismatchedCountFailsOnEveryRankNamingBothSides) {
+  ExpectMismatchOnEveryRank(
+      4,
+      [](int rank, Communicator& comm) {
+        float buf[5] = {};
+        const int64_t count = rank == 3 ? 5 : 4;
+        return comm.AllReduce(Tensor{buf, DType::kF32, count},
+                              Tensor{buf, DType::kF32, count}, ReduceOp::kSum);
+      },
+      "AllReduce #0 (f32 x 4, sum) on group world: rank 3 passed count 5 but "
+      "rank 0 passed 4");
+}
+
+TEST(TcpFailureTest, MismatchedDtypeFailsOnEveryRank) {
+  ExpectMismatchOnEveryRank(
+      3,
+      [](int rank, Communicator& comm) {
+        float buf[4] = {};
+        const DType dtype = rank == 1 ? DType::kBF16 : DType::kF32;
+        return comm.AllGather(Tensor{buf, dtype, 1}, Tensor{buf + 1, dtype, 3});
+      },
+      "rank 1 passed dtype bf16 but rank 0 passed f32");
+}
+
+TEST(TcpFailureTest, MismatchedOpRootOrCollectiveFailsOnEveryRank) {
+  ExpectMismatchOnEveryRank(
+      2,
+      [](int rank, Communicator& comm) {
+        float buf[2] = {};
+        return comm.ReduceScatter(Tensor{buf, DType::kF32, 2},
+                                  Tensor{buf + rank, DType::kF32, 1},
+                                  rank == 0 ? ReduceOp::kSum : ReduceOp::kMax);
+      },
+      "rank 1 passed op max but rank 0 passed sum");
+  ExpectMismatchOnEveryRank(
+      3,
+      [](int rank, Communicator& comm) {
+        float buf = 0;
+        return comm.Broadcast(Tensor{&buf, DType::kF32, 1}, rank == 2 ? 1 : 0);
+      },
+      "rank 2 passed root 1 but rank 0 passed 0");
+  ExpectMismatchOnEveryRank(
+      2,
+      [](int rank, Communicator& comm) {
+        float buf = 0;
+        return rank == 0 ? comm.Broadcast(Tensor{&buf, DType::kF32, 1}, 0)
+                         : comm.Barrier();
+      },
+      "rank 1 called Barrier instead");
+}
+
+TEST(TcpFailureTest, OneRanksBadArgumentsFailEveryRank) {
+  ExpectMismatchOnEveryRank(
+      3,
+      [](int rank, Communicator& comm) {
+        float send[2] = {}, recv[2] = {};
+        return comm.AllReduce(Tensor{send, DType::kF32, 2},
+                              Tensor{recv, DType::kF32, rank == 1 ? 1 : 2},
+                              ReduceOp::kSum);
+      },
+      "rank 1: recv.numel 1 != send.numel 2");
+  ExpectMismatchOnEveryRank(
+      2,
+      [](int rank, Communicator& comm) {
+        float buf[3] = {};
+        return comm.AllReduce(Tensor{buf, DType::kF32, 2},
+                              Tensor{buf + rank, DType::kF32, 2},
+                              ReduceOp::kSum);
+      },
+      "partly overlaps");
+}
+
+TEST(TcpFailureTest, MissingParticipantTimesOutNamingOpGroupAndRank) {
+  absl::Notification done;
+  const Clock::time_point start = Clock::now();
+  std::vector<double> waited_s(3);
+  const std::vector<absl::Status> statuses = RunRaw(
+      3,
+      [&](int rank, Communicator& comm) -> absl::Status {
+        if (rank == 2) {  // alive, but skips the collective
+          done.WaitForNotificationWithTimeout(absl::Seconds(20));
+          return absl::OkStatus();
+        }
+        const Clock::time_point begin = Clock::now();
+        float x[5] = {};
+        absl::Status s = comm.AllReduce(Tensor{x, DType::kF32, 5},
+                                        Tensor{x, DType::kF32, 5},
+                                        ReduceOp::kSum);
+        waited_s[rank] = SecondsSince(begin);
+        if (rank == 0) {
+          // Rank 1 is still waiting when rank 0 gives up: let it finish.
+          std::this_thread::sleep_for(std::chrono::milliseconds(500));
+          done.Notify();
+        }
+        return s;
+      },
+      absl::Seconds(1));
+  for (int r : {0, 1}) {
+    const absl::Status& s = statuses[r];
+    EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+    EXPECT_TRUE(Contains(s, absl::StrCat("AllReduce #0 (f32 x 5, sum) on group "
+                                         "world: rank ",
+                                         r, " waited 1s but rank 2")))
+        << s;
+    EXPECT_TRUE(Contains(s, "did not arrive")) << s;
+    EXPECT_GE(waited_s[r], 1.0);
+    EXPECT_LT(waited_s[r], 10);
+  }
+  EXPECT_LT(SecondsSince(start), 20);
+}
+
+TEST(TcpFailureTest, RecvTimesOutNamingThePeer) {
+  absl::Notification done;
+  const std::vector<absl::Status> statuses = RunRaw(
+      2,
+      [&](int rank, Communicator& comm) -> absl::Status {
+        if (rank == 1) {  // alive, but sends nothing
+          done.WaitForNotificationWithTimeout(absl::Seconds(20));
+          return absl::OkStatus();
+        }
+        float x = 0;
+        absl::Status s = comm.Recv(Tensor{&x, DType::kF32, 1}, 1);
+        done.Notify();
+        return s;
+      },
+      absl::Milliseconds(800));
+  EXPECT_EQ(statuses[0].code(), absl::StatusCode::kDeadlineExceeded)
+      << statuses[0];
+  EXPECT_TRUE(Contains(statuses[0],
+                       "Recv of f32 x 1 from rank 1 at rank 0 on group world: "
+                       "no message within 800ms"))
+      << statuses[0];
+  EXPECT_TRUE(statuses[1].ok()) << statuses[1];
+}
+
+TEST(TcpFailureTest, AbortReachesBlockedRanksInOtherWorldsAndSplits) {
+  std::vector<double> waited_s(4);
+  const Clock::time_point start = Clock::now();
+  const std::vector<absl::Status> statuses = RunRaw(
+      4,
+      [&](int rank, Communicator& comm) -> absl::Status {
+        TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> pair,
+                                 comm.Split(rank / 2, rank));
+        float x = 0;
+        const Tensor t{&x, DType::kF32, 1};
+        if (rank == 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+          auto& tcp = static_cast<TcpCommunicator&>(comm);
+          tcp.Abort(absl::ResourceExhaustedError("rank 0 ran out of memory"));
+          // Every later call here fails too, with the cause as it was.
+          for (absl::Status s :
+               {comm.Send(t, 1), comm.Recv(t, 1), comm.Barrier(),
+                comm.Split(0, 0).status(), pair->Broadcast(t, 0),
+                tcp.abort_status()}) {
+            if (s.code() != absl::StatusCode::kAborted ||
+                s.message() != "rank 0 ran out of memory") {
+              return absl::InternalError(absl::StrCat("after abort: ", s.ToString()));
+            }
+          }
+          tcp.Abort(absl::InternalError("later"));  // the first cause stays
+          return tcp.abort_status();
+        }
+        const Clock::time_point begin = Clock::now();
+        // Rank 1 waits in a Recv from rank 0; ranks 2 and 3 in their pair's
+        // barrier loop, which rank 0 is not even part of.
+        absl::Status s;
+        if (rank == 1) {
+          s = comm.Recv(t, 0);
+        } else {
+          do {
+            s = pair->Barrier();
+          } while (s.ok());
+        }
+        waited_s[rank] = SecondsSince(begin);
+        return s;
+      },
+      absl::Seconds(60));
+  EXPECT_EQ(statuses[0].message(), "rank 0 ran out of memory");
+  for (int r = 1; r < 4; ++r) {
+    EXPECT_EQ(statuses[r].code(), absl::StatusCode::kAborted) << statuses[r];
+    EXPECT_EQ(statuses[r].message(),
+              "world rank 0 aborted: rank 0 ran out of memory");
+    EXPECT_LT(waited_s[r], 10) << "rank " << r;
+  }
+  EXPECT_LT(SecondsSince(start), 30);
+}
+
+TEST(TcpFailureTest, RunTcpRanksAbortsTheOthersOnTheFirstFailure) {
+  const std::vector<absl::Status> statuses =
+      RunTcpRanks(3, [](int rank, Communicator& comm) -> absl::Status {
+        if (rank == 1) return absl::DataLossError("bad batch");
+        return comm.Barrier();
+      });
+  EXPECT_EQ(statuses[1].code(), absl::StatusCode::kDataLoss);
+  for (int r : {0, 2}) {
+    EXPECT_EQ(statuses[r].code(), absl::StatusCode::kAborted) << statuses[r];
+    EXPECT_TRUE(Contains(statuses[r], "world rank 1 aborted: rank 1 failed: "
+                                      "DATA_LOSS: bad batch"))
+        << statuses[r];
+  }
+  EXPECT_EQ(FirstFailure(statuses).code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(TcpFailureTest, APeerThatClosesFailsWhatStillNeedsItPromptly) {
+  const Clock::time_point start = Clock::now();
+  std::latch survivors_done(2);
+  const std::vector<absl::Status> statuses = RunRaw(
+      3,
+      [&](int rank, Communicator& comm) -> absl::Status {
+        float x = 1;
+        absl::Status s = comm.Send(Tensor{&x, DType::kF32, 1}, (rank + 1) % 3);
+        if (rank == 2) return s;  // and closes its communicator
+        // What rank 2 sent before closing still arrives...
+        if (s.ok() && rank == 0) s = comm.Recv(Tensor{&x, DType::kF32, 1}, 2);
+        // ...but a collective that needs it fails, naming it (the two
+        // survivors stay until both are done: they need each other too).
+        if (s.ok()) {
+          s = comm.AllReduce(Tensor{&x, DType::kF32, 1},
+                             Tensor{&x, DType::kF32, 1}, ReduceOp::kSum);
+        }
+        survivors_done.arrive_and_wait();
+        return s;
+      },
+      absl::Seconds(60));
+  EXPECT_TRUE(statuses[2].ok()) << statuses[2];
+  for (int r : {0, 1}) {
+    EXPECT_EQ(statuses[r].code(), absl::StatusCode::kAborted) << statuses[r];
+    EXPECT_TRUE(Contains(statuses[r], "world rank 2 has closed its "
+                                      "communicator"))
+        << statuses[r];
+  }
+  EXPECT_LT(SecondsSince(start), 10);
+}
+
+TEST(TcpFailureTest, ConnectRejectsBadArgumentsNamingTheField) {
+  TcpWorldOptions options;
+  options.rendezvous_file = RendezvousFile();
+  EXPECT_TRUE(Contains(ConnectTcpWorld(0, 0, options).status(), "world_size 0"));
+  EXPECT_TRUE(Contains(ConnectTcpWorld(2, 2, options).status(), "rank 2"));
+  TcpWorldOptions no_file;
+  EXPECT_TRUE(Contains(ConnectTcpWorld(0, 2, no_file).status(),
+                       "options.rendezvous_file"));
+  TcpWorldOptions zero = options;
+  zero.timeout = absl::ZeroDuration();
+  EXPECT_TRUE(Contains(ConnectTcpWorld(0, 2, zero).status(), "options.timeout"));
+  TcpWorldOptions wildcard = options;
+  wildcard.bind_host = "0.0.0.0";
+  EXPECT_TRUE(Contains(ConnectTcpWorld(0, 2, wildcard).status(),
+                       "options.advertise_host"));
+  TcpWorldOptions port = options;
+  port.port = 70000;
+  EXPECT_TRUE(Contains(ConnectTcpWorld(0, 2, port).status(), "options.port"));
+  for (const absl::Status& s :
+       {ConnectTcpWorld(0, 0, options).status(),
+        ConnectTcpWorld(0, 2, wildcard).status()}) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  }
+  // A world of one needs no file and no peer.
+  absl::StatusOr<std::unique_ptr<Communicator>> alone =
+      ConnectTcpWorld(0, 1, no_file);
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  float x = 3;
+  EXPECT_TRUE((*alone)->AllReduce(Tensor{&x, DType::kF32, 1},
+                                  Tensor{&x, DType::kF32, 1}, ReduceOp::kSum)
+                  .ok());
+  EXPECT_EQ(x, 3);
+}
+
+TEST(TcpFailureTest, RanksThatDisagreeOnTheWorldSizeFailBoth) {
+  TcpWorldOptions options;
+  options.rendezvous_file = RendezvousFile();
+  options.timeout = absl::Seconds(20);
+  absl::Status status1;
+  std::thread other([&] { status1 = ConnectTcpWorld(1, 3, options).status(); });
+  const absl::Status status0 = ConnectTcpWorld(0, 2, options).status();
+  other.join();
+  for (const absl::Status& s : {status0, status1}) {
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_TRUE(Contains(s, "rank 1 has world_size 3 but rank 0 has 2")) << s;
+  }
+  ::unlink(options.rendezvous_file.c_str());  // rank 0 left it
+}
+
+TEST(TcpFailureTest, RendezvousWithoutRankZeroTimesOut) {
+  TcpWorldOptions options;
+  options.rendezvous_file = RendezvousFile();
+  options.timeout = absl::Milliseconds(500);
+  const Clock::time_point start = Clock::now();
+  const absl::Status s = ConnectTcpWorld(1, 2, options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_TRUE(Contains(s, options.rendezvous_file)) << s;
+  EXPECT_GE(SecondsSince(start), 0.5);
+  EXPECT_LT(SecondsSince(start), 5);
+}
+
+TEST(TcpFailureTest, StaleRendezvousFileIsRetriedAndRemovedAfterwards) {
+  // A file left by an earlier world points at a port nobody listens on;
+  // rank 1 starts first and must keep re-reading it until rank 0 replaces
+  // it, and rank 0 removes it once everyone has connected.
+  TcpWorldOptions options;
+  options.rendezvous_file = RendezvousFile();
+  options.timeout = absl::Seconds(20);
+  int dead_port = 0;
+  {
+    absl::StatusOr<tcp_internal::Socket> probe =
+        tcp_internal::Listen("127.0.0.1", 0);
+    ASSERT_TRUE(probe.ok());
+    dead_port = *tcp_internal::LocalPort(*probe);
+  }  // closed: connections to it are refused
+  std::ofstream(options.rendezvous_file) << "127.0.0.1:" << dead_port << "\n";
+  absl::StatusOr<std::unique_ptr<Communicator>> world1;
+  std::thread rank1([&] { world1 = ConnectTcpWorld(1, 2, options); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  absl::StatusOr<std::unique_ptr<Communicator>> world0 =
+      ConnectTcpWorld(0, 2, options);
+  rank1.join();
+  ASSERT_TRUE(world0.ok()) << world0.status();
+  ASSERT_TRUE(world1.ok()) << world1.status();
+  EXPECT_NE(::access(options.rendezvous_file.c_str(), F_OK), 0);
+  int32_t a = 5, b = 7;
+  std::thread t([&] {
+    EXPECT_TRUE((*world1)->AllReduce(Tensor{&b, DType::kI32, 1},
+                                     Tensor{&b, DType::kI32, 1}, ReduceOp::kSum)
+                    .ok());
+  });
+  EXPECT_TRUE((*world0)->AllReduce(Tensor{&a, DType::kI32, 1},
+                                   Tensor{&a, DType::kI32, 1}, ReduceOp::kSum)
+                  .ok());
+  t.join();
+  EXPECT_EQ(a, 12);
+  EXPECT_EQ(b, 12);
+}
+
+}  // namespace
+}  // namespace tessera::executor
