@@ -43,13 +43,24 @@ SqliteTrialStore::SqliteTrialStore(std::string path,
                                    std::unique_ptr<Database> writer)
     : path_(std::move(path)),
       options_(std::move(options)),
-      writer_(std::move(writer)) {}
+      writer_(std::move(writer)),
+      writer_synchronous_(options_.database.synchronous) {}
 
 SqliteTrialStore::~SqliteTrialStore() = default;
 
 absl::Status SqliteTrialStore::Write(
-    const std::function<absl::Status(Database&)>& body) {
+    const std::function<absl::Status(Database&)>& body,
+    std::optional<Synchronous> synchronous) {
   absl::MutexLock lock(&write_mu_);
+  const Synchronous wanted =
+      synchronous.value_or(options_.database.synchronous);
+  if (wanted != writer_synchronous_) {
+    // Takes effect from the next transaction; cheap, no I/O.
+    TESSERA_RETURN_IF_ERROR(writer_->Exec(wanted == Synchronous::kFull
+                                              ? "PRAGMA synchronous=FULL"
+                                              : "PRAGMA synchronous=NORMAL"));
+    writer_synchronous_ = wanted;
+  }
   return RunInTransaction(*writer_, TransactionMode::kImmediate, body);
 }
 

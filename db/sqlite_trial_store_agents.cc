@@ -98,18 +98,21 @@ absl::StatusOr<Agent> SqliteTrialStore::UpsertAgent(
 absl::Status SqliteTrialStore::Heartbeat(absl::string_view agent_id,
                                          absl::Time now) {
   TESSERA_RETURN_IF_ERROR(ValidateAgentId(agent_id, "agent.id"));
-  return Write([&](Database& db) -> absl::Status {
-    TESSERA_ASSIGN_OR_RETURN(const Agent agent, LoadAgent(db, agent_id));
-    if (agent.state != AgentState::kActive) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "agent ", agent_id, ": is gone; it must register again"));
-    }
-    TESSERA_ASSIGN_OR_RETURN(
-        Statement update,
-        db.Prepare("UPDATE agents SET last_heartbeat_at_us = ? WHERE id = ?"));
-    update.BindInt(1, ToMicros(now)).BindText(2, agent_id);
-    return update.Run();
-  });
+  return Write(
+      [&](Database& db) -> absl::Status {
+        TESSERA_ASSIGN_OR_RETURN(const Agent agent, LoadAgent(db, agent_id));
+        if (agent.state != AgentState::kActive) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "agent ", agent_id, ": is gone; it must register again"));
+        }
+        TESSERA_ASSIGN_OR_RETURN(
+            Statement update,
+            db.Prepare(
+                "UPDATE agents SET last_heartbeat_at_us = ? WHERE id = ?"));
+        update.BindInt(1, ToMicros(now)).BindText(2, agent_id);
+        return update.Run();
+      },
+      Synchronous::kNormal);  // see "Durability" in sqlite_trial_store.h
 }
 
 absl::StatusOr<Agent> SqliteTrialStore::GetAgent(absl::string_view agent_id) {

@@ -21,14 +21,18 @@
 //   write that may happen only once, InvalidArgument for bad input (the
 //   message names the field: "trial.steps: ..."), Unavailable when the
 //   database stayed locked through the bounded retry (retryable).
+// - Heartbeat is the one write an implementation may leave unsynced to disk
+//   (it must still survive a crash of the process): a lost heartbeat is
+//   harmless, and they are the most frequent write.
 // - Methods are safe to call from several threads at once.
 //
 // Trial life cycle:
-//   queued --LeaseTrial--> leased --ReportTrial-->
-//   ok|oom|nan|timeout|crash|invalid leased --lease expired / agent gone-->
-//   queued (attempts + 1), or crash once
-//            attempts reach the store's max attempts
-//   queued --CancelQueuedTrials--> cancelled
+//   queued -> leased           LeaseTrial
+//   leased -> ok, oom, nan, timeout, crash or invalid
+//                              ReportTrial (the result's status)
+//   leased -> queued           lease expired or agent gone (attempts + 1)
+//   leased -> crash            the same, once attempts reach the maximum
+//   queued -> cancelled        CancelQueuedTrials
 //
 // Gangs: a trial with gang_size N is leased to N agents at once (all or
 // none). Any holder may report; the first report stored is the trial's
