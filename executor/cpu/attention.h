@@ -128,7 +128,9 @@ T RowMax(const T* x, int64_t n) {
 // accumulate = false writes out/lse from this key block; true merges it into
 // the running (out, lse): lse' = log(exp(lse) + exp(lse_b)),
 // out' = out exp(lse - lse') + out_b exp(lse_b - lse') (Milakov & Gimelshein
-// 2018, online softmax; Liu et al. 2023, ring attention).
+// 2018, online softmax; Liu et al. 2023, ring attention). A running row with
+// lse = -inf is empty whatever its out holds (weight exp(-inf) = 0): it takes
+// the block's row, so Fill(lse, -inf) then only accumulating calls also works.
 template <typename T>
 void AttentionForward(const AttentionShape& shape, const T* q, const T* k,
                       const T* v, const int32_t* q_pos, const int32_t* k_pos,
@@ -204,11 +206,9 @@ void AttentionForward(const AttentionShape& shape, const T* q, const T* k,
           const T lse_b =
               visible ? row_max[r] + T(std::log(row_sum[r])) : neg_inf;
           const T inv_sum = visible ? T(1) / row_sum[r] : T(0);
-          if (!accumulate || *lse_r == neg_inf) {
-            if (!accumulate || visible) {
-              for (int64_t c = 0; c < d; ++c) o[c] = acc_r[c] * inv_sum;
-              *lse_r = lse_b;
-            }
+          if (!accumulate || *lse_r == neg_inf) {  // running row empty
+            for (int64_t c = 0; c < d; ++c) o[c] = acc_r[c] * inv_sum;
+            *lse_r = lse_b;
             continue;
           }
           if (!visible) continue;  // this block adds nothing to the row

@@ -286,6 +286,29 @@ TEST(CpuAttentionTest, BlockMergeEqualsOneCall) {
   ExpectAllNear(z_merged.lse, z_whole.lse, 1e-13, 1e-12, "zigzag lse");
 }
 
+// Starting from lse = -inf and garbage (NaN) in out, accumulating every block
+// gives the single call's result, rows that never see a key included.
+TEST(CpuAttentionTest, AccumulatingIntoAnEmptyRunningResult) {
+  Problem p = MakeProblem({1, 40, 60, 4, 2, 8}, Iota(40, 10), Iota(60, 0), 15);
+  p.q_pos[0] = -5;  // sees no key at all
+  const Attended whole = RunForward(p);
+  const AttentionShape& s = p.shape;
+  const int64_t row = s.kv_heads * s.head_dim;
+  Attended r{std::vector<double>(QNumel(s), NAN),
+             std::vector<double>(s.batch * s.heads * s.q_len, -kInf)};
+  for (const auto& [begin, len] : {std::pair{40, 20}, {0, 40}}) {
+    AttentionShape bs = s;
+    bs.kv_len = len;
+    const auto k = TokenSlice(p.k, s.batch, s.kv_len, row, begin, len);
+    const auto v = TokenSlice(p.v, s.batch, s.kv_len, row, begin, len);
+    AttentionForward<double>(bs, p.q.data(), k.data(), v.data(), p.q_pos.data(),
+                             p.k_pos.data() + begin, true, r.out.data(),
+                             r.lse.data());
+  }
+  ExpectAllNear(r.out, whole.out, 1e-13, 1e-12, "out");
+  ExpectAllNear(r.lse, whole.lse, 1e-13, 1e-12, "lse");
+}
+
 TEST(CpuAttentionTest, BackwardSummedOverBlocksEqualsOneCall) {
   Problem p =
       MakeProblem({2, 140, 140, 4, 2, 8}, Iota(140, 0), Iota(140, 0), 13);
@@ -353,9 +376,9 @@ TEST(CpuAttentionTest, ContextParallelPositionsGradients) {
 // Several query tiles (128 rows / 4 heads per kv head = 32 tokens) and key
 // tiles (64 tokens) against finite differences directly.
 TEST(CpuAttentionTest, MultiTileGradientsMatchFiniteDifferences) {
-  CheckGradients(MakeProblem({1, 70, 70, 4, 1, 2}, Iota(70, 0), Iota(70, 0),
-                             51),
-                 {0, 70}, "70 tokens");
+  CheckGradients(
+      MakeProblem({1, 70, 70, 4, 1, 2}, Iota(70, 0), Iota(70, 0), 51), {0, 70},
+      "70 tokens");
 }
 
 TEST(CpuAttentionTest, FloatKernelTracksDouble) {
