@@ -26,6 +26,18 @@ struct TrialConfig {
   std::string data_path;        // empty: synthetic tokens
   int data_token_bytes = 2;     // 2 (uint16) or 4 (uint32) ids in data_path
   AdamWConfig adamw;
+
+  // One process per rank (multi-host trials, as agents run them): this
+  // process runs global rank `process_rank` of `ranks` and meets the others
+  // through `rendezvous_file` (TCP on the CPU backend). -1: every rank is a
+  // thread of this process.
+  int64_t process_rank = -1;
+  std::string rendezvous_file;
+  std::string bind_host = "127.0.0.1";  // where this rank listens
+  std::string advertise_host;           // what the others dial; "" = bind_host
+  // Ranks sharing this host's cores (for BLAS threads and the per-rank peak);
+  // 0 = all ranks.
+  int64_t ranks_per_host = 0;
 };
 
 }  // namespace tessera::executor

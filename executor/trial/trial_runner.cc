@@ -1,9 +1,9 @@
 #include "executor/trial/trial_runner.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -13,6 +13,7 @@
 #include "core/model_flops.h"
 #include "core/status_macros.h"
 #include "executor/comm/run_ranks.h"
+#include "executor/comm/tcp_communicator.h"
 #include "executor/cpu/cpu_backend.h"
 #include "executor/engine/rank_engine.h"
 #include "executor/engine/token_data.h"
@@ -72,9 +73,20 @@ absl::Status CheckCounts(const TrialConfig& c) {
           absl::StrCat("trial.", field, ": must be positive, got ", value));
     }
   }
-  if (c.warmup_steps < 0 || c.memory_limit_bytes < 0 || c.time_limit_s < 0) {
+  if (c.warmup_steps < 0 || c.memory_limit_bytes < 0 || c.time_limit_s < 0 ||
+      c.ranks_per_host < 0) {
     return absl::InvalidArgumentError(
-        "trial: warmup, memory limit and time limit must not be negative");
+        "trial: warmup, memory limit, time limit and ranks per host must not "
+        "be negative");
+  }
+  if (c.process_rank >= c.ranks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trial.rank: ", c.process_rank, " is not below the ", c.ranks,
+        " ranks"));
+  }
+  if (c.process_rank >= 0 && c.rendezvous_file.empty()) {
+    return absl::InvalidArgumentError(
+        "trial.rendezvous_file: required with one process per rank");
   }
   return absl::OkStatus();
 }
@@ -99,7 +111,9 @@ void Summarise(const TrialConfig& c, const std::vector<RankRecord>& ranks,
       compute_s.push_back(step_s - comm);
     }
   }
-  for (const RankRecord& rr : ranks) r.peak_memory_bytes.push_back(rr.peak_bytes);
+  for (const RankRecord& rr : ranks) {
+    r.peak_memory_bytes.push_back(rr.peak_bytes);
+  }
   r.steps = static_cast<int64_t>(measured_s.size());
   if (measured_s.empty()) return;
   r.step_time_s = {Percentile(measured_s, 0.5), Percentile(measured_s, 0.1),
@@ -114,8 +128,80 @@ void Summarise(const TrialConfig& c, const std::vector<RankRecord>& ranks,
                                    : 0;
   r.compute_s = Percentile(compute_s, 0.5);
   r.comm_s = Percentile(comm_s, 0.5);
-  // In-process collectives are synchronous: all communication is exposed.
+  // CPU collectives are synchronous: all communication is exposed.
   r.exposed_comm_s = r.comm_s;
+}
+
+// Runs every step of one rank; fills *record as it goes.
+absl::Status RunRank(const TrialConfig& c, const EngineConfig& engine_config,
+                     Clock::time_point deadline, int blas_threads,
+                     Communicator& world, RankRecord* record) {
+  CpuBackend backend({.memory_limit_bytes = c.memory_limit_bytes,
+                      .blas_threads = blas_threads});
+  absl::Status s = [&]() -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<RankEngine> engine,
+                             RankEngine::Create(engine_config, backend, world));
+    for (int64_t i = 0; i < c.warmup_steps + c.steps; ++i) {
+      if (Clock::now() > deadline) {
+        return absl::DeadlineExceededError(absl::StrFormat(
+            "time limit of %.1f s passed after %d steps", c.time_limit_s, i));
+      }
+      TESSERA_ASSIGN_OR_RETURN(StepResult step, engine->Step());
+      record->steps.push_back(step);
+      if (!std::isfinite(step.loss)) {
+        return absl::DataLossError(
+            absl::StrCat("loss is ", step.loss, " at step ", i));
+      }
+    }
+    return absl::OkStatus();
+  }();
+  record->peak_bytes = backend.peak_bytes();
+  return s;
+}
+
+// Packs doubles into i32 words so that collectives carry them bit-exactly.
+std::vector<int32_t> PackRecord(const RankRecord& r, double peak_tflops,
+                                int64_t steps) {
+  std::vector<double> v = {peak_tflops, static_cast<double>(r.peak_bytes)};
+  for (int64_t i = 0; i < steps; ++i) {
+    v.push_back(r.steps[i].loss);
+    v.push_back(r.steps[i].step_time_s);
+    v.push_back(r.steps[i].comm_s);
+  }
+  std::vector<int32_t> words(2 * v.size());
+  std::memcpy(words.data(), v.data(), v.size() * sizeof(double));
+  return words;
+}
+
+RankRecord UnpackRecord(const int32_t* words, int64_t steps,
+                        double* peak_tflops) {
+  std::vector<double> v(2 + 3 * steps);
+  std::memcpy(v.data(), words, v.size() * sizeof(double));
+  RankRecord r;
+  *peak_tflops = v[0];
+  r.peak_bytes = static_cast<int64_t>(v[1]);
+  for (int64_t i = 0; i < steps; ++i) {
+    r.steps.push_back(StepResult{v[2 + 3 * i], v[3 + 3 * i], v[4 + 3 * i]});
+  }
+  return r;
+}
+
+// Every rank's record, gathered over `world` (all ranks completed `steps`).
+absl::StatusOr<std::vector<RankRecord>> GatherRecords(
+    Communicator& world, const RankRecord& mine, double my_peak,
+    int64_t steps, double* peak_rank0) {
+  std::vector<int32_t> send = PackRecord(mine, my_peak, steps);
+  std::vector<int32_t> all(send.size() * world.size());
+  const Tensor send_t{send.data(), DType::kI32, static_cast<int64_t>(send.size())};
+  const Tensor all_t{all.data(), DType::kI32, static_cast<int64_t>(all.size())};
+  TESSERA_RETURN_IF_ERROR(world.AllGather(send_t, all_t));
+  std::vector<RankRecord> records;
+  for (int r = 0; r < world.size(); ++r) {
+    double peak = 0;
+    records.push_back(UnpackRecord(all.data() + r * send.size(), steps, &peak));
+    if (r == 0) *peak_rank0 = peak;
+  }
+  return records;
 }
 
 TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
@@ -136,59 +222,76 @@ TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
     }
     data = std::move(*file);
   }
-  EngineConfig engine_config{c.model,        *layout, c.seq_len,
-                             c.global_batch, c.seed,  c.adamw,
-                             data.get()};
+  const EngineConfig engine_config{c.model,        *layout, c.seq_len,
+                                   c.global_batch, c.seed,  c.adamw,
+                                   data.get()};
   if (absl::Status s = CheckEngineConfig(engine_config, c.ranks); !s.ok()) {
     return Failed(r, TrialStatus::kInvalid, s.message());
   }
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  const double peak_per_rank =
-      MeasureCpuPeakTflops() / static_cast<double>(c.ranks);
-  r.peak_tflops = peak_per_rank;
+  const int threads =
+      static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int64_t host_ranks = c.ranks_per_host > 0 ? c.ranks_per_host : c.ranks;
+  const int blas_threads =
+      std::max(1, threads / static_cast<int>(std::min<int64_t>(host_ranks, threads)));
+  const bool one_process = c.process_rank < 0;
+  // The per-rank peak: this host's measured GEMM rate shared by its ranks.
+  // With a process per rank only rank 0 measures (the others are waiting at
+  // the rendezvous) and the value travels with the gathered records.
+  double peak_per_rank = 0;
+  if (one_process || c.process_rank == 0) {
+    peak_per_rank = MeasureCpuPeakTflops() / static_cast<double>(host_ranks);
+  }
   r.peak_tflops_source = absl::StrFormat(
-      "measured: best of 3 sgemm 1024^3 on %u hardware threads, / %d ranks",
-      threads, c.ranks);
-  r.device = absl::StrFormat("cpu (%d ranks on %u hardware threads)", c.ranks,
+      "measured: best of 3 sgemm 1024^3 on %d hardware threads, / %d ranks "
+      "per host",
+      threads, host_ranks);
+  r.device = absl::StrFormat("cpu (%d ranks%s on %d hardware threads)",
+                             c.ranks, one_process ? "" : ", a process each",
                              threads);
-
   const Clock::time_point deadline =
       c.time_limit_s > 0
           ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                std::chrono::duration<double>(c.time_limit_s))
           : Clock::time_point::max();
-  std::vector<RankRecord> records(c.ranks);
-  const std::vector<absl::Status> statuses = RunRanks(
-      static_cast<int>(c.ranks), [&](int rank, Communicator& world) {
-        CpuBackend backend({.memory_limit_bytes = c.memory_limit_bytes});
-        RankRecord& record = records[rank];
-        absl::Status s = [&]() -> absl::Status {
-          TESSERA_ASSIGN_OR_RETURN(
-              std::unique_ptr<RankEngine> engine,
-              RankEngine::Create(engine_config, backend, world));
-          for (int64_t i = 0; i < c.warmup_steps + c.steps; ++i) {
-            if (Clock::now() > deadline) {
-              return absl::DeadlineExceededError(absl::StrFormat(
-                  "time limit of %.1f s passed after %d steps",
-                  c.time_limit_s, i));
-            }
-            TESSERA_ASSIGN_OR_RETURN(StepResult step, engine->Step());
-            record.steps.push_back(step);
-            if (!std::isfinite(step.loss)) {
-              return absl::DataLossError(
-                  absl::StrCat("loss is ", step.loss, " at step ", i));
-            }
-          }
-          return absl::OkStatus();
-        }();
-        record.peak_bytes = backend.peak_bytes();
-        return s;
-      });
-  Summarise(c, records, peak_per_rank, r);
-  const absl::Status failure = FirstFailure(statuses);
-  if (!failure.ok()) {
-    return Failed(r, StatusFor(failure), failure.message());
+
+  std::vector<RankRecord> records;
+  absl::Status failure;
+  if (one_process) {
+    records.resize(c.ranks);
+    const std::vector<absl::Status> statuses = RunRanks(
+        static_cast<int>(c.ranks), [&](int rank, Communicator& world) {
+          return RunRank(c, engine_config, deadline, blas_threads, world,
+                         &records[rank]);
+        });
+    failure = FirstFailure(statuses);
+  } else {
+    TcpWorldOptions options;
+    options.rendezvous_file = c.rendezvous_file;
+    options.bind_host = c.bind_host;
+    options.advertise_host = c.advertise_host;
+    if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
+    absl::StatusOr<std::unique_ptr<Communicator>> world = ConnectTcpWorld(
+        static_cast<int>(c.process_rank), static_cast<int>(c.ranks), options);
+    if (!world.ok()) {
+      return Failed(r, StatusFor(world.status()), world.status().message());
+    }
+    RankRecord mine;
+    failure = RunRank(c, engine_config, deadline, blas_threads, **world, &mine);
+    if (failure.ok()) {
+      absl::StatusOr<std::vector<RankRecord>> all = GatherRecords(
+          **world, mine, peak_per_rank, c.warmup_steps + c.steps,
+          &peak_per_rank);
+      if (all.ok()) {
+        records = std::move(*all);
+      } else {
+        failure = all.status();
+      }
+    }
+    if (!failure.ok()) records = {std::move(mine)};
   }
+  r.peak_tflops = peak_per_rank;
+  Summarise(c, records, peak_per_rank, r);
+  if (!failure.ok()) return Failed(r, StatusFor(failure), failure.message());
   r.status = TrialStatus::kOk;
   return r;
 }

@@ -1,6 +1,9 @@
 #include "executor/trial/trial_runner.h"
 
 #include <cmath>
+#include <filesystem>
+#include <thread>
+#include <unistd.h>
 
 #include "gtest/gtest.h"
 
@@ -100,6 +103,46 @@ TEST(TrialRunnerTest, LayoutsThatDoNotFitAreInvalid) {
   r = RunTrial(bad);
   EXPECT_EQ(r.status, TrialStatus::kInvalid);
   EXPECT_NE(r.reason.find("/nonexistent/tokens.bin"), std::string::npos);
+}
+
+// One process per rank (here: one thread per "process", each with its own
+// TCP endpoint) runs the same math as ranks-as-threads: the losses agree
+// bitwise, and every process reports the gathered view of all ranks.
+TEST(TrialRunnerTest, ProcessPerRankMatchesThreads) {
+  const TrialConfig threads = Tiny("tp=2,pp=2,micro_batch=2", 4);
+  const TrialResult want = RunTrial(threads);
+  ASSERT_EQ(want.status, TrialStatus::kOk) << want.reason;
+
+  const std::string rendezvous =
+      ::testing::TempDir() + "/trial_rdv_" + std::to_string(getpid());
+  std::filesystem::remove(rendezvous);
+  std::vector<TrialResult> got(4);
+  std::vector<std::thread> procs;
+  for (int r = 0; r < 4; ++r) {
+    procs.emplace_back([&, r] {
+      TrialConfig c = threads;
+      c.process_rank = r;
+      c.rendezvous_file = rendezvous;
+      c.time_limit_s = 120;
+      got[r] = RunTrial(c);
+    });
+  }
+  for (std::thread& t : procs) t.join();
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_EQ(got[r].status, TrialStatus::kOk) << r << ": " << got[r].reason;
+    EXPECT_EQ(got[r].loss, want.loss) << r;
+    EXPECT_EQ(got[r].peak_memory_bytes.size(), 4u);
+    EXPECT_EQ(got[r].step_times_s, got[0].step_times_s);
+    EXPECT_EQ(got[r].peak_tflops, got[0].peak_tflops);
+  }
+}
+
+TEST(TrialRunnerTest, ProcessPerRankNeedsARendezvous) {
+  TrialConfig c = Tiny("micro_batch=8", 2);
+  c.process_rank = 0;
+  const TrialResult r = RunTrial(c);
+  EXPECT_EQ(r.status, TrialStatus::kInvalid);
+  EXPECT_NE(r.reason.find("rendezvous"), std::string::npos) << r.reason;
 }
 
 }  // namespace
