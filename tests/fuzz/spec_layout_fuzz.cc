@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "core/layout.h"
@@ -23,6 +24,45 @@ void Check(bool ok, const char* what) {
     std::fprintf(stderr, "fuzz invariant violated: %s\n", what);
     std::abort();
   }
+}
+
+// Checks what holds for every prediction of any layout on a valid workload.
+void CheckPrediction(const Workload& workload, const Layout& layout) {
+  const planner::LayoutEvaluation e =
+      planner::PredictLayout(workload, layout, planner::Calibration{});
+  if (!e.feasible) {
+    Check(!e.reason.empty(), "an infeasible layout has a reason");
+    return;
+  }
+  const planner::Prediction& p = e.prediction;
+  Check(e.layout.world_size() == workload.cluster.world_size(),
+        "a feasible layout uses the whole cluster");
+  Check(std::isfinite(p.step_time_s) && p.step_time_s > 0,
+        "a feasible step time is finite and positive");
+  Check(std::isfinite(p.tokens_per_s) && p.tokens_per_s > 0,
+        "a feasible throughput is finite and positive");
+  Check(std::isfinite(p.tokens_per_joule) && p.tokens_per_joule >= 0,
+        "tokens per joule is finite");
+  Check(std::isfinite(p.memory.total_bytes) && p.memory.total_bytes > 0,
+        "memory is finite and positive");
+}
+
+// Preset workloads every parsed layout is predicted on, so that fuzzed
+// layouts reach the cost model even when the spec part does not parse.
+const std::vector<Workload>& PresetWorkloads() {
+  static const std::vector<Workload>* const workloads = [] {
+    auto* w = new std::vector<Workload>;
+    const GpuSpec h100 = *GpuPreset("h100-sxm");
+    w->push_back({*ModelPreset("llama2-7b"), MakeCluster(h100, 4, 8),
+                  TrainingConfig{64, 4096, 1e12}});
+    w->push_back({*ModelPreset("llama3-70b"), MakeCluster(h100, 16, 8),
+                  TrainingConfig{256, 8192, 0}});
+    w->push_back({*ModelPreset("tiny"),
+                  MakeCluster(*GpuPreset("v100-sxm-32g"), 3, 2),
+                  TrainingConfig{12, 128, 1e9}});
+    return w;
+  }();
+  return *workloads;
 }
 
 void FuzzLayout(absl::string_view text) {
@@ -54,6 +94,7 @@ void FuzzLayout(absl::string_view text) {
       }
     }
   }
+  for (const Workload& w : PresetWorkloads()) CheckPrediction(w, *layout);
 }
 
 void FuzzSpec(absl::string_view json, const absl::StatusOr<Layout>& layout) {
@@ -67,22 +108,7 @@ void FuzzSpec(absl::string_view json, const absl::StatusOr<Layout>& layout) {
             back->cluster.world_size() == workload->cluster.world_size() &&
             back->model.ParamCount() == workload->model.ParamCount(),
         "SpecFromWorkload round trip");
-  if (!layout.ok()) return;
-  const planner::LayoutEvaluation e =
-      planner::PredictLayout(*workload, *layout, planner::Calibration{});
-  if (!e.feasible) {
-    Check(!e.reason.empty(), "an infeasible layout has a reason");
-    return;
-  }
-  const planner::Prediction& p = e.prediction;
-  Check(std::isfinite(p.step_time_s) && p.step_time_s > 0,
-        "a feasible step time is finite and positive");
-  Check(std::isfinite(p.tokens_per_s) && p.tokens_per_s > 0,
-        "a feasible throughput is finite and positive");
-  Check(std::isfinite(p.tokens_per_joule) && p.tokens_per_joule >= 0,
-        "tokens per joule is finite");
-  Check(std::isfinite(p.memory.total_bytes) && p.memory.total_bytes > 0,
-        "memory is finite and positive");
+  if (layout.ok()) CheckPrediction(*workload, *layout);
 }
 
 }  // namespace

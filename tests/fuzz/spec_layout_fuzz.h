@@ -6,7 +6,8 @@
 // layout only. Each part goes through everything a user's input reaches:
 //   layout: ParseLayout, the JSON round trip, ResolveLayout for several
 //           world sizes and batches, the text round trip of the resolved
-//           layout, CheckLayoutFitsModel;
+//           layout, CheckLayoutFitsModel, PredictLayout on three preset
+//           workloads;
 //   spec:   StudySpecFromJson, WorkloadFromSpec, SpecFromWorkload round
 //           trip, and PredictLayout of the parsed layout on the workload.
 // Invariants that must hold for any input abort (a fuzzer finding).
