@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/exit_codes.h"
-#include "cli/flags.h"
+#include "core/flags.h"
 #include "cli/plan_output.h"
 #include "cli/workload_flags.h"
 #include "core/layout.h"

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "cli/flags.h"
+#include "core/flags.h"
 #include "core/workload.h"
 #include "tessera/v1/specs.pb.h"
 

@@ -1,6 +1,7 @@
 #include "core/gpu.h"
 
 #include <array>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -47,12 +48,12 @@ absl::Status ValidateGpu(const GpuSpec& g) {
       {"inter_node_gbs", g.inter_node_gbs},
       {"tdp_w", g.tdp_w}};
   for (const auto& [field, value] : figures) {
-    if (!(value > 0)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("gpu.", field, ": must be positive, got ", value));
+    if (!(value > 0) || !std::isfinite(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "gpu.", field, ": must be positive and finite, got ", value));
     }
   }
-  if (!(g.idle_w >= 0 && g.idle_w < g.tdp_w)) {
+  if (!(g.idle_w >= 0 && g.idle_w < g.tdp_w) || !std::isfinite(g.idle_w)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "gpu.idle_w: must be in [0, tdp_w=", g.tdp_w, "), got ", g.idle_w));
   }

@@ -85,7 +85,10 @@ absl::StatusOr<Layout> ParseLayout(absl::string_view text) {
     absl::StatusOr<int64_t> n;
     if (key == "tp" || key == "pp" || key == "vpp" || key == "cp" ||
         key == "dp" || key == "micro_batch" || key == "grad_accum") {
-      n = ParseCount(key, value, 1, kMaxDegree);
+      // dp and grad_accum may be 0: "derive" (what FormatLayout writes for a
+      // layout not yet resolved).
+      const bool derivable = key == "dp" || key == "grad_accum";
+      n = ParseCount(key, value, derivable ? 0 : 1, kMaxDegree);
       if (!n.ok()) return n.status();
       if (key == "tp") layout.tp = *n;
       if (key == "pp") layout.pp = *n;
@@ -99,7 +102,7 @@ absl::StatusOr<Layout> ParseLayout(absl::string_view text) {
       if (!n.ok()) return n.status();
       layout.zero = *n;
     } else if (key == "shard_group") {
-      n = ParseCount(key, value, 1, kMaxDegree);
+      n = ParseCount(key, value, 0, kMaxDegree);  // 0: derive
       if (!n.ok()) return n.status();
       layout.shard_group = *n;
     } else if (key == "sp") {

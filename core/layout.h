@@ -57,7 +57,8 @@ struct Layout {
 // Parses "tp=2,sp=1,pp=4,vpp=2,cp=1,zero=1,shard_group=8,micro_batch=1,
 // grad_accum=8,recompute=selective". Fields may come in any order, each at most
 // once; omitted ones keep their defaults; whitespace around tokens is ignored;
-// sp takes 0/1/true/false. Errors name the field: "layout.tp: ...".
+// sp takes 0/1/true/false; dp, grad_accum and shard_group take 0 for
+// "derive". Errors name the field: "layout.tp: ...".
 absl::StatusOr<Layout> ParseLayout(absl::string_view text);
 
 // The canonical text of a layout, every field, in table order; ParseLayout of

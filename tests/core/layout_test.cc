@@ -29,6 +29,13 @@ TEST(LayoutTest, ParsesEveryField) {
   EXPECT_EQ(*ParseLayout(FormatLayout(*l)), *l);
 }
 
+TEST(LayoutTest, UnresolvedLayoutRoundTrips) {
+  const Layout l{.tp = 2, .zero = 3};  // dp, grad_accum, shard_group = 0
+  EXPECT_EQ(*ParseLayout(FormatLayout(l)), l);
+  EXPECT_TRUE(Names(ParseLayout("tp=0").status(), "layout.tp"));
+  EXPECT_TRUE(Names(ParseLayout("micro_batch=0").status(), "layout.micro_batch"));
+}
+
 TEST(LayoutTest, OmittedFieldsKeepDefaults) {
   absl::StatusOr<Layout> l = ParseLayout("zero=1");
   ASSERT_TRUE(l.ok());

@@ -1,5 +1,7 @@
 #include "core/workload.h"
 
+#include <limits>
+
 #include "gtest/gtest.h"
 
 namespace tessera {
@@ -51,6 +53,10 @@ TEST(WorkloadTest, ErrorsNameTheField) {
   w.cluster.gpu.tdp_w = 0;
   EXPECT_NE(ValidateWorkload(w).message().find("gpu.tdp_w"), std::string::npos);
   EXPECT_EQ(GpuPreset("b200").status().code(), absl::StatusCode::kNotFound);
+  w = Example();
+  w.cluster.gpu.peak_dense_tflops = std::numeric_limits<double>::infinity();
+  EXPECT_NE(ValidateWorkload(w).message().find("gpu.peak_dense_tflops"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -22,7 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
-namespace tessera::cli {
+namespace tessera {
 
 class FlagSet {
  public:
@@ -76,4 +76,4 @@ class FlagSet {
   std::vector<Flag> flags_;
 };
 
-}  // namespace tessera::cli
+}  // namespace tessera

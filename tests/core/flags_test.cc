@@ -1,4 +1,4 @@
-#include "cli/flags.h"
+#include "core/flags.h"
 
 #include <cstdint>
 #include <optional>
@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 
-namespace tessera::cli {
+namespace tessera {
 namespace {
 
 struct Values {
@@ -110,4 +110,4 @@ TEST(FlagsTest, HelpListsEveryFlagBySection) {
 }
 
 }  // namespace
-}  // namespace tessera::cli
+}  // namespace tessera

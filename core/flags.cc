@@ -1,4 +1,4 @@
-#include "cli/flags.h"
+#include "core/flags.h"
 
 #include <algorithm>
 #include <charconv>
@@ -11,7 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
-namespace tessera::cli {
+namespace tessera {
 namespace {
 
 absl::Status FlagError(absl::string_view name, absl::string_view message) {
@@ -239,4 +239,4 @@ bool FlagSet::WantsHelp(const std::vector<std::string>& args) {
   return false;
 }
 
-}  // namespace tessera::cli
+}  // namespace tessera
