@@ -42,12 +42,10 @@ constexpr absl::string_view kWorldName = "world";
 
 bool IsData(MessageKind kind) {
   return kind == MessageKind::kAllReduce || kind == MessageKind::kAllGather ||
-         kind == MessageKind::kReduceScatter ||
-         kind == MessageKind::kBroadcast;
+         kind == MessageKind::kReduceScatter || kind == MessageKind::kBroadcast;
 }
 bool IsReduction(MessageKind kind) {
-  return kind == MessageKind::kAllReduce ||
-         kind == MessageKind::kReduceScatter;
+  return kind == MessageKind::kAllReduce || kind == MessageKind::kReduceScatter;
 }
 absl::string_view OpName(ReduceOp op) {
   return op == ReduceOp::kSum ? "sum" : "max";
@@ -124,8 +122,8 @@ absl::Status ExpectPayload(const Message& m, size_t bytes,
 }  // namespace
 
 TcpCommunicator::TcpCommunicator(std::shared_ptr<TcpMesh> mesh,
-                                 std::string name,
-                                 std::vector<int> world_ranks, int rank)
+                                 std::string name, std::vector<int> world_ranks,
+                                 int rank)
     : mesh_(std::move(mesh)),
       name_(std::move(name)),
       id_(tcp_internal::GroupId(name_)),
@@ -154,8 +152,8 @@ absl::Status TcpCommunicator::abort_status() const {
 
 // ---- The two steps every collective is made of ----------------------------
 
-absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq,
-                                       int step, PartFn part,
+absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq, int step,
+                                       PartFn part,
                                        std::vector<Message>* from) {
   const int n = size();
   const std::string what = Describe(call, seq, name_);
@@ -178,9 +176,9 @@ absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq,
     const absl::string_view bytes =
         call.local.ok() ? part(peer) : call.local.message();
     h.payload_bytes = bytes.size();
-    TESSERA_RETURN_IF_ERROR(Annotate(
-        mesh_->Send(world_ranks_[peer], h, bytes.data()),
-        absl::StrCat(what, ": sending to ", RankName(peer))));
+    TESSERA_RETURN_IF_ERROR(
+        Annotate(mesh_->Send(world_ranks_[peer], h, bytes.data()),
+                 absl::StrCat(what, ": sending to ", RankName(peer))));
   }
   std::vector<int> srcs;  // world ranks, in group rank order
   for (int r = 0; r < n; ++r) {
@@ -194,7 +192,8 @@ absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq,
   if (s.code() == absl::StatusCode::kDeadlineExceeded) {
     std::vector<std::string> names;
     for (int world : missing) {
-      const auto it = std::find(world_ranks_.begin(), world_ranks_.end(), world);
+      const auto it =
+          std::find(world_ranks_.begin(), world_ranks_.end(), world);
       names.push_back(RankName(static_cast<int>(it - world_ranks_.begin())));
     }
     return absl::DeadlineExceededError(absl::StrCat(
@@ -325,8 +324,7 @@ absl::Status TcpCommunicator::AllReduce(const Tensor& send, const Tensor& recv,
   // as in-process: bitwise equal everywhere)...
   std::vector<Message> from;
   TESSERA_RETURN_IF_ERROR(Arrive(
-      call, seq, [&](int peer) { return Bytes(Block(send, peer, n)); },
-      &from));
+      call, seq, [&](int peer) { return Bytes(Block(send, peer, n)); }, &from));
   const std::string what = Describe(call, seq, name_);
   const Tensor mine_in = Block(send, rank_, n);
   const Tensor mine = Block(recv, rank_, n);
@@ -378,8 +376,8 @@ absl::Status TcpCommunicator::AllGather(const Tensor& send,
   }
   const uint64_t seq = seq_++;
   std::vector<Message> from;
-  TESSERA_RETURN_IF_ERROR(
-      Arrive(call, seq, [&](int) { return Bytes(send); }, &from));
+  TESSERA_RETURN_IF_ERROR(Arrive(
+      call, seq, [&](int) { return Bytes(send); }, &from));
   const std::string what = Describe(call, seq, name_);
   const int64_t count = send.numel;
   for (int r = 0; r < n; ++r) {
@@ -420,8 +418,7 @@ absl::Status TcpCommunicator::ReduceScatter(const Tensor& send,
   std::vector<Message> from;
   TESSERA_RETURN_IF_ERROR(Arrive(
       call, seq,
-      [&](int peer) { return Bytes(send.Slice(peer * count, count)); },
-      &from));
+      [&](int peer) { return Bytes(send.Slice(peer * count, count)); }, &from));
   if (count == 0) return absl::OkStatus();
   const std::string what = Describe(call, seq, name_);
   std::vector<const void*> srcs(n);
@@ -466,8 +463,8 @@ absl::Status TcpCommunicator::Barrier() {
   return Arrive(call, seq_++, NoBytes, &from);
 }
 
-absl::StatusOr<std::unique_ptr<Communicator>> TcpCommunicator::Split(
-    int color, int key) {
+absl::StatusOr<std::unique_ptr<Communicator>> TcpCommunicator::Split(int color,
+                                                                     int key) {
   Call call;
   call.kind = MessageKind::kSplit;
   call.color = color;
@@ -480,7 +477,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> TcpCommunicator::Split(
   std::vector<Message> from;
   TESSERA_RETURN_IF_ERROR(Arrive(call, seq, NoBytes, &from));
   // Every member sees every color and key, so all form the same groups.
-  auto color_of = [&](int r) { return r == rank_ ? color : from[r].header.color; };
+  auto color_of = [&](int r) {
+    return r == rank_ ? color : from[r].header.color;
+  };
   auto key_of = [&](int r) { return r == rank_ ? key : from[r].header.key; };
   std::vector<int> members;  // parent ranks, ordered by key, ties by rank
   for (int r = 0; r < size(); ++r) {
@@ -496,9 +495,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> TcpCommunicator::Split(
   }
   std::string name = absl::StrCat(name_, "/split#", seq, ":color=", color);
   if (!mesh_->AddGroup(tcp_internal::GroupId(name))) {
-    return absl::InternalError(absl::StrCat(
-        "Split #", seq, " on group ", name_, ": the id of group ", name,
-        " collides with a live group of this process"));
+    return absl::InternalError(
+        absl::StrCat("Split #", seq, " on group ", name_, ": the id of group ",
+                     name, " collides with a live group of this process"));
   }
   return std::unique_ptr<Communicator>(new TcpCommunicator(
       mesh_, std::move(name), std::move(world_ranks), new_rank));
@@ -537,9 +536,9 @@ absl::Status TcpCommunicator::Recv(const Tensor& buf, int peer) {
 }
 
 absl::Status TcpCommunicator::RecvNow(const Tensor& buf, int peer) {
-  const std::string context =
-      absl::StrCat("Recv of ", DTypeName(buf.dtype), " x ", buf.numel, " from ",
-                   RankName(peer), " at ", RankName(rank_), " on group ", name_);
+  const std::string context = absl::StrCat(
+      "Recv of ", DTypeName(buf.dtype), " x ", buf.numel, " from ",
+      RankName(peer), " at ", RankName(rank_), " on group ", name_);
   TESSERA_RETURN_IF_ERROR(Annotate(CheckTensor("buf", buf), context));
   std::vector<Message> got;
   std::vector<int> missing;
@@ -548,8 +547,9 @@ absl::Status TcpCommunicator::RecvNow(const Tensor& buf, int peer) {
       id_, Channel::kPointToPoint, {&src, 1}, 0,
       tcp_internal::DeadlineAfter(mesh_->timeout()), got, missing);
   if (s.code() == absl::StatusCode::kDeadlineExceeded) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        context, ": no message within ", absl::FormatDuration(mesh_->timeout())));
+    return absl::DeadlineExceededError(
+        absl::StrCat(context, ": no message within ",
+                     absl::FormatDuration(mesh_->timeout())));
   }
   if (!s.ok()) {
     if (s == mesh_->abort_status()) return s;
@@ -587,7 +587,8 @@ absl::Status TcpCommunicator::GroupEnd() {
   return absl::OkStatus();
 }
 
-// ---- The world ----------------------------------------------------------------
+// ---- The world
+// ----------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<Communicator>> ConnectTcpWorld(
     int rank, int world_size, const TcpWorldOptions& options) {

@@ -142,8 +142,8 @@ class TcpCommunicator final : public Communicator {
   };
   using PartFn = absl::FunctionRef<absl::string_view(int peer)>;
 
-  TcpCommunicator(std::shared_ptr<tcp_internal::TcpMesh> mesh,
-                  std::string name, std::vector<int> world_ranks, int rank);
+  TcpCommunicator(std::shared_ptr<tcp_internal::TcpMesh> mesh, std::string name,
+                  std::vector<int> world_ranks, int rank);
 
   // One step of collective `seq`: sends each peer its part (or, when
   // call.local is an error, that error's text) with the call in the header,
@@ -169,8 +169,8 @@ class TcpCommunicator final : public Communicator {
   const uint64_t id_;
   const std::vector<int> world_ranks_;  // by group rank
   const int rank_;
-  uint64_t seq_ = 0;       // collectives called so far (their number)
-  uint64_t sends_ = 0;     // Sends so far (for the wire)
+  uint64_t seq_ = 0;    // collectives called so far (their number)
+  uint64_t sends_ = 0;  // Sends so far (for the wire)
   int group_depth_ = 0;
   std::vector<DeferredRecv> deferred_;
 };

@@ -20,12 +20,11 @@ class TempFolder {
  public:
   static absl::StatusOr<std::unique_ptr<TempFolder>> Create() {
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern =
-        absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
-                     "/tessera-tcp-XXXXXX");
+    std::string pattern = absl::StrCat(
+        tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/tessera-tcp-XXXXXX");
     if (::mkdtemp(pattern.data()) == nullptr) {
-      return absl::UnavailableError(absl::StrCat(
-          "temporary folder ", pattern, ": ", std::strerror(errno)));
+      return absl::UnavailableError(absl::StrCat("temporary folder ", pattern,
+                                                 ": ", std::strerror(errno)));
     }
     return std::unique_ptr<TempFolder>(new TempFolder(std::move(pattern)));
   }

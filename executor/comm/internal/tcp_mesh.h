@@ -96,7 +96,7 @@ class TcpMesh {
  private:
   struct Peer {
     Socket socket;
-    std::timed_mutex write_mu;  // one message at a time on the connection
+    std::mutex write_mu;  // one message at a time on the connection
     std::thread reader;
     bool left = false;         // said goodbye (guarded by mu_)
     bool reader_done = false;  // its reader has returned (guarded by mu_)

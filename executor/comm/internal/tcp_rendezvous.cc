@@ -210,9 +210,10 @@ absl::StatusOr<Socket> ConnectToRankZero(int rank, const MeshOptions& options) {
     }
     if (Expired(options.deadline)) {
       return absl::DeadlineExceededError(
-          absl::StrCat("rendezvous: rank ", rank, " could not reach rank 0 "
-                       "through the rendezvous file ", options.rendezvous_file,
-                       " in time: ", last));
+          absl::StrCat("rendezvous: rank ", rank,
+                       " could not reach rank 0 "
+                       "through the rendezvous file ",
+                       options.rendezvous_file, " in time: ", last));
     }
     std::this_thread::sleep_for(kRetryPause);
   }
@@ -293,9 +294,9 @@ absl::StatusOr<std::vector<Socket>> FormMeshAtRankZero(
   for (int r = 1; r < world_size; ++r) {
     absl::Status s = WriteFrame(peers[r].fd(), answer, options.deadline);
     if (!s.ok()) {
-      return absl::UnavailableError(absl::StrCat(
-          "rendezvous: sending the address table to rank ", r, ": ",
-          s.message()));
+      return absl::UnavailableError(
+          absl::StrCat("rendezvous: sending the address table to rank ", r,
+                       ": ", s.message()));
     }
   }
   // Everyone has connected: the file has served its purpose, and a later
@@ -312,17 +313,18 @@ absl::StatusOr<std::vector<Socket>> FormMeshAtRank(int rank, int world_size,
   std::vector<Socket> peers(world_size);
   TESSERA_ASSIGN_OR_RETURN(peers[0], ConnectToRankZero(rank, options));
   auto broken = [&](absl::string_view step, const absl::Status& s) {
-    return absl::Status(s.code() == absl::StatusCode::kDeadlineExceeded
-                            ? s.code()
-                            : absl::StatusCode::kUnavailable,
-                        absl::StrCat("rendezvous: rank ", rank, " ", step,
-                                     ": ", s.message()));
+    return absl::Status(
+        s.code() == absl::StatusCode::kDeadlineExceeded
+            ? s.code()
+            : absl::StatusCode::kUnavailable,
+        absl::StrCat("rendezvous: rank ", rank, " ", step, ": ", s.message()));
   };
-  absl::Status s = WriteFrame(
-      peers[0].fd(), EncodeHello({rank, world_size, std::move(self)}),
-      options.deadline);
+  absl::Status s = WriteFrame(peers[0].fd(),
+                              EncodeHello({rank, world_size, std::move(self)}),
+                              options.deadline);
   if (!s.ok()) return broken("saying hello to rank 0", s);
-  absl::StatusOr<std::string> frame = ReadFrame(peers[0].fd(), options.deadline);
+  absl::StatusOr<std::string> frame =
+      ReadFrame(peers[0].fd(), options.deadline);
   if (!frame.ok()) {
     return broken("waiting for rank 0's address table", frame.status());
   }
@@ -338,7 +340,8 @@ absl::StatusOr<std::vector<Socket>> FormMeshAtRank(int rank, int world_size,
       std::this_thread::sleep_for(kRetryPause);
       c = Connect(table[i], options.deadline);
     }
-    if (!c.ok()) return broken(absl::StrCat("connecting to rank ", i), c.status());
+    if (!c.ok())
+      return broken(absl::StrCat("connecting to rank ", i), c.status());
     s = WriteFrame(c->fd(), EncodeMeshHello(nonce, rank), options.deadline);
     if (!s.ok()) return broken(absl::StrCat("greeting rank ", i), s);
     peers[i] = *std::move(c);
@@ -368,9 +371,9 @@ absl::StatusOr<std::vector<Socket>> FormMeshAtRank(int rank, int world_size,
       continue;  // not of this world
     }
     if (peer <= rank || peer >= world_size || peers[peer].valid()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "rendezvous: rank ", rank, " was greeted by rank ", peer,
-          " twice or out of order"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("rendezvous: rank ", rank, " was greeted by rank ", peer,
+                       " twice or out of order"));
     }
     peers[peer] = *std::move(c);
     ++accepted;
@@ -382,17 +385,17 @@ absl::StatusOr<std::vector<Socket>> FormMeshAtRank(int rank, int world_size,
 
 absl::Status WriteFileAtomically(const std::string& path,
                                  absl::string_view content) {
-  const std::string temp = absl::StrCat(path, ".tmp.", ::getpid(), ".",
-                                        std::hash<std::thread::id>()(
-                                            std::this_thread::get_id()));
+  const std::string temp =
+      absl::StrCat(path, ".tmp.", ::getpid(), ".",
+                   std::hash<std::thread::id>()(std::this_thread::get_id()));
   auto failure = [&](absl::string_view what) {
     const int err = errno;
     ::unlink(temp.c_str());
-    return absl::UnavailableError(absl::StrCat(
-        "rendezvous file ", path, ": ", what, ": ", std::strerror(err)));
+    return absl::UnavailableError(absl::StrCat("rendezvous file ", path, ": ",
+                                               what, ": ", std::strerror(err)));
   };
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                        0644);
+  const int fd =
+      ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return failure("create");
   size_t done = 0;
   while (done < content.size()) {
@@ -413,8 +416,7 @@ absl::StatusOr<std::vector<Socket>> FormMesh(int rank, int world_size,
                                              const MeshOptions& options) {
   if (world_size == 1) return std::vector<Socket>(1);
   TESSERA_ASSIGN_OR_RETURN(
-      Socket listener,
-      Listen(options.bind_host, rank == 0 ? options.port : 0));
+      Socket listener, Listen(options.bind_host, rank == 0 ? options.port : 0));
   TESSERA_ASSIGN_OR_RETURN(int port, LocalPort(listener));
   HostPort self{options.advertise_host, port};
   if (rank == 0) {

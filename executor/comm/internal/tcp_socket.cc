@@ -90,8 +90,8 @@ absl::StatusOr<AddrInfoPtr> Resolve(const std::string& host, int port,
   const int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(),
                                service.c_str(), &hints, &info);
   if (rc != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot resolve ", host, ": ",
-                                               ::gai_strerror(rc)));
+    return absl::UnavailableError(
+        absl::StrCat("cannot resolve ", host, ": ", ::gai_strerror(rc)));
   }
   return AddrInfoPtr(info);
 }
@@ -163,8 +163,8 @@ absl::StatusOr<Socket> Listen(const std::string& host, int port) {
   if (!info.ok()) return info.status();
   int last_errno = EADDRNOTAVAIL;
   for (addrinfo* a = info->get(); a != nullptr; a = a->ai_next) {
-    Socket s(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
-                      a->ai_protocol));
+    Socket s(
+        ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
     if (!s.valid()) {
       last_errno = errno;
       continue;
@@ -201,8 +201,8 @@ absl::StatusOr<Socket> Connect(const HostPort& address,
   if (!info.ok()) return info.status();
   std::string last_error = "no address";
   for (addrinfo* a = info->get(); a != nullptr; a = a->ai_next) {
-    Socket s(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC,
-                      a->ai_protocol));
+    Socket s(
+        ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
     if (!s.valid()) {
       last_error = ErrnoText(errno);
       continue;
@@ -230,8 +230,8 @@ absl::StatusOr<Socket> Connect(const HostPort& address,
     SetNoDelay(s.fd());
     return s;
   }
-  return absl::UnavailableError(absl::StrCat(
-      "connect to ", FormatHostPort(address), ": ", last_error));
+  return absl::UnavailableError(
+      absl::StrCat("connect to ", FormatHostPort(address), ": ", last_error));
 }
 
 absl::StatusOr<Socket> Accept(const Socket& listener,

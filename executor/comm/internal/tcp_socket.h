@@ -77,8 +77,7 @@ absl::StatusOr<int> LocalPort(const Socket& socket);
 absl::StatusOr<Socket> Connect(const HostPort& address,
                                const Deadline& deadline);
 // The next connection on `listener`; DEADLINE_EXCEEDED when none came.
-absl::StatusOr<Socket> Accept(const Socket& listener,
-                              const Deadline& deadline);
+absl::StatusOr<Socket> Accept(const Socket& listener, const Deadline& deadline);
 
 // One piece of a message to write.
 struct ByteRange {
@@ -89,9 +88,9 @@ struct ByteRange {
 // returning DEADLINE_EXCEEDED past the deadline and CANCELLED as soon as
 // stop() is true; UNAVAILABLE with the system's reason when the connection
 // is broken (EPIPE, ECONNRESET...).
-absl::Status WriteAll(int fd, absl::Span<const ByteRange> ranges,
-                      const Deadline& deadline,
-                      absl::FunctionRef<bool()> stop = [] { return false; });
+absl::Status WriteAll(
+    int fd, absl::Span<const ByteRange> ranges, const Deadline& deadline,
+    absl::FunctionRef<bool()> stop = [] { return false; });
 // Reads exactly `bytes` bytes, blocking (for reader threads; a shutdown()
 // of the socket wakes it). UNAVAILABLE "connection closed by peer" on end of
 // stream, with the system's reason on an error.

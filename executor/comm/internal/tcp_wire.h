@@ -59,8 +59,8 @@ struct WireHeader {
   int32_t color = 0;  // Split
   int32_t key = 0;    // Split
   uint64_t group_id = 0;
-  uint64_t seq = 0;    // collective number in the group / Send number
-  int64_t count = 0;   // the call's count (as the in-process rendezvous)
+  uint64_t seq = 0;   // collective number in the group / Send number
+  int64_t count = 0;  // the call's count (as the in-process rendezvous)
   uint64_t payload_bytes = 0;
 };
 static_assert(sizeof(WireHeader) == 56);

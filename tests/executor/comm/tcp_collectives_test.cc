@@ -236,10 +236,10 @@ Results RunParity(bool tcp) {
     const int64_t block = kParityCount / kParityRanks;
     std::vector<float>& scattered = out.reduce_scatter[rank];
     scattered.resize(block);
-    return comm.ReduceScatter(
-        Tensor{const_cast<float*>(in.data()), DType::kF32,
-               block * kParityRanks},
-        Tensor{scattered.data(), DType::kF32, block}, ReduceOp::kSum);
+    return comm.ReduceScatter(Tensor{const_cast<float*>(in.data()), DType::kF32,
+                                     block * kParityRanks},
+                              Tensor{scattered.data(), DType::kF32, block},
+                              ReduceOp::kSum);
   };
   const std::vector<absl::Status> statuses =
       tcp ? RunTcpRanks(kParityRanks, fn) : RunRanks(kParityRanks, fn);
@@ -261,9 +261,9 @@ TEST(TcpCollectivesTest, BitwiseEqualToInProcessAndAcrossRanks) {
   EXPECT_NE(0, std::memcmp(reversed.data(), inproc.all_reduce[0].data(),
                            kParityCount * sizeof(float)));
   for (int r = 0; r < kParityRanks; ++r) {
-    EXPECT_EQ(0, std::memcmp(tcp.all_reduce[r].data(),
-                             inproc.all_reduce[0].data(),
-                             kParityCount * sizeof(float)))
+    EXPECT_EQ(0,
+              std::memcmp(tcp.all_reduce[r].data(), inproc.all_reduce[0].data(),
+                          kParityCount * sizeof(float)))
         << "rank " << r;
     EXPECT_EQ(tcp.all_reduce_bf16[r], inproc.all_reduce_bf16[0])
         << "rank " << r;
@@ -281,9 +281,9 @@ TEST(TcpCollectivesTest, TensOfMegabytes) {
     // Small integers: the sums are exact, so each element is checkable.
     std::vector<float> buf(kCount);
     for (int64_t i = 0; i < kCount; ++i) buf[i] = (i * 7 + rank) % 13;
-    TESSERA_RETURN_IF_ERROR(
-        comm.AllReduce(Tensor{buf.data(), DType::kF32, kCount},
-                       Tensor{buf.data(), DType::kF32, kCount}, ReduceOp::kSum));
+    TESSERA_RETURN_IF_ERROR(comm.AllReduce(
+        Tensor{buf.data(), DType::kF32, kCount},
+        Tensor{buf.data(), DType::kF32, kCount}, ReduceOp::kSum));
     for (int64_t i = 0; i < kCount; ++i) {
       float want = 0;
       for (int r = 0; r < kRanks; ++r) want += (i * 7 + r) % 13;
@@ -295,7 +295,8 @@ TEST(TcpCollectivesTest, TensOfMegabytes) {
     // AllGather of 8 MB per rank into 32 MB.
     constexpr int64_t kPart = 2'000'000;
     std::vector<int32_t> part(kPart), all(kPart * kRanks, -1);
-    for (int64_t i = 0; i < kPart; ++i) part[i] = static_cast<int32_t>(i ^ rank);
+    for (int64_t i = 0; i < kPart; ++i)
+      part[i] = static_cast<int32_t>(i ^ rank);
     TESSERA_RETURN_IF_ERROR(
         comm.AllGather(Tensor{part.data(), DType::kI32, kPart},
                        Tensor{all.data(), DType::kI32, kPart * kRanks}));

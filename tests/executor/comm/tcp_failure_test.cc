@@ -169,9 +169,9 @@ TEST(TcpFailureTest, MissingParticipantTimesOutNamingOpGroupAndRank) {
         }
         const Clock::time_point begin = Clock::now();
         float x[5] = {};
-        absl::Status s = comm.AllReduce(Tensor{x, DType::kF32, 5},
-                                        Tensor{x, DType::kF32, 5},
-                                        ReduceOp::kSum);
+        absl::Status s =
+            comm.AllReduce(Tensor{x, DType::kF32, 5}, Tensor{x, DType::kF32, 5},
+                           ReduceOp::kSum);
         waited_s[rank] = SecondsSince(begin);
         if (rank == 0) {
           // Rank 1 is still waiting when rank 0 gives up: let it finish.
@@ -234,13 +234,13 @@ TEST(TcpFailureTest, AbortReachesBlockedRanksInOtherWorldsAndSplits) {
           auto& tcp = static_cast<TcpCommunicator&>(comm);
           tcp.Abort(absl::ResourceExhaustedError("rank 0 ran out of memory"));
           // Every later call here fails too, with the cause as it was.
-          for (absl::Status s :
-               {comm.Send(t, 1), comm.Recv(t, 1), comm.Barrier(),
-                comm.Split(0, 0).status(), pair->Broadcast(t, 0),
-                tcp.abort_status()}) {
+          for (absl::Status s : {comm.Send(t, 1), comm.Recv(t, 1),
+                                 comm.Barrier(), comm.Split(0, 0).status(),
+                                 pair->Broadcast(t, 0), tcp.abort_status()}) {
             if (s.code() != absl::StatusCode::kAborted ||
                 s.message() != "rank 0 ran out of memory") {
-              return absl::InternalError(absl::StrCat("after abort: ", s.ToString()));
+              return absl::InternalError(
+                  absl::StrCat("after abort: ", s.ToString()));
             }
           }
           tcp.Abort(absl::InternalError("later"));  // the first cause stays
@@ -280,8 +280,9 @@ TEST(TcpFailureTest, RunTcpRanksAbortsTheOthersOnTheFirstFailure) {
   EXPECT_EQ(statuses[1].code(), absl::StatusCode::kDataLoss);
   for (int r : {0, 2}) {
     EXPECT_EQ(statuses[r].code(), absl::StatusCode::kAborted) << statuses[r];
-    EXPECT_TRUE(Contains(statuses[r], "world rank 1 aborted: rank 1 failed: "
-                                      "DATA_LOSS: bad batch"))
+    EXPECT_TRUE(Contains(statuses[r],
+                         "world rank 1 aborted: rank 1 failed: "
+                         "DATA_LOSS: bad batch"))
         << statuses[r];
   }
   EXPECT_EQ(FirstFailure(statuses).code(), absl::StatusCode::kDataLoss);
@@ -311,8 +312,9 @@ TEST(TcpFailureTest, APeerThatClosesFailsWhatStillNeedsItPromptly) {
   EXPECT_TRUE(statuses[2].ok()) << statuses[2];
   for (int r : {0, 1}) {
     EXPECT_EQ(statuses[r].code(), absl::StatusCode::kAborted) << statuses[r];
-    EXPECT_TRUE(Contains(statuses[r], "world rank 2 has closed its "
-                                      "communicator"))
+    EXPECT_TRUE(Contains(statuses[r],
+                         "world rank 2 has closed its "
+                         "communicator"))
         << statuses[r];
   }
   EXPECT_LT(SecondsSince(start), 10);
@@ -321,14 +323,16 @@ TEST(TcpFailureTest, APeerThatClosesFailsWhatStillNeedsItPromptly) {
 TEST(TcpFailureTest, ConnectRejectsBadArgumentsNamingTheField) {
   TcpWorldOptions options;
   options.rendezvous_file = RendezvousFile();
-  EXPECT_TRUE(Contains(ConnectTcpWorld(0, 0, options).status(), "world_size 0"));
+  EXPECT_TRUE(
+      Contains(ConnectTcpWorld(0, 0, options).status(), "world_size 0"));
   EXPECT_TRUE(Contains(ConnectTcpWorld(2, 2, options).status(), "rank 2"));
   TcpWorldOptions no_file;
   EXPECT_TRUE(Contains(ConnectTcpWorld(0, 2, no_file).status(),
                        "options.rendezvous_file"));
   TcpWorldOptions zero = options;
   zero.timeout = absl::ZeroDuration();
-  EXPECT_TRUE(Contains(ConnectTcpWorld(0, 2, zero).status(), "options.timeout"));
+  EXPECT_TRUE(
+      Contains(ConnectTcpWorld(0, 2, zero).status(), "options.timeout"));
   TcpWorldOptions wildcard = options;
   wildcard.bind_host = "0.0.0.0";
   EXPECT_TRUE(Contains(ConnectTcpWorld(0, 2, wildcard).status(),
@@ -336,9 +340,8 @@ TEST(TcpFailureTest, ConnectRejectsBadArgumentsNamingTheField) {
   TcpWorldOptions port = options;
   port.port = 70000;
   EXPECT_TRUE(Contains(ConnectTcpWorld(0, 2, port).status(), "options.port"));
-  for (const absl::Status& s :
-       {ConnectTcpWorld(0, 0, options).status(),
-        ConnectTcpWorld(0, 2, wildcard).status()}) {
+  for (const absl::Status& s : {ConnectTcpWorld(0, 0, options).status(),
+                                ConnectTcpWorld(0, 2, wildcard).status()}) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   }
   // A world of one needs no file and no peer.
@@ -346,8 +349,9 @@ TEST(TcpFailureTest, ConnectRejectsBadArgumentsNamingTheField) {
       ConnectTcpWorld(0, 1, no_file);
   ASSERT_TRUE(alone.ok()) << alone.status();
   float x = 3;
-  EXPECT_TRUE((*alone)->AllReduce(Tensor{&x, DType::kF32, 1},
-                                  Tensor{&x, DType::kF32, 1}, ReduceOp::kSum)
+  EXPECT_TRUE((*alone)
+                  ->AllReduce(Tensor{&x, DType::kF32, 1},
+                              Tensor{&x, DType::kF32, 1}, ReduceOp::kSum)
                   .ok());
   EXPECT_EQ(x, 3);
 }
@@ -405,12 +409,14 @@ TEST(TcpFailureTest, StaleRendezvousFileIsRetriedAndRemovedAfterwards) {
   EXPECT_NE(::access(options.rendezvous_file.c_str(), F_OK), 0);
   int32_t a = 5, b = 7;
   std::thread t([&] {
-    EXPECT_TRUE((*world1)->AllReduce(Tensor{&b, DType::kI32, 1},
-                                     Tensor{&b, DType::kI32, 1}, ReduceOp::kSum)
+    EXPECT_TRUE((*world1)
+                    ->AllReduce(Tensor{&b, DType::kI32, 1},
+                                Tensor{&b, DType::kI32, 1}, ReduceOp::kSum)
                     .ok());
   });
-  EXPECT_TRUE((*world0)->AllReduce(Tensor{&a, DType::kI32, 1},
-                                   Tensor{&a, DType::kI32, 1}, ReduceOp::kSum)
+  EXPECT_TRUE((*world0)
+                  ->AllReduce(Tensor{&a, DType::kI32, 1},
+                              Tensor{&a, DType::kI32, 1}, ReduceOp::kSum)
                   .ok());
   t.join();
   EXPECT_EQ(a, 12);

@@ -53,7 +53,9 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+bool Exists(const std::string& path) {
+  return ::access(path.c_str(), F_OK) == 0;
+}
 
 // The sequence every child runs; each line of output is one result. The
 // expected lines are computed independently by ExpectedLines.
@@ -77,16 +79,16 @@ absl::Status Sequence(int rank, int n, Communicator& world, std::ostream& out) {
   // AllGather of two i32 per rank: (rank, rank * rank).
   int32_t mine[2] = {rank, rank * rank};
   std::vector<int32_t> all(2 * n);
-  TESSERA_RETURN_IF_ERROR(world.AllGather(Tensor{mine, DType::kI32, 2},
-                                          Tensor{all.data(), DType::kI32, 2 * n}));
+  TESSERA_RETURN_IF_ERROR(world.AllGather(
+      Tensor{mine, DType::kI32, 2}, Tensor{all.data(), DType::kI32, 2 * n}));
   out << "allgather " << absl::StrJoin(all, " ") << "\n";
   // ReduceScatter sum, f32: element j of rank r's send is r + j.
   std::vector<float> send(2 * n);
   for (int j = 0; j < 2 * n; ++j) send[j] = rank + j;
   float block[2];
-  TESSERA_RETURN_IF_ERROR(world.ReduceScatter(
-      Tensor{send.data(), DType::kF32, 2 * n}, Tensor{block, DType::kF32, 2},
-      ReduceOp::kSum));
+  TESSERA_RETURN_IF_ERROR(
+      world.ReduceScatter(Tensor{send.data(), DType::kF32, 2 * n},
+                          Tensor{block, DType::kF32, 2}, ReduceOp::kSum));
   out << "reducescatter " << block[0] << " " << block[1] << "\n";
   // Broadcast from the last rank.
   int32_t b[2] = {rank, -rank};
@@ -104,8 +106,10 @@ absl::Status Sequence(int rank, int n, Communicator& world, std::ostream& out) {
   // A ring: send to the next rank, receive from the previous.
   int32_t token = 1000 + rank, got = -1;
   TESSERA_RETURN_IF_ERROR(world.GroupStart());
-  TESSERA_RETURN_IF_ERROR(world.Send(Tensor{&token, DType::kI32, 1}, (rank + 1) % n));
-  TESSERA_RETURN_IF_ERROR(world.Recv(Tensor{&got, DType::kI32, 1}, (rank + n - 1) % n));
+  TESSERA_RETURN_IF_ERROR(
+      world.Send(Tensor{&token, DType::kI32, 1}, (rank + 1) % n));
+  TESSERA_RETURN_IF_ERROR(
+      world.Recv(Tensor{&got, DType::kI32, 1}, (rank + n - 1) % n));
   TESSERA_RETURN_IF_ERROR(world.GroupEnd());
   out << "ring " << got << "\n";
   return world.Barrier();
@@ -206,7 +210,8 @@ TEST(TcpProcessTest, ChildrenRunCollectivesSplitsAndSends) {
     const std::vector<int> statuses =
         WaitAll(pids, Clock::now() + std::chrono::seconds(60));
     for (int rank = 0; rank < n; ++rank) {
-      const std::string got = ReadFile(absl::StrCat(dir, "/rank", rank, ".txt"));
+      const std::string got =
+          ReadFile(absl::StrCat(dir, "/rank", rank, ".txt"));
       EXPECT_TRUE(WIFEXITED(statuses[rank]) && WEXITSTATUS(statuses[rank]) == 0)
           << "n=" << n << " rank " << rank << " status " << statuses[rank]
           << ": " << got;
@@ -245,7 +250,8 @@ int RunLoopingChild(int rank, int n, const std::string& dir) {
   // peer: that must not hang either.
   world->reset();
   std::ofstream(absl::StrCat(dir, "/status", rank))
-      << absl::StatusCodeToString(s.code()) << "\n" << s.message() << "\n";
+      << absl::StatusCodeToString(s.code()) << "\n"
+      << s.message() << "\n";
   return s.code() == absl::StatusCode::kAborted ? 0 : 3;
 }
 
@@ -290,7 +296,8 @@ TEST(TcpProcessTest, SurvivorsOfAKilledPeerFailPromptlyAndExit) {
     // naming the dead rank.
     EXPECT_TRUE(WIFEXITED(statuses[r]) && WEXITSTATUS(statuses[r]) == 0)
         << "rank " << r << " status " << statuses[r] << ": " << status;
-    EXPECT_EQ(status.rfind("ABORTED\n", 0), 0u) << "rank " << r << ": " << status;
+    EXPECT_EQ(status.rfind("ABORTED\n", 0), 0u)
+        << "rank " << r << ": " << status;
     EXPECT_NE(status.find("world rank 2"), std::string::npos)
         << "rank " << r << ": " << status;
   }

@@ -75,9 +75,8 @@ TEST(TcpSendRecvTest, RingInAGroupBothDirections) {
       TESSERA_RETURN_IF_ERROR(comm.Send(Tensor{&mine, DType::kI32, 1}, left));
       TESSERA_RETURN_IF_ERROR(comm.GroupEnd());
       if (from_left != left * 100 + step || from_right != right * 100 + step) {
-        return absl::InternalError(absl::StrCat("rank ", rank, " step ", step,
-                                                ": ", from_left, " ",
-                                                from_right));
+        return absl::InternalError(absl::StrCat(
+            "rank ", rank, " step ", step, ": ", from_left, " ", from_right));
       }
     }
     return absl::OkStatus();
@@ -138,9 +137,12 @@ TEST(TcpSendRecvTest, LargeSendsBothWaysBeforeAnyRecv) {
   RunTcpAllOk(2, [](int rank, Communicator& comm) -> absl::Status {
     const int peer = 1 - rank;
     std::vector<int32_t> out(kCount), in(kCount, -1);
-    for (int64_t i = 0; i < kCount; ++i) out[i] = static_cast<int32_t>(i * 3 + rank);
-    TESSERA_RETURN_IF_ERROR(comm.Send(Tensor{out.data(), DType::kI32, kCount}, peer));
-    TESSERA_RETURN_IF_ERROR(comm.Recv(Tensor{in.data(), DType::kI32, kCount}, peer));
+    for (int64_t i = 0; i < kCount; ++i)
+      out[i] = static_cast<int32_t>(i * 3 + rank);
+    TESSERA_RETURN_IF_ERROR(
+        comm.Send(Tensor{out.data(), DType::kI32, kCount}, peer));
+    TESSERA_RETURN_IF_ERROR(
+        comm.Recv(Tensor{in.data(), DType::kI32, kCount}, peer));
     for (int64_t i = 0; i < kCount; ++i) {
       if (in[i] != static_cast<int32_t>(i * 3 + peer)) {
         return absl::InternalError(absl::StrCat("element ", i, ": ", in[i]));

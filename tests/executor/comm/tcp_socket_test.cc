@@ -2,6 +2,8 @@
 // file, writes to a dead peer (an error, never SIGPIPE), writes to a peer
 // that does not read (DEADLINE_EXCEEDED, or CANCELLED when stopped), reads
 // that see the end of a stream, and group ids.
+#include "executor/comm/internal/tcp_socket.h"
+
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,7 +16,6 @@
 #include <vector>
 
 #include "executor/comm/internal/tcp_rendezvous.h"
-#include "executor/comm/internal/tcp_socket.h"
 #include "executor/comm/internal/tcp_wire.h"
 #include "gtest/gtest.h"
 
@@ -32,8 +33,7 @@ Pair Connected() {
   absl::StatusOr<Socket> a =
       Connect(HostPort{"127.0.0.1", port}, DeadlineAfter(absl::Seconds(5)));
   EXPECT_TRUE(a.ok()) << a.status();
-  absl::StatusOr<Socket> b =
-      Accept(*listener, DeadlineAfter(absl::Seconds(5)));
+  absl::StatusOr<Socket> b = Accept(*listener, DeadlineAfter(absl::Seconds(5)));
   EXPECT_TRUE(b.ok()) << b.status();
   return Pair{*std::move(a), *std::move(b)};
 }
@@ -94,11 +94,11 @@ TEST(TcpSocketTest, WritingToAPeerThatDoesNotReadTimesOutOrStops) {
   std::vector<char> data(64 << 20, 'x');  // more than any socket buffer
   const ByteRange range{data.data(), data.size()};
   const auto start = std::chrono::steady_clock::now();
-  absl::Status s =
-      WriteAll(pair.a.fd(), {&range, 1}, DeadlineAfter(absl::Milliseconds(300)));
-  const double waited_s = std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - start)
-                              .count();
+  absl::Status s = WriteAll(pair.a.fd(), {&range, 1},
+                            DeadlineAfter(absl::Milliseconds(300)));
+  const double waited_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_GE(waited_s, 0.3);
   EXPECT_LT(waited_s, 5);
@@ -135,10 +135,11 @@ TEST(TcpSocketTest, ConnectToANonListeningPortIsUnavailable) {
     ASSERT_TRUE(probe.ok());
     port = *LocalPort(*probe);
   }
-  EXPECT_EQ(Connect(HostPort{"127.0.0.1", port}, DeadlineAfter(absl::Seconds(5)))
-                .status()
-                .code(),
-            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(
+      Connect(HostPort{"127.0.0.1", port}, DeadlineAfter(absl::Seconds(5)))
+          .status()
+          .code(),
+      absl::StatusCode::kUnavailable);
 }
 
 TEST(TcpSocketTest, GroupIdsAreFnv1a) {

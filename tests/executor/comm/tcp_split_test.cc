@@ -113,9 +113,8 @@ TEST(TcpSplitTest, SplitOfASplit) {
     auto* tcp = dynamic_cast<TcpCommunicator*>(single.get());
     auto* tcp_pair = dynamic_cast<TcpCommunicator*>(pair.get());
     if (tcp == nullptr || tcp->world_rank() != rank || tcp_pair == nullptr ||
-        tcp_pair->group_name() !=
-            absl::StrCat("world/split#0:color=", rank / 4,
-                         "/split#0:color=", rank % 2)) {
+        tcp_pair->group_name() != absl::StrCat("world/split#0:color=", rank / 4,
+                                               "/split#0:color=", rank % 2)) {
       return absl::InternalError("world_rank or name of a split of a split");
     }
     // The three levels still work, used one after the other.
@@ -154,10 +153,13 @@ TEST(TcpSplitTest, SendsOfDifferentGroupsDoNotMix) {
     const int peer = 1 - rank;
     int32_t on_world = 100 + rank, on_copy = 200 + rank;
     TESSERA_RETURN_IF_ERROR(copy->Send(Tensor{&on_copy, DType::kI32, 1}, peer));
-    TESSERA_RETURN_IF_ERROR(world.Send(Tensor{&on_world, DType::kI32, 1}, peer));
+    TESSERA_RETURN_IF_ERROR(
+        world.Send(Tensor{&on_world, DType::kI32, 1}, peer));
     int32_t got_world = 0, got_copy = 0;
-    TESSERA_RETURN_IF_ERROR(world.Recv(Tensor{&got_world, DType::kI32, 1}, peer));
-    TESSERA_RETURN_IF_ERROR(copy->Recv(Tensor{&got_copy, DType::kI32, 1}, peer));
+    TESSERA_RETURN_IF_ERROR(
+        world.Recv(Tensor{&got_world, DType::kI32, 1}, peer));
+    TESSERA_RETURN_IF_ERROR(
+        copy->Recv(Tensor{&got_copy, DType::kI32, 1}, peer));
     if (got_world != 100 + peer || got_copy != 200 + peer) {
       return absl::InternalError(
           absl::StrCat("got ", got_world, " on world, ", got_copy, " on copy"));
