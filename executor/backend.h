@@ -14,6 +14,10 @@
 //   gradients always add, so that micro-batches accumulate.
 // - Kernels are ordered on the backend's compute stream; host code sees their
 //   results after Synchronize() or a copy to the host.
+// - A tensor of the wrong dtype, a view smaller than the shape needs, or a
+//   non-positive shape is a bug in the caller: the kernels return void, so
+//   the backend aborts with a message naming the kernel and the argument (as
+//   an illegal address would on a GPU).
 //
 //   CpuBackend backend;
 //   TESSERA_ASSIGN_OR_RETURN(DeviceBuffer x, backend.Allocate(n, DType::kF32));
@@ -86,7 +90,8 @@ class Backend {
   // ---- Memory ----------------------------------------------------------
   // Allocates `numel` zero-initialised elements. Fails with RESOURCE_EXHAUSTED,
   // naming `what` and the sizes, when the allocation would take the bytes in
-  // use past the memory limit (or the device has no room).
+  // use past the memory limit (or the device has no room), and with
+  // INVALID_ARGUMENT for a dtype the backend does not hold (bf16 on CPU).
   virtual absl::StatusOr<DeviceBuffer> Allocate(int64_t numel, DType dtype,
                                                 absl::string_view what) = 0;
   // 0 = no limit other than the device's own.
@@ -179,8 +184,10 @@ class Backend {
   // k_pos[j] <= q_pos[i]. Scale 1/sqrt(head_dim).
   // out: act or f32 [batch, q_len, heads, head_dim]; lse: f32 [batch, heads,
   // q_len], the natural log of the softmax denominator (-inf where no key is
-  // visible). accumulate = false writes out/lse from this block alone;
-  // accumulate = true merges this block into the running (out, lse):
+  // visible; out is 0 for such rows). accumulate = false writes out/lse from
+  // this block alone; accumulate = true merges this block into the running
+  // (out, lse) — a running row whose lse is -inf is empty whatever its out
+  // holds, and takes this block's row:
   //   lse' = log(exp(lse) + exp(lse_b)),
   //   out' = out * exp(lse - lse') + out_b * exp(lse_b - lse').
   // The s x s score matrix is never stored whole.
@@ -222,6 +229,8 @@ class Backend {
   //   3. CrossEntropyBackward -> loss[t] = log(stats[0][t]) + row_max[t] -
   //      stats[1][t] (f32 [tokens]) and dlogits (act or f32, may alias logits)
   //      = grad_scale * (softmax - onehot(target)).
+  // Targets must lie in [0, vocab): there is no ignore index; the token
+  // sources (engine/token_data.h) guarantee it.
   virtual void LogitsRowMax(const Tensor& logits, int64_t tokens,
                             int64_t vocab_rows, const Tensor& row_max) = 0;
   virtual void LogitsSumExpAndTarget(const Tensor& logits,
