@@ -12,11 +12,11 @@
 //
 // Durability: commits are synchronous=FULL by default (see db/sqlite.h), so a
 // report acknowledged to an agent survives a crash of the planner or of the
-// machine. Heartbeats alone commit with synchronous=NORMAL (no fsync of their
-// own; the next FULL commit syncs them): they survive a crash of the process,
-// and the last few before a power loss may be lost, which is harmless (agents
-// beat again) and makes them about ten times cheaper. Destroying the store
-// closes its connections; nothing is buffered.
+// machine. Heartbeats and ExtendLeasesOf commit with synchronous=NORMAL (no
+// fsync of their own; the next FULL commit syncs them): they survive a crash of
+// the process, and the last few before a power loss may be lost, which is
+// harmless (agents beat again) and makes them about ten times cheaper.
+// Destroying the store closes its connections; nothing is buffered.
 #pragma once
 
 #include <memory>
@@ -78,6 +78,10 @@ class SqliteTrialStore : public TrialStore {
                            absl::Time expires_at) override;
   absl::Status ReportTrial(int64_t trial_id, absl::string_view agent_id,
                            const TrialResult& result, absl::Time now) override;
+  absl::StatusOr<std::vector<int64_t>> ExtendLeasesOf(
+      absl::string_view agent_id, absl::Time expires_at) override;
+  absl::Status ReleaseLease(int64_t trial_id, absl::string_view agent_id,
+                            absl::string_view reason) override;
   absl::StatusOr<RequeueResult> RequeueExpiredLeases(absl::Time now) override;
   absl::StatusOr<RequeueResult> RequeueTrialsOf(
       absl::string_view agent_id) override;

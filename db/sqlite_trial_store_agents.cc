@@ -66,15 +66,16 @@ absl::StatusOr<Agent> SqliteTrialStore::UpsertAgent(
         Statement upsert,
         db.Prepare(
             "INSERT INTO agents (id, hostname, backend, gpu_name, gpu_count, "
-            "memory_bytes, driver, interconnect, cpu_ranks, state, "
+            "memory_bytes, driver, interconnect, cpu_ranks, address, state, "
             "registered_at_us, last_heartbeat_at_us) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?) "
             "ON CONFLICT (id) DO UPDATE SET hostname = excluded.hostname, "
             "backend = excluded.backend, gpu_name = excluded.gpu_name, "
             "gpu_count = excluded.gpu_count, "
             "memory_bytes = excluded.memory_bytes, driver = excluded.driver, "
             "interconnect = excluded.interconnect, "
-            "cpu_ranks = excluded.cpu_ranks, state = 'active', "
+            "cpu_ranks = excluded.cpu_ranks, address = excluded.address, "
+            "state = 'active', "
             "last_heartbeat_at_us = excluded.last_heartbeat_at_us"));
     upsert.BindText(1, id)
         .BindText(2, a.hostname)
@@ -85,8 +86,9 @@ absl::StatusOr<Agent> SqliteTrialStore::UpsertAgent(
         .BindText(7, a.driver)
         .BindText(8, a.interconnect)
         .BindInt(9, a.cpu_ranks)
-        .BindInt(10, now_us)
-        .BindInt(11, now_us);
+        .BindText(10, a.address)
+        .BindInt(11, now_us)
+        .BindInt(12, now_us);
     TESSERA_RETURN_IF_ERROR(upsert.Run());
     TESSERA_ASSIGN_OR_RETURN(stored, LoadAgent(db, id));
     return absl::OkStatus();

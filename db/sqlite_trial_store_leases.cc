@@ -189,6 +189,74 @@ absl::Status SqliteTrialStore::ExtendLease(int64_t trial_id,
   });
 }
 
+absl::StatusOr<std::vector<int64_t>> SqliteTrialStore::ExtendLeasesOf(
+    absl::string_view agent_id, absl::Time expires_at) {
+  TESSERA_RETURN_IF_ERROR(ValidateAgentId(agent_id, "agent.id"));
+  std::vector<int64_t> held;
+  const absl::Status done = Write(
+      [&](Database& db) -> absl::Status {
+        held.clear();
+        TESSERA_RETURN_IF_ERROR(LoadAgent(db, agent_id).status());
+        {
+          TESSERA_ASSIGN_OR_RETURN(
+              Statement select,
+              db.Prepare("SELECT trial_id FROM trial_leases WHERE agent_id = ? "
+                         "ORDER BY trial_id"));
+          select.BindText(1, agent_id);
+          while (true) {
+            TESSERA_ASSIGN_OR_RETURN(const bool row, select.Step());
+            if (!row) break;
+            held.push_back(select.ColumnInt(0));
+          }
+        }
+        TESSERA_ASSIGN_OR_RETURN(
+            Statement update,
+            db.Prepare(
+                "UPDATE trials SET lease_expires_at_us = ? WHERE id IN "
+                "(SELECT trial_id FROM trial_leases WHERE agent_id = ?)"));
+        update.BindInt(1, ToMicros(expires_at)).BindText(2, agent_id);
+        return update.Run();
+      },
+      Synchronous::kNormal);  // see "Durability" in sqlite_trial_store.h
+  if (!done.ok()) return done;
+  return held;
+}
+
+absl::Status SqliteTrialStore::ReleaseLease(int64_t trial_id,
+                                            absl::string_view agent_id,
+                                            absl::string_view reason) {
+  TESSERA_RETURN_IF_ERROR(ValidateAgentId(agent_id, "release.agent_id"));
+  return Write([&](Database& db) -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(const Trial trial, LoadTrial(db, trial_id));
+    if (!Holds(trial, agent_id)) return NotHolder(trial, agent_id);
+    TESSERA_ASSIGN_OR_RETURN(const Study study, LoadStudy(db, trial.study_id));
+    const bool cancel = IsFinal(study.status);
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement update,
+        db.Prepare("UPDATE trials SET status = ?, reason = ?, "
+                   "lease_expires_at_us = NULL, started_at_us = ?, "
+                   "finished_at_us = ? WHERE id = ?"));
+    update
+        .BindText(1, TrialStateName(cancel ? TrialState::kCancelled
+                                           : TrialState::kQueued))
+        .BindText(2, absl::StrCat("handed back by agent ", agent_id,
+                                  reason.empty() ? "" : ": ", reason,
+                                  cancel ? " (study is final: cancelled)" : ""))
+        .BindInt(5, trial_id);
+    if (cancel) {
+      update
+          .BindOptionalInt(3, trial.started_at.has_value()
+                                  ? std::optional(ToMicros(*trial.started_at))
+                                  : std::nullopt)
+          .BindInt(4, ToMicros(Now()));
+    } else {
+      update.BindNull(3).BindNull(4);
+    }
+    TESSERA_RETURN_IF_ERROR(update.Run());
+    return DeleteLease(db, trial_id);
+  });
+}
+
 absl::Status SqliteTrialStore::ReportTrial(int64_t trial_id,
                                            absl::string_view agent_id,
                                            const TrialResult& result,

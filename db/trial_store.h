@@ -21,9 +21,9 @@
 //   write that may happen only once, InvalidArgument for bad input (the
 //   message names the field: "trial.steps: ..."), Unavailable when the
 //   database stayed locked through the bounded retry (retryable).
-// - Heartbeat is the one write an implementation may leave unsynced to disk
-//   (it must still survive a crash of the process): a lost heartbeat is
-//   harmless, and they are the most frequent write.
+// - Heartbeat and ExtendLeasesOf are the writes an implementation may leave
+//   unsynced to disk (they must still survive a crash of the process): losing
+//   the last ones to a power cut is harmless, and they are the most frequent.
 // - Methods are safe to call from several threads at once.
 //
 // Trial life cycle:
@@ -31,6 +31,7 @@
 //   leased -> ok, oom, nan, timeout, crash or invalid
 //                              ReportTrial (the result's status)
 //   leased -> queued           lease expired or agent gone (attempts + 1)
+//   leased -> queued           ReleaseLease (handed back; no attempt counted)
 //   leased -> crash            the same, once attempts reach the maximum
 //   queued -> cancelled        CancelQueuedTrials
 //
@@ -171,6 +172,8 @@ struct TrialMeasurement {
 struct Trial {
   int64_t id = 0;
   int64_t study_id = 0;
+  std::string model;  // the study's
+  std::string gpu;    // the study's
   Layout layout;
   int64_t rung = 0;
   int64_t steps = 0;
@@ -277,6 +280,7 @@ struct AgentRegistration {
   std::string driver;
   std::string interconnect;  // "nvlink", "pcie", "none", ...
   int64_t cpu_ranks = 0;     // thread ranks of the cpu backend
+  std::string address;       // where the gang's other agents reach it
 };
 
 struct Agent {
@@ -362,6 +366,19 @@ class TrialStore {
   // Moves the lease's expiry; FailedPrecondition unless `agent_id` holds it.
   virtual absl::Status ExtendLease(int64_t trial_id, absl::string_view agent_id,
                                    absl::Time expires_at) = 0;
+  // Moves the expiry of every lease `agent_id` holds (what a heartbeat does)
+  // and returns those trials' ids; NotFound for an unknown agent. Like
+  // Heartbeat it may be left unsynced to disk (a lost extension at worst
+  // re-queues a trial early; its late report is then refused).
+  virtual absl::StatusOr<std::vector<int64_t>> ExtendLeasesOf(
+      absl::string_view agent_id, absl::Time expires_at) = 0;
+  // An agent hands its lease back (it is stopping): the trial is queued again
+  // (with its whole gang's lease ended) without counting an attempt, or
+  // cancelled when its study is final. FailedPrecondition unless `agent_id`
+  // holds the lease; NotFound for an unknown trial.
+  virtual absl::Status ReleaseLease(int64_t trial_id,
+                                    absl::string_view agent_id,
+                                    absl::string_view reason) = 0;
   // Stores `result` (its metrics, its JSON, its per-step rows) as the trial's
   // outcome, sets the trial's state from result.status, and clears the lease.
   // NotFound for an unknown trial; AlreadyExists when a result is stored

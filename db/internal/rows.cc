@@ -21,7 +21,10 @@ const char kStudyColumns[] =
 // The lease holders come as "rank:agent,rank:agent" (group_concat's order is
 // unspecified, so each carries its gang rank).
 const char kTrialColumns[] =
-    "t.id, t.study_id, t.layout_json, t.rung, t.steps, t.warmup_steps, "
+    "t.id, t.study_id, "
+    "(SELECT st.model FROM studies st WHERE st.id = t.study_id), "
+    "(SELECT st.gpu FROM studies st WHERE st.id = t.study_id), t.layout_json, "
+    "t.rung, t.steps, t.warmup_steps, "
     "t.gang_size, t.status, t.reason, t.predicted_tokens_per_s, "
     "t.predicted_tokens_per_joule, t.predicted_step_time_s, "
     "t.predicted_peak_memory_bytes, "
@@ -36,7 +39,8 @@ const char kTrialColumns[] =
 
 const char kAgentColumns[] =
     "id, hostname, backend, gpu_name, gpu_count, memory_bytes, driver, "
-    "interconnect, cpu_ranks, state, registered_at_us, last_heartbeat_at_us";
+    "interconnect, cpu_ranks, state, registered_at_us, last_heartbeat_at_us, "
+    "address";
 
 const char kProbeColumns[] =
     "id, agent_id, kind, group_size, bytes, value, unit, measured_at_us";
@@ -79,6 +83,8 @@ absl::StatusOr<std::vector<std::string>> LeaseHolders(absl::string_view text) {
 enum TrialColumn {
   kId,
   kStudyId,
+  kModel,
+  kGpu,
   kLayoutJson,
   kRung,
   kSteps,
@@ -166,6 +172,8 @@ absl::StatusOr<Trial> ReadTrial(const Statement& row) {
   Trial t;
   t.id = row.ColumnInt(kId);
   t.study_id = row.ColumnInt(kStudyId);
+  t.model = row.ColumnText(kModel);
+  t.gpu = row.ColumnText(kGpu);
   const nlohmann::json layout =
       nlohmann::json::parse(row.ColumnText(kLayoutJson), nullptr, false);
   absl::StatusOr<Layout> parsed = LayoutFromJson(layout);
@@ -218,6 +226,7 @@ absl::StatusOr<Agent> ReadAgent(const Statement& row) {
   a.state = *state;
   a.registered_at = FromMicros(row.ColumnInt(10));
   a.last_heartbeat_at = FromMicros(row.ColumnInt(11));
+  a.info.address = row.ColumnText(12);
   return a;
 }
 

@@ -25,6 +25,7 @@ TEST_F(AgentStoreTest, UpsertRegistersThenUpdates) {
   EXPECT_EQ(a->info.memory_bytes, in.memory_bytes);
   EXPECT_EQ(a->info.driver, "550.54");
   EXPECT_EQ(a->info.interconnect, "nvlink");
+  EXPECT_EQ(a->info.address, "10.0.0.6:7070");
   EXPECT_EQ(a->state, AgentState::kActive);
   EXPECT_EQ(a->registered_at, clock_.Now());
   EXPECT_EQ(a->last_heartbeat_at, clock_.Now());
@@ -37,11 +38,13 @@ TEST_F(AgentStoreTest, UpsertRegistersThenUpdates) {
   again.backend = "cpu";
   again.cpu_ranks = 4;
   again.gpu_count = 0;
+  again.address = "10.0.0.99:7070";
   a = store_->UpsertAgent(again);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->info.backend, "cpu");
   EXPECT_EQ(a->info.cpu_ranks, 4);
   EXPECT_EQ(a->info.gpu_count, 0);
+  EXPECT_EQ(a->info.address, "10.0.0.99:7070");
   EXPECT_EQ(a->state, AgentState::kActive);  // back again
   EXPECT_EQ(a->registered_at, registered);   // first registration kept
   EXPECT_EQ(a->last_heartbeat_at, clock_.Now());

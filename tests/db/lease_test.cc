@@ -250,6 +250,71 @@ TEST_F(LeaseTest, ExtendLeaseOnlyByAHolder) {
   EXPECT_EQ(GetTrialOrDie(ids[0]).status, TrialState::kLeased);
 }
 
+TEST_F(LeaseTest, ExtendLeasesOfAnAgentMovesEveryLeaseItHolds) {
+  const std::vector<int64_t> ids = MakeTrials(
+      study_,
+      {SampleTrial(), SampleTrial(2, 1, /*gang_size=*/2), SampleTrial()});
+  ASSERT_TRUE(store_->LeaseTrial(ids[0], {"a"}, In(absl::Minutes(1))).ok());
+  ASSERT_TRUE(
+      store_->LeaseTrial(ids[1], {"b", "a"}, In(absl::Minutes(1))).ok());
+  ASSERT_TRUE(store_->LeaseTrial(ids[2], {"c"}, In(absl::Minutes(1))).ok());
+  auto held = store_->ExtendLeasesOf("a", In(absl::Minutes(10)));
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_EQ(*held, (std::vector<int64_t>{ids[0], ids[1]}));
+  EXPECT_EQ(GetTrialOrDie(ids[0]).lease_expires_at, In(absl::Minutes(10)));
+  EXPECT_EQ(GetTrialOrDie(ids[1]).lease_expires_at, In(absl::Minutes(10)));
+  EXPECT_EQ(GetTrialOrDie(ids[2]).lease_expires_at, In(absl::Minutes(1)));
+  clock_.Advance(absl::Minutes(2));
+  auto expired = store_->RequeueExpiredLeases(clock_.Now());
+  ASSERT_TRUE(expired.ok());
+  EXPECT_EQ(expired->requeued, std::vector<int64_t>{ids[2]});
+  auto none = store_->ExtendLeasesOf("c", In(absl::Minutes(10)));
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  ExpectErrorWritesNothing(
+      [&] {
+        return store_->ExtendLeasesOf("ghost", In(absl::Hours(1))).status();
+      },
+      absl::StatusCode::kNotFound, "agent ghost");
+}
+
+TEST_F(LeaseTest, ReleasedLeaseIsQueuedAgainWithoutAnAttempt) {
+  const std::vector<int64_t> ids =
+      MakeTrials(study_, {SampleTrial(2, 1, /*gang_size=*/2), SampleTrial()});
+  ASSERT_TRUE(
+      store_->LeaseTrial(ids[0], {"a", "b"}, In(absl::Minutes(5))).ok());
+  ExpectErrorWritesNothing(
+      [&] { return store_->ReleaseLease(ids[0], "c", "stopping"); },
+      absl::StatusCode::kFailedPrecondition, "agent c does not hold");
+  ExpectErrorWritesNothing(
+      [&] { return store_->ReleaseLease(ids[1], "a", "stopping"); },
+      absl::StatusCode::kFailedPrecondition, "queued");
+  ExpectErrorWritesNothing(
+      [&] { return store_->ReleaseLease(555, "a", "stopping"); },
+      absl::StatusCode::kNotFound, "trial 555");
+  ASSERT_TRUE(store_->ReleaseLease(ids[0], "b", "SIGTERM").ok());
+  Trial t = GetTrialOrDie(ids[0]);
+  EXPECT_EQ(t.status, TrialState::kQueued);
+  EXPECT_EQ(t.attempts, 0);
+  EXPECT_EQ(t.reason, "handed back by agent b: SIGTERM");
+  EXPECT_TRUE(t.lease_agent_ids.empty());  // the whole gang's lease
+  EXPECT_FALSE(t.started_at.has_value());
+  // The gang's other agent finds its lease gone.
+  ExpectErrorWritesNothing(
+      [&] {
+        return store_->ReportTrial(ids[0], "a", SampleResult(), clock_.Now());
+      },
+      absl::StatusCode::kFailedPrecondition, "does not hold");
+  // Handed back after the study ended: nothing left to run it for.
+  ASSERT_TRUE(store_->LeaseTrial(ids[1], {"c"}, In(absl::Minutes(5))).ok());
+  ASSERT_TRUE(store_->SetStudyStatus(study_, StudyStatus::kCancelled, "").ok());
+  ASSERT_TRUE(store_->ReleaseLease(ids[1], "c", "").ok());
+  t = GetTrialOrDie(ids[1]);
+  EXPECT_EQ(t.status, TrialState::kCancelled);
+  EXPECT_EQ(t.finished_at, clock_.Now());
+  EXPECT_EQ(t.attempts, 0);
+}
+
 TEST_F(LeaseTest, ExpiredLeasesAreRequeuedUntilMaxAttempts) {
   const std::vector<int64_t> ids =
       MakeTrials(study_, {SampleTrial(), SampleTrial()});

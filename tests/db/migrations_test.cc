@@ -110,6 +110,36 @@ TEST(MigrationsTest, OnlyTheMissingMigrationsRunInOrder) {
   EXPECT_EQ(*db->QueryInt("SELECT count(*) FROM b"), 1);
 }
 
+// A database made by an older build (schema version 1, with data) is brought
+// up to date by the store's Open, and its data keeps working.
+TEST(MigrationsTest, StoreUpgradesAnOlderDatabase) {
+  TempDir dir;
+  const std::string path = dir.File("old.db");
+  ASSERT_GE(EmbeddedMigrations().size(), 2u);
+  {
+    auto db = OpenOrDie(path);
+    ASSERT_TRUE(ApplyMigrations(*db, {EmbeddedMigrations()[0]}).ok());
+    ASSERT_TRUE(
+        db->Exec("INSERT INTO agents (id, hostname, backend, gpu_count, "
+                 "memory_bytes, state, registered_at_us, "
+                 "last_heartbeat_at_us) VALUES ('old', 'h', 'cpu', 0, "
+                 "0, 'active', 0, 0)")
+            .ok());
+  }
+  absl::StatusOr<std::unique_ptr<SqliteTrialStore>> store =
+      SqliteTrialStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<Agent> old = (*store)->GetAgent("old");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->info.address, "");  // the new column's default
+  AgentRegistration again = old->info;
+  again.address = "10.1.1.1:1";
+  ASSERT_TRUE((*store)->UpsertAgent(again).ok());
+  EXPECT_EQ((*store)->GetAgent("old")->info.address, "10.1.1.1:1");
+  auto db = OpenOrDie(path);
+  EXPECT_EQ(*SchemaVersion(*db), EmbeddedMigrations().back().version);
+}
+
 TEST(MigrationsTest, NewerDatabaseIsRefused) {
   TempDir dir;
   const std::string path = dir.File("a.db");

@@ -136,6 +136,7 @@ AgentRegistration SampleAgent(absl::string_view id) {
   a.memory_bytes = 85'899'345'920;
   a.driver = "550.54";
   a.interconnect = "nvlink";
+  a.address = absl::StrCat("10.0.0.", id.size(), ":7070");
   return a;
 }
 

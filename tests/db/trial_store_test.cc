@@ -31,6 +31,8 @@ TEST_F(TrialStoreTest, AddedTrialsReadBackQueued) {
   const Trial ta = GetTrialOrDie(ids[0]);
   EXPECT_EQ(ta.id, ids[0]);
   EXPECT_EQ(ta.study_id, study);
+  EXPECT_EQ(ta.model, "llama2-7b");
+  EXPECT_EQ(ta.gpu, "H100-SXM");
   EXPECT_EQ(ta.layout, a.layout);
   EXPECT_EQ(ta.rung, 1);
   EXPECT_EQ(ta.steps, 20);
