@@ -112,9 +112,9 @@ Tensor Block(const Tensor& t, int r, int n) {
 // INTERNAL unless `m` carries exactly `bytes` bytes (after a good verdict
 // every rank agrees on the sizes, so this is a bug, not a user error).
 absl::Status ExpectPayload(const Message& m, size_t bytes,
-                           absl::string_view what) {
+                           absl::FunctionRef<std::string()> what) {
   if (m.header.payload_bytes == bytes) return absl::OkStatus();
-  return absl::InternalError(absl::StrCat(what, ": protocol error: got ",
+  return absl::InternalError(absl::StrCat(what(), ": protocol error: got ",
                                           m.header.payload_bytes,
                                           " bytes, want ", bytes));
 }
@@ -156,7 +156,6 @@ absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq, int step,
                                        PartFn part,
                                        std::vector<Message>* from) {
   const int n = size();
-  const std::string what = Describe(call, seq, name_);
   WireHeader h;
   h.kind = call.kind;
   h.dtype = static_cast<uint8_t>(call.dtype);
@@ -176,9 +175,11 @@ absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq, int step,
     const absl::string_view bytes =
         call.local.ok() ? part(peer) : call.local.message();
     h.payload_bytes = bytes.size();
-    TESSERA_RETURN_IF_ERROR(
-        Annotate(mesh_->Send(world_ranks_[peer], h, bytes.data()),
-                 absl::StrCat(what, ": sending to ", RankName(peer))));
+    absl::Status sent = mesh_->Send(world_ranks_[peer], h, bytes.data());
+    if (!sent.ok()) {
+      return Annotate(sent, absl::StrCat(Describe(call, seq, name_),
+                                         ": sending to ", RankName(peer)));
+    }
   }
   std::vector<int> srcs;  // world ranks, in group rank order
   for (int r = 0; r < n; ++r) {
@@ -197,7 +198,7 @@ absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq, int step,
       names.push_back(RankName(static_cast<int>(it - world_ranks_.begin())));
     }
     return absl::DeadlineExceededError(absl::StrCat(
-        what, ": ", RankName(rank_), " waited ",
+        Describe(call, seq, name_), ": ", RankName(rank_), " waited ",
         absl::FormatDuration(mesh_->timeout()), " but ",
         absl::StrJoin(names, ", "),
         step == 0 ? " did not arrive" : " did not send its share"));
@@ -205,7 +206,8 @@ absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq, int step,
   if (!s.ok()) {
     // The world's abort keeps its cause; a peer that left gets the context.
     if (s == mesh_->abort_status()) return s;
-    return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+    return absl::Status(
+        s.code(), absl::StrCat(Describe(call, seq, name_), ": ", s.message()));
   }
   from->clear();
   from->resize(n);
@@ -213,9 +215,10 @@ absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq, int step,
     if (static_cast<int>(r) == rank_) ++r;
     const WireHeader& g = got[i].header;
     if (g.seq != seq || g.step != step) {
-      return absl::InternalError(absl::StrCat(
-          what, ": protocol error: ", RankName(static_cast<int>(r)),
-          " sent step ", g.step, " of collective #", g.seq));
+      return absl::InternalError(
+          absl::StrCat(Describe(call, seq, name_),
+                       ": protocol error: ", RankName(static_cast<int>(r)),
+                       " sent step ", g.step, " of collective #", g.seq));
     }
     (*from)[r] = std::move(got[i]);
   }
@@ -248,10 +251,10 @@ absl::Status TcpCommunicator::Arrive(const Call& call, uint64_t seq,
     }
   }
   const Call& first = calls[0];
-  const std::string what = Describe(first, seq, name_);
+  auto what = [&] { return Describe(first, seq, name_); };
   auto mismatch = [&](int r, absl::string_view field, auto mine, auto theirs) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, ": ", RankName(r), " passed ", field, " ", mine,
+        absl::StrCat(what(), ": ", RankName(r), " passed ", field, " ", mine,
                      " but ", RankName(0), " passed ", theirs));
   };
   for (int r = 0; r < size(); ++r) {
@@ -262,7 +265,7 @@ absl::Status TcpCommunicator::Arrive(const Call& call, uint64_t seq,
     }
     if (c.kind != first.kind) {
       return absl::InvalidArgumentError(absl::StrCat(
-          what, ": ", RankName(r), " called ",
+          what(), ": ", RankName(r), " called ",
           tcp_internal::MessageKindName(c.kind),
           " instead (collectives must be called in the same order)"));
     }
@@ -325,7 +328,7 @@ absl::Status TcpCommunicator::AllReduce(const Tensor& send, const Tensor& recv,
   std::vector<Message> from;
   TESSERA_RETURN_IF_ERROR(Arrive(
       call, seq, [&](int peer) { return Bytes(Block(send, peer, n)); }, &from));
-  const std::string what = Describe(call, seq, name_);
+  auto what = [&] { return Describe(call, seq, name_); };
   const Tensor mine_in = Block(send, rank_, n);
   const Tensor mine = Block(recv, rank_, n);
   std::vector<const void*> srcs(n);
@@ -378,7 +381,7 @@ absl::Status TcpCommunicator::AllGather(const Tensor& send,
   std::vector<Message> from;
   TESSERA_RETURN_IF_ERROR(Arrive(
       call, seq, [&](int) { return Bytes(send); }, &from));
-  const std::string what = Describe(call, seq, name_);
+  auto what = [&] { return Describe(call, seq, name_); };
   const int64_t count = send.numel;
   for (int r = 0; r < n; ++r) {
     const Tensor block = recv.Slice(r * count, count);
@@ -420,7 +423,7 @@ absl::Status TcpCommunicator::ReduceScatter(const Tensor& send,
       call, seq,
       [&](int peer) { return Bytes(send.Slice(peer * count, count)); }, &from));
   if (count == 0) return absl::OkStatus();
-  const std::string what = Describe(call, seq, name_);
+  auto what = [&] { return Describe(call, seq, name_); };
   std::vector<const void*> srcs(n);
   for (int r = 0; r < n; ++r) {
     if (r == rank_) {
@@ -450,8 +453,8 @@ absl::Status TcpCommunicator::Broadcast(const Tensor& buf, int root) {
       [&](int) { return rank_ == root ? Bytes(buf) : absl::string_view(); },
       &from));
   if (rank_ == root) return absl::OkStatus();
-  TESSERA_RETURN_IF_ERROR(
-      ExpectPayload(from[root], buf.bytes(), Describe(call, seq, name_)));
+  TESSERA_RETURN_IF_ERROR(ExpectPayload(
+      from[root], buf.bytes(), [&] { return Describe(call, seq, name_); }));
   CopyBytes(buf.data, from[root].payload.get(), buf.bytes());
   return absl::OkStatus();
 }
@@ -562,7 +565,8 @@ absl::Status TcpCommunicator::RecvNow(const Tensor& buf, int peer) {
         context, ": expected ", DTypeName(buf.dtype), " x ", buf.numel,
         " but the matching Send has ", DTypeName(dtype), " x ", h.count));
   }
-  TESSERA_RETURN_IF_ERROR(ExpectPayload(got[0], buf.bytes(), context));
+  TESSERA_RETURN_IF_ERROR(
+      ExpectPayload(got[0], buf.bytes(), [&] { return context; }));
   CopyBytes(buf.data, got[0].payload.get(), buf.bytes());
   return absl::OkStatus();
 }

@@ -63,8 +63,7 @@ TcpMesh::~TcpMesh() {
     }
     TellPeers(notice);
   } else {
-    // No communicator is left, so nobody else writes: say goodbye, then
-    // half-close so the peer reads the goodbye before the end of stream.
+    // No communicator is left, so nobody else writes: say goodbye.
     WireHeader bye;
     bye.kind = MessageKind::kGoodbye;
     const ByteRange range{&bye, sizeof(bye)};
@@ -74,25 +73,25 @@ TcpMesh::~TcpMesh() {
       std::lock_guard<std::mutex> write_lock(peer.write_mu);
       (void)WriteAll(peer.socket.fd(), {&range, 1},
                      DeadlineAfter(kCloseLinger));
-      ::shutdown(peer.socket.fd(), SHUT_WR);
     }
-    // Closing with unread input resets the connection, which may drop what
-    // is still unsent: wait (bounded) until each peer has acknowledged
-    // everything or has closed its end too.
-    const Deadline linger = DeadlineAfter(std::min(kCloseLinger, timeout_));
-    for (int p = 0; p < size(); ++p) {
-      if (p == rank_) continue;
-      for (;;) {
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          if (peers_[p]->reader_done) break;
-        }
-        if (UnacknowledgedBytes(peers_[p]->socket.fd()) == 0 ||
-            Expired(linger)) {
-          break;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // Half-close, so that each peer reads the last message before the end of
+  // the stream. Closing with unread input resets the connection, which may
+  // drop what is still unsent: wait (bounded) until each peer has
+  // acknowledged everything or has closed its end too.
+  const Deadline linger = DeadlineAfter(std::min(kCloseLinger, timeout_));
+  for (int p = 0; p < size(); ++p) {
+    if (p == rank_) continue;
+    ::shutdown(peers_[p]->socket.fd(), SHUT_WR);
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (peers_[p]->reader_done) break;
       }
+      if (UnacknowledgedBytes(peers_[p]->socket.fd()) == 0 || Expired(linger)) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
   for (int p = 0; p < size(); ++p) {
