@@ -423,5 +423,52 @@ TEST(TcpFailureTest, StaleRendezvousFileIsRetriedAndRemovedAfterwards) {
   EXPECT_EQ(b, 12);
 }
 
+TEST(TcpFailureTest, WildcardBindWithAnAdvertisedHostAndAFixedPort) {
+  // Every rank listens on all interfaces and tells the others 127.0.0.1;
+  // rank 0 on a port chosen here (free a moment ago).
+  TcpWorldOptions options;
+  options.rendezvous_file = RendezvousFile();
+  options.bind_host = "0.0.0.0";
+  options.advertise_host = "127.0.0.1";
+  options.timeout = absl::Seconds(20);
+  {
+    absl::StatusOr<tcp_internal::Socket> probe =
+        tcp_internal::Listen("127.0.0.1", 0);
+    ASSERT_TRUE(probe.ok());
+    options.port = *tcp_internal::LocalPort(*probe);
+  }
+  std::vector<absl::Status> statuses(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      if (r == 1) {  // rank 1 reads the file before it is gone
+        std::string content;
+        for (int tries = 0; content.empty() && tries < 2000; ++tries) {
+          std::ifstream in(options.rendezvous_file);
+          std::getline(in, content);
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+        if (content != absl::StrCat("127.0.0.1:", options.port)) {
+          statuses[r] = absl::InternalError(content);
+        }
+      }
+      absl::StatusOr<std::unique_ptr<Communicator>> world =
+          ConnectTcpWorld(r, 3, options);
+      if (!world.ok()) {
+        statuses[r] = world.status();
+        return;
+      }
+      int32_t x = r + 1;
+      absl::Status s =
+          (*world)->AllReduce(Tensor{&x, DType::kI32, 1},
+                              Tensor{&x, DType::kI32, 1}, ReduceOp::kSum);
+      if (s.ok() && x != 6) s = absl::InternalError(absl::StrCat("sum ", x));
+      if (statuses[r].ok()) statuses[r] = s;
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : statuses) EXPECT_TRUE(s.ok()) << s;
+}
+
 }  // namespace
 }  // namespace tessera::executor
