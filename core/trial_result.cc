@@ -1,5 +1,7 @@
 #include "core/trial_result.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "core/layout_json.h"
 
@@ -24,6 +26,26 @@ absl::Status ReadOptional(const nlohmann::json& json, const char* key, T* out) {
     *out = it->get<T>();
   } catch (const nlohmann::json::exception& e) {
     return FieldError(key, absl::StrCat("wrong type (", it->type_name(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+// Reads an array of numbers where null stands for a value that was not finite
+// (JSON has no NaN or infinity; nlohmann writes them as null).
+absl::Status ReadNumbers(const nlohmann::json& json, const char* key,
+                         std::vector<double>* out) {
+  auto it = json.find(key);
+  if (it == json.end() || it->is_null()) return absl::OkStatus();
+  if (!it->is_array()) return FieldError(key, "expected an array of numbers");
+  out->clear();
+  for (const nlohmann::json& v : *it) {
+    if (v.is_null()) {
+      out->push_back(std::numeric_limits<double>::quiet_NaN());
+    } else if (v.is_number()) {
+      out->push_back(v.get<double>());
+    } else {
+      return FieldError(key, absl::StrCat("expected numbers, got ", v.dump()));
+    }
   }
   return absl::OkStatus();
 }
@@ -128,8 +150,8 @@ absl::StatusOr<TrialResult> TrialResultFromJson(const nlohmann::json& json) {
   read("compute_s", &r.compute_s);
   read("comm_s", &r.comm_s);
   read("exposed_comm_s", &r.exposed_comm_s);
-  read("loss", &r.loss);
-  read("step_times_s", &r.step_times_s);
+  if (s.ok()) s = ReadNumbers(json, "loss", &r.loss);
+  if (s.ok()) s = ReadNumbers(json, "step_times_s", &r.step_times_s);
   double watts = 0, tokens_per_joule = 0;
   if (s.ok() && json.contains("watts_per_gpu") &&
       !json["watts_per_gpu"].is_null()) {

@@ -69,9 +69,13 @@ struct TrialResult {
   std::vector<double> step_times_s;        // per step, warm-up included
 };
 
+// Non-finite numbers (a nan trial's loss) become null. Dump the JSON with
+// nlohmann's error_handler_t::replace: reasons may carry arbitrary bytes (a
+// crashed process's stderr).
 nlohmann::json TrialResultToJson(const TrialResult& result);
 // Reads the object TrialResultToJson writes; errors name the field
 // ("trial.status: ..."). Unknown fields are ignored (newer executors may add).
+// null in loss / step_times_s reads back as NaN.
 absl::StatusOr<TrialResult> TrialResultFromJson(const nlohmann::json& json);
 
 }  // namespace tessera

@@ -2,8 +2,8 @@
 // its result as one JSON object (core/trial_result.h). Agents launch it; people
 // can too:
 //
-//   tessera-trial --backend cpu --model tiny --ranks 8 --global-batch 16 \
-//       --seq-len 128 --layout tp=2,pp=2,zero=3,micro_batch=1 \
+//   tessera-trial --backend cpu --model tiny --ranks 8 --global-batch 16
+//       --seq-len 128 --layout tp=2,pp=2,zero=3,micro_batch=1
 //       --warmup 3 --steps 10 --json result.json
 //
 // One process per rank (what agents run for trials that span hosts): start
@@ -129,7 +129,10 @@ bool WriteText(const std::string& path, const std::string& text) {
 }
 
 bool WriteResult(const std::string& path, const TrialResult& result) {
-  return WriteText(path, TrialResultToJson(result).dump(2) + "\n");
+  return WriteText(path, TrialResultToJson(result).dump(
+                             2, ' ', false,
+                             nlohmann::json::error_handler_t::replace) +
+                             "\n");
 }
 
 int Main(const std::vector<std::string>& args) {
@@ -189,8 +192,14 @@ int Main(const std::vector<std::string>& args) {
   result.seq_len = c.seq_len;
   result.warmup_steps = c.warmup_steps;
   result.status = TrialStatus::kInvalid;
-  ModelOverrides overrides{f.layers, f.hidden,     f.heads, f.kv_heads,
-                           f.ffn_hidden, f.vocab, f.mlp,  std::nullopt};
+  ModelOverrides overrides;
+  overrides.layers = f.layers;
+  overrides.hidden = f.hidden;
+  overrides.heads = f.heads;
+  overrides.kv_heads = f.kv_heads;
+  overrides.ffn_hidden = f.ffn_hidden;
+  overrides.vocab = f.vocab;
+  overrides.mlp = f.mlp;
   absl::StatusOr<ModelConfig> model = ResolveModel(f.model, overrides);
   absl::StatusOr<Layout> layout = ParseLayout(f.layout.value_or(""));
   if (!model.ok()) {

@@ -277,6 +277,11 @@ TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
     }
     RankRecord mine;
     failure = RunRank(c, engine_config, deadline, blas_threads, **world, &mine);
+    if (!failure.ok()) {
+      // Tell the other processes now, with the cause, rather than letting
+      // them find out when they next need this rank.
+      static_cast<TcpCommunicator&>(**world).Abort(failure);
+    }
     if (failure.ok()) {
       absl::StatusOr<std::vector<RankRecord>> all = GatherRecords(
           **world, mine, peak_per_rank, c.warmup_steps + c.steps,

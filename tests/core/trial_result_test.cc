@@ -1,5 +1,8 @@
 #include "core/trial_result.h"
 
+#include <cmath>
+#include <limits>
+
 #include "gtest/gtest.h"
 
 namespace tessera {
@@ -45,6 +48,22 @@ TEST(TrialResultTest, RoundTripKeepsEveryField) {
   ASSERT_TRUE(back.ok());
   EXPECT_DOUBLE_EQ(*back->watts_per_gpu, 650);
   EXPECT_DOUBLE_EQ(*back->tokens_per_joule, 1.5);
+}
+
+TEST(TrialResultTest, NanLossRoundTrips) {
+  TrialResult r;
+  r.status = TrialStatus::kNan;
+  r.reason = "loss is nan at step 2";
+  r.loss = {6.2, 6.1, std::nan(""), std::numeric_limits<double>::infinity()};
+  const nlohmann::json j = TrialResultToJson(r);
+  absl::StatusOr<TrialResult> back = TrialResultFromJson(
+      nlohmann::json::parse(j.dump()));
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->loss.size(), 4u);
+  EXPECT_DOUBLE_EQ(back->loss[1], 6.1);
+  EXPECT_TRUE(std::isnan(back->loss[2]));
+  EXPECT_TRUE(std::isnan(back->loss[3]));  // not finite: null: NaN
+  EXPECT_FALSE(TrialResultFromJson({{"status", "ok"}, {"loss", {1, "x"}}}).ok());
 }
 
 TEST(TrialResultTest, ErrorsNameTheField) {
