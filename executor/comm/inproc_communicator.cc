@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "executor/comm/internal/argument_checks.h"
+#include "executor/comm/internal/call_context.h"
 #include "executor/comm/internal/group.h"
 #include "executor/comm/internal/rendezvous.h"
 #include "executor/comm/internal/world_state.h"
@@ -21,49 +23,6 @@ using comm_internal::SplitResult;
 using comm_internal::WorldState;
 
 namespace {
-
-// Prefixes `context` to an error; ABORTED keeps the abort cause's message.
-absl::Status Annotate(absl::Status status, absl::string_view context) {
-  if (status.ok() || status.code() == absl::StatusCode::kAborted) {
-    return status;
-  }
-  return absl::Status(status.code(),
-                      absl::StrCat(context, ": ", status.message()));
-}
-
-// OK when `t` can be read or written: a non-negative numel and, when not
-// empty, a buffer.
-absl::Status CheckTensor(absl::string_view name, const Tensor& t) {
-  if (t.numel < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ".numel is ", t.numel));
-  }
-  if (t.numel > 0 && t.data == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ".data is null"));
-  }
-  return absl::OkStatus();
-}
-
-// Whether the bytes of a and b overlap (addresses compared as integers: the
-// buffers may be device memory).
-bool Overlaps(const Tensor& a, const Tensor& b) {
-  const auto a0 = reinterpret_cast<uintptr_t>(a.data);
-  const auto b0 = reinterpret_cast<uintptr_t>(b.data);
-  return a.bytes() > 0 && b.bytes() > 0 && a0 < b0 + b.bytes() &&
-         b0 < a0 + a.bytes();
-}
-
-// The checks every data collective with a send and a recv shares.
-absl::Status CheckSendRecv(const Tensor& send, const Tensor& recv) {
-  if (absl::Status s = CheckTensor("send", send); !s.ok()) return s;
-  if (absl::Status s = CheckTensor("recv", recv); !s.ok()) return s;
-  if (send.dtype != recv.dtype) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("send.dtype ", DTypeName(send.dtype), " != recv.dtype ",
-                     DTypeName(recv.dtype)));
-  }
-  return absl::OkStatus();
-}
 
 // Meets the group's other ranks at collective number `seq`.
 absl::Status RunCollective(Group& group, int rank, uint64_t seq,
@@ -100,15 +59,7 @@ absl::Status InProcessCommunicator::AllReduce(const Tensor& send,
   call.op = op;
   call.send = send;
   call.recv = recv;
-  call.local = CheckSendRecv(send, recv);
-  if (call.local.ok() && recv.numel != send.numel) {
-    call.local = absl::InvalidArgumentError(
-        absl::StrCat("recv.numel ", recv.numel, " != send.numel ", send.numel));
-  }
-  if (call.local.ok() && recv.data != send.data && Overlaps(send, recv)) {
-    call.local = absl::InvalidArgumentError(
-        "recv partly overlaps send (in place needs recv == send)");
-  }
+  call.local = comm_internal::CheckAllReduce(send, recv);
   stats_.bytes += static_cast<int64_t>(send.bytes());
   MemoryOps& ops = group_->world().memory_ops();
   const int n = size();
@@ -148,18 +99,7 @@ absl::Status InProcessCommunicator::AllGather(const Tensor& send,
   call.count = send.numel;
   call.send = send;
   call.recv = recv;
-  call.local = CheckSendRecv(send, recv);
-  if (call.local.ok() && recv.numel != n * send.numel) {
-    call.local = absl::InvalidArgumentError(
-        absl::StrCat("recv.numel ", recv.numel, " != group size ", n,
-                     " x send.numel ", send.numel));
-  }
-  if (call.local.ok() && send.data != recv.Slice(rank_ * send.numel, 0).data &&
-      Overlaps(send, recv)) {
-    call.local = absl::InvalidArgumentError(
-        "send partly overlaps recv (in place needs send == this rank's block "
-        "of recv)");
-  }
+  call.local = comm_internal::CheckAllGather(send, recv, rank_, n);
   stats_.bytes += static_cast<int64_t>(recv.bytes());
   MemoryOps& ops = group_->world().memory_ops();
   // Each rank pulls every block into its own recv (its own block in place
@@ -189,18 +129,7 @@ absl::Status InProcessCommunicator::ReduceScatter(const Tensor& send,
   call.op = op;
   call.send = send;
   call.recv = recv;
-  call.local = CheckSendRecv(send, recv);
-  if (call.local.ok() && send.numel != n * recv.numel) {
-    call.local = absl::InvalidArgumentError(
-        absl::StrCat("send.numel ", send.numel, " != group size ", n,
-                     " x recv.numel ", recv.numel));
-  }
-  if (call.local.ok() && recv.data != send.Slice(rank_ * recv.numel, 0).data &&
-      Overlaps(send, recv)) {
-    call.local = absl::InvalidArgumentError(
-        "recv partly overlaps send (in place needs recv == this rank's block "
-        "of send)");
-  }
+  call.local = comm_internal::CheckReduceScatter(send, recv, rank_, n);
   stats_.bytes += static_cast<int64_t>(send.bytes());
   MemoryOps& ops = group_->world().memory_ops();
   // Rank r reduces block r of every rank's send, in rank order.
@@ -225,8 +154,7 @@ absl::Status InProcessCommunicator::Broadcast(const Tensor& buf, int root) {
   call.count = buf.numel;
   call.root = root;
   call.send = buf;
-  call.local = CheckTensor("buf", buf);
-  if (call.local.ok()) call.local = CheckPeer("root", root);
+  call.local = comm_internal::CheckBroadcast(buf, root, size());
   stats_.bytes += static_cast<int64_t>(buf.bytes());
   MemoryOps& ops = group_->world().memory_ops();
   return RunCollective(
@@ -255,10 +183,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> InProcessCommunicator::Split(
   call.color = color;
   call.key = key;
   call.split_out = &result;
-  if (color < 0) {
-    call.local = absl::InvalidArgumentError(
-        absl::StrCat("color ", color, " (must be >= 0)"));
-  }
+  call.local = comm_internal::CheckSplitColor(color);
   const uint64_t seq = seq_++;
   // Rank 0 forms every new group and hands each rank its place; the others
   // read theirs once the rendezvous ends.
@@ -291,62 +216,42 @@ absl::StatusOr<std::unique_ptr<Communicator>> InProcessCommunicator::Split(
 }
 
 absl::Status InProcessCommunicator::Send(const Tensor& buf, int peer) {
-  TESSERA_RETURN_IF_ERROR(CheckPeer("Send: peer", peer));
+  TESSERA_RETURN_IF_ERROR(comm_internal::CheckPeer("Send: peer", peer, size()));
   const std::string context =
-      absl::StrCat("Send of ", DTypeName(buf.dtype), " x ", buf.numel, " to ",
-                   group_->RankName(peer), " on group ", group_->name());
-  TESSERA_RETURN_IF_ERROR(Annotate(CheckTensor("buf", buf), context));
+      comm_internal::DescribeSend(buf, group_->RankName(peer), group_->name());
+  TESSERA_RETURN_IF_ERROR(
+      comm_internal::Annotate(comm_internal::CheckTensor("buf", buf), context));
   ++stats_.sends;
   stats_.bytes += static_cast<int64_t>(buf.bytes());
-  return Annotate(group_->mailbox(rank_, peer).Send(buf, stats_), context);
+  return comm_internal::Annotate(group_->mailbox(rank_, peer).Send(buf, stats_),
+                                 context);
 }
 
 absl::Status InProcessCommunicator::Recv(const Tensor& buf, int peer) {
-  TESSERA_RETURN_IF_ERROR(CheckPeer("Recv: peer", peer));
-  if (group_depth_ > 0) {
-    TESSERA_RETURN_IF_ERROR(CheckTensor("Recv: buf", buf));
-    deferred_.push_back(DeferredRecv{buf, peer});
-    return absl::OkStatus();
-  }
+  TESSERA_RETURN_IF_ERROR(comm_internal::CheckPeer("Recv: peer", peer, size()));
+  if (deferred_.open()) return deferred_.Defer(buf, peer);
   return RecvNow(buf, peer);
 }
 
 absl::Status InProcessCommunicator::RecvNow(const Tensor& buf, int peer) {
-  const std::string context =
-      absl::StrCat("Recv of ", DTypeName(buf.dtype), " x ", buf.numel, " from ",
-                   group_->RankName(peer), " at ", group_->RankName(rank_),
-                   " on group ", group_->name());
-  TESSERA_RETURN_IF_ERROR(Annotate(CheckTensor("buf", buf), context));
+  const std::string context = comm_internal::DescribeRecv(
+      buf, group_->RankName(peer), group_->RankName(rank_), group_->name());
+  TESSERA_RETURN_IF_ERROR(
+      comm_internal::Annotate(comm_internal::CheckTensor("buf", buf), context));
   ++stats_.recvs;
   stats_.bytes += static_cast<int64_t>(buf.bytes());
-  return Annotate(group_->mailbox(peer, rank_).Recv(buf, stats_), context);
+  return comm_internal::Annotate(group_->mailbox(peer, rank_).Recv(buf, stats_),
+                                 context);
 }
 
 absl::Status InProcessCommunicator::GroupStart() {
-  ++group_depth_;
+  deferred_.Start();
   return absl::OkStatus();
 }
 
 absl::Status InProcessCommunicator::GroupEnd() {
-  if (group_depth_ == 0) {
-    return absl::FailedPreconditionError("GroupEnd without GroupStart");
-  }
-  if (--group_depth_ > 0) return absl::OkStatus();
-  // Every send of the group went out eagerly, so the receives, in call
-  // order, cannot wait on each other.
-  std::vector<DeferredRecv> recvs = std::move(deferred_);
-  deferred_.clear();
-  for (const DeferredRecv& recv : recvs) {
-    TESSERA_RETURN_IF_ERROR(RecvNow(recv.buf, recv.peer));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status InProcessCommunicator::CheckPeer(absl::string_view what,
-                                              int peer) const {
-  if (peer >= 0 && peer < size()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      what, " ", peer, " is outside the group's ranks [0, ", size(), ")"));
+  return deferred_.End(
+      [&](const Tensor& buf, int peer) { return RecvNow(buf, peer); });
 }
 
 // ---- InProcessWorld --------------------------------------------------------

@@ -30,6 +30,7 @@
 #include "absl/time/time.h"
 #include "executor/comm/comm_stats.h"
 #include "executor/comm/communicator.h"
+#include "executor/comm/internal/deferred_recvs.h"
 #include "executor/comm/memory_ops.h"
 #include "executor/tensor.h"
 
@@ -91,19 +92,12 @@ class InProcessCommunicator final : public Communicator {
   void ResetStats() { stats_ = CommStats{}; }
 
  private:
-  struct DeferredRecv {
-    Tensor buf;
-    int peer = 0;
-  };
   absl::Status RecvNow(const Tensor& buf, int peer);
-  // INVALID_ARGUMENT unless 0 <= peer < size().
-  absl::Status CheckPeer(absl::string_view what, int peer) const;
 
   std::shared_ptr<comm_internal::Group> group_;
   const int rank_;
   uint64_t seq_ = 0;  // collectives called so far on this group (their id)
-  int group_depth_ = 0;
-  std::vector<DeferredRecv> deferred_;
+  comm_internal::DeferredRecvs deferred_;  // GroupStart .. GroupEnd
   CommStats stats_;
 };
 

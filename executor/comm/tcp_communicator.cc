@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "executor/comm/internal/argument_checks.h"
+#include "executor/comm/internal/call_context.h"
 #include "executor/comm/internal/tcp_mesh.h"
 #include "executor/comm/internal/tcp_rendezvous.h"
 #include "executor/comm/internal/tcp_socket.h"
@@ -49,48 +51,6 @@ bool IsReduction(MessageKind kind) {
 }
 absl::string_view OpName(ReduceOp op) {
   return op == ReduceOp::kSum ? "sum" : "max";
-}
-
-// Prefixes `context` to an error; ABORTED keeps the abort cause's message.
-absl::Status Annotate(absl::Status status, absl::string_view context) {
-  if (status.ok() || status.code() == absl::StatusCode::kAborted) {
-    return status;
-  }
-  return absl::Status(status.code(),
-                      absl::StrCat(context, ": ", status.message()));
-}
-
-// OK when `t` can be read or written: a non-negative numel and, when not
-// empty, a buffer.
-absl::Status CheckTensor(absl::string_view name, const Tensor& t) {
-  if (t.numel < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, ".numel is ", t.numel));
-  }
-  if (t.numel > 0 && t.data == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ".data is null"));
-  }
-  return absl::OkStatus();
-}
-
-// Whether the bytes of a and b overlap.
-bool Overlaps(const Tensor& a, const Tensor& b) {
-  const auto a0 = reinterpret_cast<uintptr_t>(a.data);
-  const auto b0 = reinterpret_cast<uintptr_t>(b.data);
-  return a.bytes() > 0 && b.bytes() > 0 && a0 < b0 + b.bytes() &&
-         b0 < a0 + a.bytes();
-}
-
-// The checks every data collective with a send and a recv shares.
-absl::Status CheckSendRecv(const Tensor& send, const Tensor& recv) {
-  TESSERA_RETURN_IF_ERROR(CheckTensor("send", send));
-  TESSERA_RETURN_IF_ERROR(CheckTensor("recv", recv));
-  if (send.dtype != recv.dtype) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("send.dtype ", DTypeName(send.dtype), " != recv.dtype ",
-                     DTypeName(recv.dtype)));
-  }
-  return absl::OkStatus();
 }
 
 absl::string_view Bytes(const Tensor& t) {
@@ -137,13 +97,6 @@ std::string TcpCommunicator::RankName(int rank) const {
   return absl::StrCat("rank ", rank, " (world rank ", world_ranks_[rank], ")");
 }
 
-absl::Status TcpCommunicator::CheckPeer(absl::string_view what,
-                                        int peer) const {
-  if (peer >= 0 && peer < size()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      what, " ", peer, " is outside the group's ranks [0, ", size(), ")"));
-}
-
 void TcpCommunicator::Abort(const absl::Status& cause) { mesh_->Abort(cause); }
 
 absl::Status TcpCommunicator::abort_status() const {
@@ -177,8 +130,9 @@ absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq, int step,
     h.payload_bytes = bytes.size();
     absl::Status sent = mesh_->Send(world_ranks_[peer], h, bytes.data());
     if (!sent.ok()) {
-      return Annotate(sent, absl::StrCat(Describe(call, seq, name_),
-                                         ": sending to ", RankName(peer)));
+      return comm_internal::Annotate(
+          sent, absl::StrCat(Describe(call, seq, name_), ": sending to ",
+                             RankName(peer)));
     }
   }
   std::vector<int> srcs;  // world ranks, in group rank order
@@ -311,15 +265,7 @@ absl::Status TcpCommunicator::AllReduce(const Tensor& send, const Tensor& recv,
   call.dtype = send.dtype;
   call.count = send.numel;
   call.op = op;
-  call.local = CheckSendRecv(send, recv);
-  if (call.local.ok() && recv.numel != send.numel) {
-    call.local = absl::InvalidArgumentError(
-        absl::StrCat("recv.numel ", recv.numel, " != send.numel ", send.numel));
-  }
-  if (call.local.ok() && recv.data != send.data && Overlaps(send, recv)) {
-    call.local = absl::InvalidArgumentError(
-        "recv partly overlaps send (in place needs recv == send)");
-  }
+  call.local = comm_internal::CheckAllReduce(send, recv);
   const int n = size();
   const uint64_t seq = seq_++;
   // Reduce-scatter: every rank sends block p of its send to rank p, which
@@ -365,18 +311,7 @@ absl::Status TcpCommunicator::AllGather(const Tensor& send,
   call.kind = MessageKind::kAllGather;
   call.dtype = send.dtype;
   call.count = send.numel;
-  call.local = CheckSendRecv(send, recv);
-  if (call.local.ok() && recv.numel != n * send.numel) {
-    call.local = absl::InvalidArgumentError(
-        absl::StrCat("recv.numel ", recv.numel, " != group size ", n,
-                     " x send.numel ", send.numel));
-  }
-  if (call.local.ok() && send.data != recv.Slice(rank_ * send.numel, 0).data &&
-      Overlaps(send, recv)) {
-    call.local = absl::InvalidArgumentError(
-        "send partly overlaps recv (in place needs send == this rank's block "
-        "of recv)");
-  }
+  call.local = comm_internal::CheckAllGather(send, recv, rank_, n);
   const uint64_t seq = seq_++;
   std::vector<Message> from;
   TESSERA_RETURN_IF_ERROR(Arrive(
@@ -403,18 +338,7 @@ absl::Status TcpCommunicator::ReduceScatter(const Tensor& send,
   call.dtype = send.dtype;
   call.count = recv.numel;
   call.op = op;
-  call.local = CheckSendRecv(send, recv);
-  if (call.local.ok() && send.numel != n * recv.numel) {
-    call.local = absl::InvalidArgumentError(
-        absl::StrCat("send.numel ", send.numel, " != group size ", n,
-                     " x recv.numel ", recv.numel));
-  }
-  if (call.local.ok() && recv.data != send.Slice(rank_ * recv.numel, 0).data &&
-      Overlaps(send, recv)) {
-    call.local = absl::InvalidArgumentError(
-        "recv partly overlaps send (in place needs recv == this rank's block "
-        "of send)");
-  }
+  call.local = comm_internal::CheckReduceScatter(send, recv, rank_, n);
   const uint64_t seq = seq_++;
   const int64_t count = recv.numel;
   // Rank r reduces block r of every rank's send, in rank order.
@@ -442,8 +366,7 @@ absl::Status TcpCommunicator::Broadcast(const Tensor& buf, int root) {
   call.dtype = buf.dtype;
   call.count = buf.numel;
   call.root = root;
-  call.local = CheckTensor("buf", buf);
-  if (call.local.ok()) call.local = CheckPeer("root", root);
+  call.local = comm_internal::CheckBroadcast(buf, root, size());
   const uint64_t seq = seq_++;
   // Every rank tells every other its call (so all check all); only the
   // root's messages carry the data.
@@ -472,10 +395,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> TcpCommunicator::Split(int color,
   call.kind = MessageKind::kSplit;
   call.color = color;
   call.key = key;
-  if (color < 0) {
-    call.local = absl::InvalidArgumentError(
-        absl::StrCat("color ", color, " (must be >= 0)"));
-  }
+  call.local = comm_internal::CheckSplitColor(color);
   const uint64_t seq = seq_++;
   std::vector<Message> from;
   TESSERA_RETURN_IF_ERROR(Arrive(call, seq, NoBytes, &from));
@@ -509,11 +429,11 @@ absl::StatusOr<std::unique_ptr<Communicator>> TcpCommunicator::Split(int color,
 // ---- Point to point ---------------------------------------------------------
 
 absl::Status TcpCommunicator::Send(const Tensor& buf, int peer) {
-  TESSERA_RETURN_IF_ERROR(CheckPeer("Send: peer", peer));
+  TESSERA_RETURN_IF_ERROR(comm_internal::CheckPeer("Send: peer", peer, size()));
   const std::string context =
-      absl::StrCat("Send of ", DTypeName(buf.dtype), " x ", buf.numel, " to ",
-                   RankName(peer), " on group ", name_);
-  TESSERA_RETURN_IF_ERROR(Annotate(CheckTensor("buf", buf), context));
+      comm_internal::DescribeSend(buf, RankName(peer), name_);
+  TESSERA_RETURN_IF_ERROR(
+      comm_internal::Annotate(comm_internal::CheckTensor("buf", buf), context));
   WireHeader h;
   h.kind = MessageKind::kSend;
   h.dtype = static_cast<uint8_t>(buf.dtype);
@@ -529,20 +449,16 @@ absl::Status TcpCommunicator::Send(const Tensor& buf, int peer) {
 }
 
 absl::Status TcpCommunicator::Recv(const Tensor& buf, int peer) {
-  TESSERA_RETURN_IF_ERROR(CheckPeer("Recv: peer", peer));
-  if (group_depth_ > 0) {
-    TESSERA_RETURN_IF_ERROR(CheckTensor("Recv: buf", buf));
-    deferred_.push_back(DeferredRecv{buf, peer});
-    return absl::OkStatus();
-  }
+  TESSERA_RETURN_IF_ERROR(comm_internal::CheckPeer("Recv: peer", peer, size()));
+  if (deferred_.open()) return deferred_.Defer(buf, peer);
   return RecvNow(buf, peer);
 }
 
 absl::Status TcpCommunicator::RecvNow(const Tensor& buf, int peer) {
-  const std::string context = absl::StrCat(
-      "Recv of ", DTypeName(buf.dtype), " x ", buf.numel, " from ",
-      RankName(peer), " at ", RankName(rank_), " on group ", name_);
-  TESSERA_RETURN_IF_ERROR(Annotate(CheckTensor("buf", buf), context));
+  const std::string context =
+      comm_internal::DescribeRecv(buf, RankName(peer), RankName(rank_), name_);
+  TESSERA_RETURN_IF_ERROR(
+      comm_internal::Annotate(comm_internal::CheckTensor("buf", buf), context));
   std::vector<Message> got;
   std::vector<int> missing;
   const int src = world_ranks_[peer];
@@ -572,23 +488,13 @@ absl::Status TcpCommunicator::RecvNow(const Tensor& buf, int peer) {
 }
 
 absl::Status TcpCommunicator::GroupStart() {
-  ++group_depth_;
+  deferred_.Start();
   return absl::OkStatus();
 }
 
 absl::Status TcpCommunicator::GroupEnd() {
-  if (group_depth_ == 0) {
-    return absl::FailedPreconditionError("GroupEnd without GroupStart");
-  }
-  if (--group_depth_ > 0) return absl::OkStatus();
-  // Every send of the group went out eagerly, so the receives, in call
-  // order, cannot wait on each other.
-  std::vector<DeferredRecv> recvs = std::move(deferred_);
-  deferred_.clear();
-  for (const DeferredRecv& recv : recvs) {
-    TESSERA_RETURN_IF_ERROR(RecvNow(recv.buf, recv.peer));
-  }
-  return absl::OkStatus();
+  return deferred_.End(
+      [&](const Tensor& buf, int peer) { return RecvNow(buf, peer); });
 }
 
 // ---- The world

@@ -45,6 +45,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "executor/comm/communicator.h"
+#include "executor/comm/internal/deferred_recvs.h"
 #include "executor/tensor.h"
 
 namespace tessera::executor {
@@ -136,10 +137,6 @@ class TcpCommunicator final : public Communicator {
   friend absl::StatusOr<std::unique_ptr<Communicator>> ConnectTcpWorld(
       int rank, int world_size, const TcpWorldOptions& options);
   struct Call;
-  struct DeferredRecv {
-    Tensor buf;
-    int peer = 0;
-  };
   using PartFn = absl::FunctionRef<absl::string_view(int peer)>;
 
   TcpCommunicator(std::shared_ptr<tcp_internal::TcpMesh> mesh, std::string name,
@@ -159,8 +156,6 @@ class TcpCommunicator final : public Communicator {
   static std::string Describe(const Call& call, uint64_t seq,
                               absl::string_view group_name);
   absl::Status RecvNow(const Tensor& buf, int peer);
-  // INVALID_ARGUMENT unless 0 <= peer < size().
-  absl::Status CheckPeer(absl::string_view what, int peer) const;
   // "rank 2 (world rank 5)", or "rank 2" in the world group.
   std::string RankName(int rank) const;
 
@@ -171,8 +166,7 @@ class TcpCommunicator final : public Communicator {
   const int rank_;
   uint64_t seq_ = 0;    // collectives called so far (their number)
   uint64_t sends_ = 0;  // Sends so far (for the wire)
-  int group_depth_ = 0;
-  std::vector<DeferredRecv> deferred_;
+  comm_internal::DeferredRecvs deferred_;  // GroupStart .. GroupEnd
 };
 
 }  // namespace tessera::executor
