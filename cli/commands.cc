@@ -4,9 +4,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/best_command.h"
+#include "cli/cancel_command.h"
 #include "cli/exit_codes.h"
+#include "cli/history_command.h"
 #include "cli/plan_command.h"
 #include "cli/predict_command.h"
+#include "cli/studies_command.h"
+#include "cli/submit_command.h"
+#include "cli/trials_command.h"
+#include "cli/watch_command.h"
 
 namespace tessera::cli {
 namespace {
@@ -43,6 +50,15 @@ const std::vector<Command>& Commands() {
        &RunPlan},
       {"predict", "predict one layout: step time, throughput, memory, energy",
        &RunPredict},
+      {"submit", "send a study to the planner service (--wait: follow it)",
+       &RunSubmit},
+      {"watch", "follow a study's trials until its recommendation", &RunWatch},
+      {"studies", "list the planner's studies", &RunStudies},
+      {"trials", "list trials with what they measured (filters, --sort)",
+       &RunTrials},
+      {"best", "a study's best layout for throughput or energy", &RunBest},
+      {"history", "what every study measured, grouped by layout", &RunHistory},
+      {"cancel", "cancel a study", &RunCancel},
   };
   return commands;
 }

@@ -5,9 +5,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/exit_codes.h"
-#include "core/flags.h"
 #include "cli/plan_output.h"
+#include "cli/planner_client.h"
 #include "cli/workload_flags.h"
+#include "core/flags.h"
 #include "planner/calibration.h"
 #include "planner/search.h"
 #include "proto/convert.h"
@@ -26,12 +27,36 @@ constexpr char kAbout[] =
     "Prints the top layouts by tokens/s, the best-throughput and best-energy\n"
     "layouts with the full run's days, MWh and GPU-hours (with\n"
     "--total-tokens), and the Pareto front of tokens/s against tokens/J.\n"
+    "With --planner HOST:PORT the planner service ranks them instead, with\n"
+    "its current calibration, and the output is the same (exit 1 when the\n"
+    "planner cannot be reached).\n"
     "\n"
     "Example:\n"
     "  tessera plan --model llama2-7b --gpu h100-sxm --nodes 32 \\\n"
     "      --gpus-per-node 8 --global-batch 512 --seq-len 4096 \\\n"
     "      --total-tokens 1e12\n"
-    "  tessera plan --spec deploy/examples/study.json --json\n";
+    "  tessera plan --spec deploy/examples/study.json --json\n"
+    "  tessera plan --spec deploy/examples/study.json --planner "
+    "127.0.0.1:50051\n";
+
+// The planner service's ranking of `spec` (its current calibration), as a
+// local search returns it.
+absl::StatusOr<planner::SearchResult> PlanOnService(const PlannerFlags& planner,
+                                                    const v1::StudySpec& spec) {
+  PlannerClient client(*planner.planner, planner.Timeout());
+  v1::PlanRequest request;
+  *request.mutable_study() = spec;
+  absl::StatusOr<v1::PlanResponse> response = client.Plan(request);
+  if (!response.ok()) return response.status();
+  absl::StatusOr<planner::SearchResult> result =
+      SearchResultFromPlanResponse(*response);
+  if (!result.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "the planner at ", client.address(),
+        " answered a malformed plan: ", result.status().message()));
+  }
+  return result;
+}
 
 }  // namespace
 
@@ -48,11 +73,18 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
                "feasible)",
                &top);
   flags.AddSwitch("json", "print one JSON object instead of the table", &json);
+  PlannerFlags planner;
+  planner.Register(&flags,
+                   "rank on the planner service at HOST:PORT, with its "
+                   "calibration (default: locally, with the defaults)");
   if (FlagSet::WantsHelp(args)) {
     out << kAbout << flags.Help() << "\n" << kExitStatusHelp;
     return kExitOk;
   }
   if (absl::Status s = flags.Parse(args); !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  if (absl::Status s = planner.Validate(); !s.ok()) {
     return ReportError(err, kCommand, s);
   }
   absl::StatusOr<Study> study = workload_flags.Resolve();
@@ -71,7 +103,10 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     return ReportError(err, kCommand, s);
   }
   absl::StatusOr<planner::SearchResult> result =
-      planner::SearchLayouts(study->workload, planner::Calibration{}, *options);
+      planner.planner.has_value()
+          ? PlanOnService(planner, study->spec)
+          : planner::SearchLayouts(study->workload, planner::Calibration{},
+                                   *options);
   if (!result.ok()) return ReportError(err, kCommand, result.status());
   if (json) {
     out << DumpJson(PlanJson(*result)) << "\n";

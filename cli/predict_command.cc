@@ -4,12 +4,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/exit_codes.h"
-#include "core/flags.h"
 #include "cli/plan_output.h"
+#include "cli/planner_client.h"
 #include "cli/workload_flags.h"
+#include "core/flags.h"
 #include "core/layout.h"
 #include "planner/calibration.h"
 #include "planner/prediction.h"
+#include "proto/convert.h"
 
 namespace tessera::cli {
 namespace {
@@ -25,6 +27,9 @@ constexpr char kAbout[] =
     "MFU, memory per GPU by what holds it, watts and tokens/J, and the full\n"
     "run with --total-tokens. A layout that does not resolve against the\n"
     "workload or does not fit in memory prints `infeasible: <reason>`.\n"
+    "With --planner HOST:PORT the planner service predicts it instead, with\n"
+    "its current calibration, and the output is the same (exit 1 when the\n"
+    "planner cannot be reached).\n"
     "\n"
     "LAYOUT is key=value pairs: tp, sp, pp, vpp, cp, dp, zero, shard_group,\n"
     "micro_batch, grad_accum, recompute (none|selective|full). Omitted\n"
@@ -34,6 +39,27 @@ constexpr char kAbout[] =
     "Example:\n"
     "  tessera predict --spec deploy/examples/study.json \\\n"
     "      --layout tp=2,pp=1,vpp=1,cp=1,zero=3,micro_batch=2,recompute=none\n";
+
+// The planner service's prediction of `layout` for `spec` (its current
+// calibration), as a local prediction returns it.
+absl::StatusOr<planner::LayoutEvaluation> PredictOnService(
+    const PlannerFlags& planner, const v1::StudySpec& spec,
+    const Layout& layout) {
+  PlannerClient client(*planner.planner, planner.Timeout());
+  v1::PredictRequest request;
+  *request.mutable_study() = spec;
+  *request.mutable_layout() = LayoutToProto(layout);
+  absl::StatusOr<v1::PredictResponse> response = client.Predict(request);
+  if (!response.ok()) return response.status();
+  absl::StatusOr<planner::LayoutEvaluation> evaluation =
+      EvaluationFromProto(response->evaluation());
+  if (!evaluation.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "the planner at ", client.address(),
+        " answered a malformed layout: ", evaluation.status().message()));
+  }
+  return evaluation;
+}
 
 }  // namespace
 
@@ -49,11 +75,18 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
                   "the layout, e.g. tp=2,zero=3,micro_batch=2 (required)",
                   &layout_text);
   flags.AddSwitch("json", "print one JSON object", &json);
+  PlannerFlags planner;
+  planner.Register(&flags,
+                   "predict on the planner service at HOST:PORT, with its "
+                   "calibration (default: locally, with the defaults)");
   if (FlagSet::WantsHelp(args)) {
     out << kAbout << flags.Help() << "\n" << kExitStatusHelp;
     return kExitOk;
   }
   if (absl::Status s = flags.Parse(args); !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  if (absl::Status s = planner.Validate(); !s.ok()) {
     return ReportError(err, kCommand, s);
   }
   if (!layout_text.has_value()) {
@@ -69,12 +102,18 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
   }
   absl::StatusOr<Study> study = workload_flags.Resolve();
   if (!study.ok()) return ReportError(err, kCommand, study.status());
-  const planner::LayoutEvaluation evaluation =
-      planner::PredictLayout(study->workload, *layout, planner::Calibration{});
+  absl::StatusOr<planner::LayoutEvaluation> evaluation =
+      planner.planner.has_value()
+          ? PredictOnService(planner, study->spec, *layout)
+          : planner::PredictLayout(study->workload, *layout,
+                                   planner::Calibration{});
+  if (!evaluation.ok()) {
+    return ReportError(err, kCommand, evaluation.status());
+  }
   if (json) {
-    out << DumpJson(PredictJson(evaluation)) << "\n";
+    out << DumpJson(PredictJson(*evaluation)) << "\n";
   } else {
-    PrintPrediction(study->workload, evaluation, out);
+    PrintPrediction(study->workload, *evaluation, out);
   }
   return kExitOk;
 }

@@ -1,0 +1,109 @@
+#include "cli/best_command.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "cli/exit_codes.h"
+#include "cli/operands.h"
+#include "cli/plan_output.h"
+#include "cli/planner_client.h"
+#include "cli/recommendation_output.h"
+#include "cli/service_json.h"
+#include "core/flags.h"
+
+namespace tessera::cli {
+namespace {
+
+constexpr char kCommand[] = "tessera best";
+
+constexpr char kAbout[] =
+    "Usage: tessera best ID [--objective throughput|energy] [--json]\n"
+    "\n"
+    "Prints the layout study ID recommends: the highest tokens/s\n"
+    "(--objective throughput, the default) or the most tokens per joule\n"
+    "(--objective energy), with its tokens/s, step time, MFU, memory per\n"
+    "GPU, exposed communication and bubble, each labelled MEASURED (a trial\n"
+    "ran it) or PREDICTED (the calibrated cost model), the full run's days,\n"
+    "MWh and GPU-hours, why it wins, and the calibration's fit. While the\n"
+    "study runs, the recommendation is provisional and says so.\n"
+    "\n"
+    "JSON: {\"study_id\", \"objective\", \"final\", \"recommended\": R,\n"
+    "\"calibration_mape\", \"calibration_samples\", \"history_db\"} with R\n"
+    "as `tessera watch`'s recommendation prints its layouts.\n"
+    "\n"
+    "Example:\n"
+    "  tessera best 7 --objective energy\n";
+
+}  // namespace
+
+int RunBest(const std::vector<std::string>& args, std::ostream& out,
+            std::ostream& err) {
+  FlagSet flags(kCommand);
+  std::optional<std::string> objective;
+  bool json = false;
+  flags.AddString("objective", "throughput|energy",
+                  "what the layout is best at (default throughput)",
+                  &objective);
+  flags.AddSwitch("json", "print one JSON object", &json);
+  PlannerFlags planner;
+  planner.Register(&flags, kPlannerFlagHelp);
+  if (FlagSet::WantsHelp(args)) {
+    out << kAbout << flags.Help() << "\n" << kServiceExitStatusHelp;
+    return kExitOk;
+  }
+  const Operands operands = SplitOperands(args, {"json"});
+  if (absl::Status s = flags.Parse(operands.flags); !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  if (absl::Status s = planner.Validate(); !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  const std::string goal = objective.value_or("throughput");
+  if (goal != "throughput" && goal != "energy") {
+    return ReportError(err, kCommand,
+                       absl::InvalidArgumentError(absl::StrCat(
+                           "--objective: '", goal,
+                           "' is not an objective (throughput or energy)")));
+  }
+  if (absl::Status s = ExpectOperands(operands, {"ID"}, "tessera best ID");
+      !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  absl::StatusOr<int64_t> id = ParseStudyId(operands.operands[0]);
+  if (!id.ok()) return ReportError(err, kCommand, id.status());
+  PlannerClient client(planner.Address(), planner.Timeout());
+  absl::StatusOr<v1::Recommendation> r = client.GetRecommendation(*id);
+  if (!r.ok()) return ReportError(err, kCommand, r.status());
+  const bool energy = goal == "energy";
+  const bool has = energy ? r->has_best_energy() : r->has_best_throughput();
+  const v1::RecommendedLayout& best =
+      energy ? r->best_energy() : r->best_throughput();
+  if (json) {
+    out << DumpJson(
+               nlohmann::json{{"study_id", r->study_id()},
+                              {"objective", goal},
+                              {"final", r->final()},
+                              {"recommended", has ? RecommendedLayoutJson(best)
+                                                  : nlohmann::json(nullptr)},
+                              {"calibration_mape", r->calibration_mape()},
+                              {"calibration_samples", r->calibration_samples()},
+                              {"history_db", r->history_db()}})
+        << "\n";
+    return kExitOk;
+  }
+  out << "study " << *id
+      << (r->final() ? "" : " (provisional: the study is still running)")
+      << "\n";
+  if (has) {
+    PrintRecommendedLayout(
+        energy ? "best energy (tokens/J)" : "best throughput (tokens/s)", best,
+        out);
+  } else {
+    out << "no recommendation yet\n";
+  }
+  out << CalibrationLine(*r) << "\n";
+  if (!r->history_db().empty()) out << "history: " << r->history_db() << "\n";
+  return kExitOk;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,198 @@
+#include "cli/planner_client.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace tessera::cli {
+
+void PlannerFlags::Register(FlagSet* flags, absl::string_view planner_help) {
+  flags->AddSection("Planner service");
+  flags->AddString("planner", "HOST:PORT", planner_help, &planner);
+  flags->AddDouble("timeout", "SECONDS",
+                   absl::StrFormat("how long one call may take (default %g)",
+                                   kDefaultTimeoutS),
+                   &timeout_s);
+}
+
+absl::Status PlannerFlags::Validate() const {
+  if (timeout_s.has_value() && !(*timeout_s > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--timeout: must be positive, got ", *timeout_s));
+  }
+  return absl::OkStatus();
+}
+
+std::string PlannerFlags::Address() const {
+  if (planner.has_value()) return *planner;
+  if (const char* env = std::getenv("TESSERA_PLANNER");
+      env != nullptr && *env != '\0') {
+    return env;
+  }
+  return kDefaultPlannerAddress;
+}
+
+absl::Duration PlannerFlags::Timeout() const {
+  return absl::Seconds(timeout_s.value_or(kDefaultTimeoutS));
+}
+
+PlannerClient::PlannerClient(std::string address, absl::Duration timeout)
+    : address_(std::move(address)),
+      timeout_(timeout),
+      channel_(
+          grpc::CreateChannel(address_, grpc::InsecureChannelCredentials())),
+      stub_(v1::PlannerService::NewStub(channel_)) {}
+
+void PlannerClient::SetDeadline(grpc::ClientContext* context) const {
+  context->set_deadline(std::chrono::system_clock::now() +
+                        absl::ToChronoMilliseconds(timeout_));
+}
+
+absl::Status PlannerClient::FromGrpc(const grpc::Status& status,
+                                     int64_t study_id) const {
+  if (status.ok()) return absl::OkStatus();
+  const std::string& message = status.error_message();
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+      return absl::UnavailableError(absl::StrCat("cannot reach the planner at ",
+                                                 address_, " (", message, ")"));
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      // A channel that never connected is the planner's absence, not its
+      // slowness.
+      if (channel_->GetState(/*try_to_connect=*/false) != GRPC_CHANNEL_READY) {
+        return absl::UnavailableError(absl::StrCat(
+            "cannot reach the planner at ", address_, " (no connection within ",
+            absl::FormatDuration(timeout_), ")"));
+      }
+      return absl::DeadlineExceededError(
+          absl::StrCat("the planner at ", address_, " did not answer within ",
+                       absl::FormatDuration(timeout_), " (--timeout)"));
+    case grpc::StatusCode::NOT_FOUND: {
+      const std::string study = absl::StrCat("study ", study_id);
+      if (study_id > 0 && !absl::StrContains(message, study)) {
+        return absl::NotFoundError(
+            absl::StrCat(study, ": ", message.empty() ? "not found" : message));
+      }
+      return absl::NotFoundError(message);
+    }
+    default:
+      // grpc::StatusCode and absl::StatusCode share their numbers.
+      return absl::Status(
+          static_cast<absl::StatusCode>(status.error_code()),
+          message.empty() ? absl::StrCat("the planner at ", address_, " failed")
+                          : message);
+  }
+}
+
+absl::StatusOr<int64_t> PlannerClient::SubmitStudy(const v1::StudySpec& spec) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::SubmitStudyRequest request;
+  *request.mutable_spec() = spec;
+  v1::SubmitStudyResponse response;
+  const grpc::Status s = stub_->SubmitStudy(&context, request, &response);
+  if (!s.ok()) return FromGrpc(s);
+  return response.study_id();
+}
+
+absl::StatusOr<v1::GetStudyResponse> PlannerClient::GetStudy(int64_t study_id) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::GetStudyRequest request;
+  request.set_study_id(study_id);
+  v1::GetStudyResponse response;
+  const grpc::Status s = stub_->GetStudy(&context, request, &response);
+  if (!s.ok()) return FromGrpc(s, study_id);
+  return response;
+}
+
+absl::StatusOr<v1::ListStudiesResponse> PlannerClient::ListStudies(
+    const v1::ListStudiesRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ListStudiesResponse response;
+  const grpc::Status s = stub_->ListStudies(&context, request, &response);
+  if (!s.ok()) return FromGrpc(s);
+  return response;
+}
+
+absl::StatusOr<v1::ListTrialsResponse> PlannerClient::ListTrials(
+    const v1::ListTrialsRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ListTrialsResponse response;
+  const grpc::Status s = stub_->ListTrials(&context, request, &response);
+  if (!s.ok()) return FromGrpc(s, request.study_id());
+  return response;
+}
+
+absl::StatusOr<v1::Recommendation> PlannerClient::GetRecommendation(
+    int64_t study_id) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::GetRecommendationRequest request;
+  request.set_study_id(study_id);
+  v1::Recommendation response;
+  const grpc::Status s = stub_->GetRecommendation(&context, request, &response);
+  if (!s.ok()) return FromGrpc(s, study_id);
+  return response;
+}
+
+absl::StatusOr<v1::CancelStudyResponse> PlannerClient::CancelStudy(
+    int64_t study_id) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::CancelStudyRequest request;
+  request.set_study_id(study_id);
+  v1::CancelStudyResponse response;
+  const grpc::Status s = stub_->CancelStudy(&context, request, &response);
+  if (!s.ok()) return FromGrpc(s, study_id);
+  return response;
+}
+
+absl::StatusOr<v1::PlanResponse> PlannerClient::Plan(
+    const v1::PlanRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::PlanResponse response;
+  const grpc::Status s = stub_->Plan(&context, request, &response);
+  if (!s.ok()) return FromGrpc(s);
+  return response;
+}
+
+absl::StatusOr<v1::PredictResponse> PlannerClient::Predict(
+    const v1::PredictRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::PredictResponse response;
+  const grpc::Status s = stub_->Predict(&context, request, &response);
+  if (!s.ok()) return FromGrpc(s);
+  return response;
+}
+
+absl::Status PlannerClient::WatchStudy(
+    int64_t study_id,
+    const std::function<void(const v1::StudyEvent&)>& on_event,
+    int64_t* received) {
+  grpc::ClientContext context;
+  v1::WatchStudyRequest request;
+  request.set_study_id(study_id);
+  std::unique_ptr<grpc::ClientReader<v1::StudyEvent>> reader =
+      stub_->WatchStudy(&context, request);
+  v1::StudyEvent event;
+  int64_t count = 0;
+  if (received != nullptr) *received = 0;
+  while (reader->Read(&event)) {
+    ++count;
+    if (received != nullptr) *received = count;
+    on_event(event);
+  }
+  return FromGrpc(reader->Finish(), study_id);
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,127 @@
+// How the service commands reach the planner (`tessera-planner`): the
+// --planner and --timeout flags, and PlannerClient, one gRPC channel whose
+// calls return absl::Status values that the commands print as one line.
+// Every unary call has a deadline (--timeout, default 30 s); WatchStudy's
+// stream has none (a study may run for hours).
+//
+//   PlannerFlags planner;
+//   planner.Register(&flags, kPlannerFlagHelp);
+//   TESSERA_RETURN_IF_ERROR(flags.Parse(args));
+//   PlannerClient client(planner.Address(), planner.Timeout());
+//   absl::StatusOr<v1::Recommendation> r = client.GetRecommendation(42);
+//   // no planner: UNAVAILABLE "cannot reach the planner at 127.0.0.1:50051
+//   //             (failed to connect to all addresses)"
+//   // no study:   NOT_FOUND "study 42: not found"
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "core/flags.h"
+#include "grpcpp/grpcpp.h"
+#include "tessera/v1/service.grpc.pb.h"
+
+namespace tessera::cli {
+
+// Where the planner listens when neither --planner nor $TESSERA_PLANNER says.
+inline constexpr char kDefaultPlannerAddress[] = "127.0.0.1:50051";
+inline constexpr double kDefaultTimeoutS = 30;
+
+// Help of --planner for the commands that always talk to the planner.
+inline constexpr char kPlannerFlagHelp[] =
+    "the planner (default $TESSERA_PLANNER or 127.0.0.1:50051)";
+
+// The exit status of a `watch` or `submit --wait` whose study ended
+// cancelled or failed (see kServiceExitStatusHelp; cli/exit_codes.h has the
+// others).
+inline constexpr int kExitStudyNotDone = 4;
+
+// The exit status section of the service commands' help texts.
+inline constexpr absl::string_view kServiceExitStatusHelp =
+    "Exit status:\n"
+    "  0  success\n"
+    "  1  the planner cannot be reached, did not answer within --timeout,\n"
+    "     or failed; one line on stderr says which\n"
+    "  2  bad input: unknown flag, missing or malformed value, invalid spec\n"
+    "     (the planner's INVALID_ARGUMENT), an unknown study (NOT_FOUND);\n"
+    "     one line on stderr names the field or the id\n"
+    "  4  watch, submit --wait: the study ended cancelled or failed (the\n"
+    "     output says why)\n";
+
+// The flags that say where the planner is and how long a call may take.
+struct PlannerFlags {
+  std::optional<std::string> planner;  // HOST:PORT
+  std::optional<double> timeout_s;
+
+  // Adds --planner HOST:PORT (with `planner_help`) and --timeout SECONDS to
+  // `flags` under a "Planner service" section.
+  void Register(FlagSet* flags, absl::string_view planner_help);
+
+  // INVALID_ARGUMENT naming the flag for an empty address or a timeout that
+  // is not positive.
+  absl::Status Validate() const;
+
+  // --planner, else $TESSERA_PLANNER when set and not empty, else
+  // kDefaultPlannerAddress.
+  std::string Address() const;
+
+  // --timeout, else kDefaultTimeoutS.
+  absl::Duration Timeout() const;
+};
+
+// The planner's gRPC API with absl::Status errors. A planner that cannot be
+// reached is UNAVAILABLE "cannot reach the planner at ADDRESS (why)"; a call
+// past its deadline on a working connection is DEADLINE_EXCEEDED "the
+// planner at ADDRESS did not answer within N s (--timeout)"; the planner's
+// own errors keep their code and message, and a NOT_FOUND for a study is
+// prefixed "study N: " when the planner's message does not name it.
+class PlannerClient {
+ public:
+  // Opens a channel to `address` (HOST:PORT); connecting happens on the
+  // first call. `timeout` bounds each unary call.
+  PlannerClient(std::string address, absl::Duration timeout);
+
+  const std::string& address() const { return address_; }
+
+  // The new study's id.
+  absl::StatusOr<int64_t> SubmitStudy(const v1::StudySpec& spec);
+  absl::StatusOr<v1::GetStudyResponse> GetStudy(int64_t study_id);
+  absl::StatusOr<v1::ListStudiesResponse> ListStudies(
+      const v1::ListStudiesRequest& request);
+  absl::StatusOr<v1::ListTrialsResponse> ListTrials(
+      const v1::ListTrialsRequest& request);
+  absl::StatusOr<v1::Recommendation> GetRecommendation(int64_t study_id);
+  absl::StatusOr<v1::CancelStudyResponse> CancelStudy(int64_t study_id);
+  absl::StatusOr<v1::PlanResponse> Plan(const v1::PlanRequest& request);
+  absl::StatusOr<v1::PredictResponse> Predict(
+      const v1::PredictRequest& request);
+
+  // Calls `on_event` with each progress event of the study until the planner
+  // ends the stream (after the study's final event, or at once when it is
+  // already final): OK then. A broken stream is the error it broke with;
+  // `*received` (when given) counts the events delivered either way.
+  absl::Status WatchStudy(
+      int64_t study_id,
+      const std::function<void(const v1::StudyEvent&)>& on_event,
+      int64_t* received = nullptr);
+
+ private:
+  // `study_id` > 0: the call is about that study (NOT_FOUND names it).
+  absl::Status FromGrpc(const grpc::Status& status, int64_t study_id = 0) const;
+  void SetDeadline(grpc::ClientContext* context) const;
+
+  std::string address_;
+  absl::Duration timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::PlannerService::Stub> stub_;
+};
+
+}  // namespace tessera::cli

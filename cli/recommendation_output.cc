@@ -1,0 +1,102 @@
+#include "cli/recommendation_output.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/service_names.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace tessera::cli {
+namespace {
+
+// "MEASURED (trial 12)" or "PREDICTED".
+std::string Label(const v1::RecommendedLayout& r) {
+  if (r.provenance() == v1::MEASURED && r.trial_id() > 0) {
+    return absl::StrCat("MEASURED (trial ", r.trial_id(), ")");
+  }
+  return std::string(ProvenanceName(r.provenance()));
+}
+
+bool SameLayout(const v1::Layout& a, const v1::Layout& b) {
+  return google::protobuf::util::MessageDifferencer::Equals(a, b);
+}
+
+}  // namespace
+
+void PrintRecommendedLayout(absl::string_view title,
+                            const v1::RecommendedLayout& r, std::ostream& out) {
+  out << title << ": " << FullLayout(r.layout()) << "\n";
+  out << absl::StrFormat(
+      "  %s: %.0f tokens/s, step %.3f s, MFU %.1f%%, %.1f GiB per GPU, "
+      "exposed comm %.3f s, bubble %.3f s\n",
+      Label(r), r.tokens_per_s(), r.step_time_s(), 100 * r.mfu(),
+      r.memory_gib_per_gpu(), r.exposed_comm_s(), r.bubble_s());
+  if (r.tokens_per_joule() > 0) {
+    out << absl::StrFormat("  energy: %.3f tokens/J (%s)\n",
+                           r.tokens_per_joule(),
+                           ProvenanceName(r.energy_provenance()));
+  } else {
+    out << "  energy: not measured, not predicted\n";
+  }
+  if (r.provenance() == v1::MEASURED && r.has_predicted()) {
+    const v1::Prediction& p = r.predicted();
+    out << absl::StrFormat(
+        "  the calibrated model predicted: %.0f tokens/s, step %.3f s, MFU "
+        "%.1f%%, %.0f W per GPU\n",
+        p.tokens_per_s(), p.step_time_s(), 100 * p.mfu(), p.watts_per_gpu());
+  }
+  if (r.has_full_run()) {
+    out << absl::StrFormat(
+        "  full run: %.2f days, %.1f MWh, %.0f GPU-hours (%s tokens/s)\n",
+        r.full_run().days(), r.full_run().energy_mwh(),
+        r.full_run().gpu_hours(), ProvenanceName(r.provenance()));
+  } else {
+    out << "  full run: the study gives no token budget "
+           "(training.total_tokens)\n";
+  }
+  if (!r.why().empty()) out << "  why: " << r.why() << "\n";
+}
+
+std::string CalibrationLine(const v1::Recommendation& r) {
+  if (r.calibration_samples() == 0) {
+    return "calibration: the cost model's defaults (no trial measured yet)";
+  }
+  return absl::StrFormat("calibration: step-time MAPE %.1f%% over %d trial%s",
+                         100 * r.calibration_mape(), r.calibration_samples(),
+                         r.calibration_samples() == 1 ? "" : "s");
+}
+
+void PrintRecommendation(const v1::Recommendation& r, std::ostream& out) {
+  if (!r.has_best_throughput()) {
+    out << "study " << r.study_id() << ": no recommendation yet\n";
+  } else {
+    out << "study " << r.study_id() << " recommendation"
+        << (r.final() ? "" : " (provisional: the study is still running)")
+        << ":\n";
+    PrintRecommendedLayout("best throughput", r.best_throughput(), out);
+    if (r.has_best_energy() &&
+        SameLayout(r.best_energy().layout(), r.best_throughput().layout())) {
+      out << "best energy: the same layout\n";
+    } else if (r.has_best_energy()) {
+      PrintRecommendedLayout("best energy", r.best_energy(), out);
+    }
+    if (r.pareto_size() > 0) {
+      out << "pareto front (tokens/s against tokens/J): " << r.pareto_size()
+          << " layout" << (r.pareto_size() == 1 ? "" : "s") << "\n";
+      for (const v1::RecommendedLayout& p : r.pareto()) {
+        out << absl::StrFormat("  %12.0f tokens/s %8.3f tokens/J  %-9s  %s\n",
+                               p.tokens_per_s(), p.tokens_per_joule(),
+                               ProvenanceName(p.provenance()),
+                               CompactLayout(p.layout()));
+      }
+    }
+  }
+  out << CalibrationLine(r) << "\n";
+  if (!r.history_db().empty()) {
+    out << "history: " << r.history_db() << " (tessera trials --study "
+        << r.study_id() << ", tessera history)\n";
+  }
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,41 @@
+// How a study's recommendation reads on a terminal (`tessera best`, the end
+// of `tessera watch` and `tessera submit --wait`): each layout with its
+// numbers, each number labelled MEASURED (a trial ran it) or PREDICTED (the
+// calibrated cost model), the full run's days, MWh and GPU-hours, why it
+// wins, how well the calibration fits the trials, and where the history is.
+//
+//   PrintRecommendation(recommendation, std::cout);
+//   // best throughput: tp=2,sp=0,pp=1,vpp=1,cp=1,dp=4,zero=3,...
+//   //   MEASURED (trial 12): 51234 tokens/s, step 0.41 s, MFU 41.2%, ...
+//   //   energy: 0.812 tokens/J (MEASURED)
+//   //   full run: 12.30 days, 45.6 MWh, 12345 GPU-hours
+//   //   why: exposed comm 12% of the step; bubble 3%
+//   // best energy: the same layout
+//   // calibration: step-time MAPE 7.2% over 5 trials
+//   // history: /var/lib/tessera/planner.db (tessera trials --study 7)
+#pragma once
+
+#include <ostream>
+
+#include "absl/strings/string_view.h"
+#include "tessera/v1/service.pb.h"
+
+namespace tessera::cli {
+
+// `title: <layout>` and the indented lines of its numbers, labels, full run
+// and why.
+void PrintRecommendedLayout(absl::string_view title,
+                            const v1::RecommendedLayout& layout,
+                            std::ostream& out);
+
+// Both best layouts ("best energy: the same layout" when they agree), the
+// Pareto front, the calibration and the history, or "no recommendation yet"
+// when the planner has none.
+void PrintRecommendation(const v1::Recommendation& recommendation,
+                         std::ostream& out);
+
+// "calibration: step-time MAPE 7.2% over 5 trials" or "calibration: the
+// cost model's defaults (no trial measured yet)".
+std::string CalibrationLine(const v1::Recommendation& recommendation);
+
+}  // namespace tessera::cli

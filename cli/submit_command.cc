@@ -1,0 +1,92 @@
+#include "cli/submit_command.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "cli/exit_codes.h"
+#include "cli/operands.h"
+#include "cli/planner_client.h"
+#include "cli/watch_command.h"
+#include "core/flags.h"
+#include "proto/convert.h"
+#include "proto/spec_json.h"
+
+namespace tessera::cli {
+namespace {
+
+constexpr char kCommand[] = "tessera submit";
+
+constexpr char kAbout[] =
+    "Usage: tessera submit STUDY.json [--wait] [--planner HOST:PORT]\n"
+    "\n"
+    "Sends the study in STUDY.json (a StudySpec: model, cluster, training,\n"
+    "search and trial options; see deploy/examples/study.json) to the\n"
+    "planner, which ranks its layouts with the cost model and queues the\n"
+    "best as trials for the agents. Prints the study's id alone on a line.\n"
+    "With --wait, then follows the study as `tessera watch` does and ends\n"
+    "with the recommendation.\n"
+    "\n"
+    "Example:\n"
+    "  ID=$(tessera submit deploy/examples/study.json)\n"
+    "  tessera submit deploy/examples/study.json --wait\n";
+
+// The file's own errors already start "spec: FILE: "; the planner's and the
+// conversion's name the field only.
+absl::Status InFile(absl::string_view path, const absl::Status& s) {
+  if (absl::StartsWith(s.message(), "spec: ")) return s;
+  return absl::Status(s.code(),
+                      absl::StrCat("spec: ", path, ": ", s.message()));
+}
+
+}  // namespace
+
+int RunSubmit(const std::vector<std::string>& args, std::ostream& out,
+              std::ostream& err) {
+  FlagSet flags(kCommand);
+  bool wait = false;
+  flags.AddSwitch("wait",
+                  "follow the study until it ends and print the "
+                  "recommendation",
+                  &wait);
+  PlannerFlags planner;
+  planner.Register(&flags, kPlannerFlagHelp);
+  if (FlagSet::WantsHelp(args)) {
+    out << kAbout << flags.Help() << "\n" << kServiceExitStatusHelp;
+    return kExitOk;
+  }
+  const Operands operands = SplitOperands(args, {"wait"});
+  if (absl::Status s = flags.Parse(operands.flags); !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  if (absl::Status s = planner.Validate(); !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  if (absl::Status s = ExpectOperands(operands, {"STUDY.json"},
+                                      "tessera submit STUDY.json [--wait]");
+      !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  const std::string& path = operands.operands[0];
+  absl::StatusOr<v1::StudySpec> spec = ReadStudySpecFile(path);
+  if (!spec.ok()) return ReportError(err, kCommand, spec.status());
+  if (absl::StatusOr<Workload> w = WorkloadFromSpec(*spec); !w.ok()) {
+    return ReportError(err, kCommand, InFile(path, w.status()));
+  }
+  if (absl::StatusOr<planner::SearchOptions> o =
+          SearchOptionsFromSpec(spec->search());
+      !o.ok()) {
+    return ReportError(err, kCommand, InFile(path, o.status()));
+  }
+  PlannerClient client(planner.Address(), planner.Timeout());
+  absl::StatusOr<int64_t> id = client.SubmitStudy(*spec);
+  if (!id.ok()) {
+    absl::Status s = id.status();
+    if (s.code() == absl::StatusCode::kInvalidArgument) s = InFile(path, s);
+    return ReportError(err, kCommand, s);
+  }
+  out << *id << "\n" << std::flush;
+  if (!wait) return kExitOk;
+  return FollowStudy(client, *id, IsTerminal(out), absl::Seconds(60), kCommand,
+                     out, err);
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,36 @@
+// Trials as `tessera trials` prints them: a table for people (id, study,
+// rung, state, layout, steps, tokens/s, MFU, memory, exposed comm, watts,
+// predicted tokens/s, reason; "—" where nothing was measured, the reason
+// cut to fit) or CSV with raw numbers (empty where nothing was measured)
+// and the whole reason.
+//
+//   PrintTrialTable(response.trials(), std::cout);
+//   PrintTrialCsv(response.trials(), std::cout);
+//   // id,study_id,rung,state,layout,steps,tokens_per_s,mfu,...
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "google/protobuf/repeated_ptr_field.h"
+#include "tessera/v1/service.pb.h"
+
+namespace tessera::cli {
+
+using Trials = google::protobuf::RepeatedPtrField<v1::Trial>;
+
+// The longest reason the table shows (the CSV and JSON keep all of it).
+inline constexpr size_t kReasonWidth = 40;
+
+// The table's placeholder for a number that was not measured.
+inline constexpr char kNotMeasured[] = "—";
+
+void PrintTrialTable(const Trials& trials, std::ostream& out);
+void PrintTrialCsv(const Trials& trials, std::ostream& out);
+
+// The shortest text that reads back as `value` ("0.1", "51234.5", "1e+12");
+// "" when there is none.
+std::string CsvNumber(std::optional<double> value);
+
+}  // namespace tessera::cli

@@ -1,0 +1,550 @@
+// The service commands' text forms, checked on constructed messages against
+// hand-written expectations: tables (alignment in characters, "—" for what
+// was not measured), CSV quoting (read back by an independent parser),
+// JSON field names and nulls, state names, compact layouts, the progress
+// line and the recommendation's labels.
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/recommendation_output.h"
+#include "cli/service_json.h"
+#include "cli/service_names.h"
+#include "cli/study_progress.h"
+#include "cli/text_table.h"
+#include "cli/trial_table.h"
+#include "core/layout.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera::cli {
+namespace {
+
+using nlohmann::json;
+
+// RFC 4180 fields of one CSV text, parsed independently of CsvLine: quoted
+// fields with doubled quotes, records ending in "\n".
+std::vector<std::vector<std::string>> ParseCsv(const std::string& text) {
+  std::vector<std::vector<std::string>> records(1);
+  std::string field;
+  bool quoted = false;
+  bool was_quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      EXPECT_TRUE(field.empty()) << "a quote inside an unquoted field";
+      quoted = was_quoted = true;
+    } else if (c == ',') {
+      records.back().push_back(field);
+      field.clear();
+      was_quoted = false;
+    } else if (c == '\n') {
+      records.back().push_back(field);
+      field.clear();
+      was_quoted = false;
+      records.emplace_back();
+    } else {
+      field += c;
+    }
+  }
+  EXPECT_FALSE(quoted) << "unterminated quote";
+  EXPECT_TRUE(field.empty() && !was_quoted) << "no final line break";
+  records.pop_back();
+  return records;
+}
+
+v1::Layout MakeLayout(int64_t tp, int64_t dp, int64_t zero, int64_t mb,
+                      int64_t ga, const std::string& recompute = "") {
+  v1::Layout l;
+  l.set_tp(tp);
+  l.set_pp(1);
+  l.set_vpp(1);
+  l.set_cp(1);
+  l.set_dp(dp);
+  l.set_zero(zero);
+  l.set_shard_group(zero > 0 ? dp : 1);
+  l.set_micro_batch(mb);
+  l.set_grad_accum(ga);
+  l.set_recompute(recompute);
+  return l;
+}
+
+// An ok trial with power measured, and a queued one.
+v1::Trial OkTrial() {
+  v1::Trial t;
+  t.set_id(12);
+  t.set_study_id(7);
+  t.set_rung(1);
+  t.set_state(v1::TRIAL_OK);
+  *t.mutable_layout() = MakeLayout(2, 4, 3, 2, 8, "selective");
+  t.set_steps(6);
+  t.set_warmup_steps(2);
+  t.set_gang_size(1);
+  t.set_model("tiny");
+  t.set_gpu("cpu");
+  t.set_created_unix_ms(1714564800000);  // 2024-05-01T12:00:00Z
+  t.set_finished_unix_ms(1714564861500);
+  v1::TrialMetrics* m = t.mutable_measured();
+  m->set_steps(6);
+  m->set_tokens_per_s(51234.4);
+  m->set_mfu(0.4123);
+  m->set_peak_memory_bytes(int64_t{3} << 30);  // 3 GiB
+  m->set_exposed_comm_s(0.0125);
+  m->set_watts_per_gpu(612.4);
+  m->set_tokens_per_joule(0.25);
+  m->add_loss(10.5);
+  m->add_loss(10.25);
+  t.mutable_predicted()->set_tokens_per_s(49000.4);
+  return t;
+}
+
+v1::Trial QueuedTrial() {
+  v1::Trial t;
+  t.set_id(13);
+  t.set_study_id(7);
+  t.set_state(v1::TRIAL_QUEUED);
+  *t.mutable_layout() = MakeLayout(1, 8, 0, 1, 4);
+  t.set_steps(3);
+  t.mutable_predicted()->set_tokens_per_s(40000);
+  return t;
+}
+
+TEST(TextTableTest, AlignsInCharactersAndTrimsTrailingSpaces) {
+  TextTable table({{"id", kRight}, {"name", kLeft}, {"watts", kRight}});
+  table.AddRow({"7", "naïve—x", "—"});
+  table.AddRow({"123", "ab", "600 W"});
+  std::ostringstream out;
+  table.Print(out);
+  // Widths: id 3, name 7 characters ("naïve—x" is 10 bytes), watts 5.
+  EXPECT_EQ(out.str(),
+            " id  name     watts\n"
+            "  7  naïve—x      —\n"
+            "123  ab       600 W\n");
+}
+
+TEST(TextTableTest, LastLeftColumnHasNoTrailingSpaces) {
+  TextTable table({{"a", kLeft}, {"reason", kLeft}});
+  table.AddRow({"x", ""});
+  table.AddRow({"yyy", "long reason"});
+  std::ostringstream out;
+  table.Print(out);
+  EXPECT_EQ(out.str(), "a    reason\nx\nyyy  long reason\n");
+}
+
+TEST(TextTableTest, TruncateCountsCharacters) {
+  EXPECT_EQ(Truncate("short", 10), "short");
+  EXPECT_EQ(Truncate("exactly10!", 10), "exactly10!");
+  EXPECT_EQ(Truncate("eleven char", 10), "eleven ch…");
+  EXPECT_EQ(DisplayWidth(Truncate("eleven char", 10)), 10u);
+  // Multi-byte characters are never cut in half.
+  EXPECT_EQ(Truncate("ééééé", 3), "éé…");
+  EXPECT_EQ(Truncate("line\nbreak", 20), "line break");
+  EXPECT_EQ(DisplayWidth("—é"), 2u);
+}
+
+TEST(CsvTest, QuotesOnlyWhatNeedsIt) {
+  EXPECT_EQ(CsvField("plain"), "plain");
+  EXPECT_EQ(CsvField("tp=2,dp=4"), "\"tp=2,dp=4\"");
+  EXPECT_EQ(CsvField("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(CsvField("two\nlines"), "\"two\nlines\"");
+  EXPECT_EQ(CsvField(""), "");
+  EXPECT_EQ(CsvLine({"a", "b,c", ""}), "a,\"b,c\",\n");
+}
+
+TEST(CsvTest, NumbersReadBackExactly) {
+  for (double v : {0.1, 51234.4, 1e12, 0.4123, 1.0 / 3.0, 612.0}) {
+    EXPECT_EQ(std::stod(CsvNumber(v)), v) << CsvNumber(v);
+  }
+  EXPECT_EQ(CsvNumber(0.1), "0.1");
+  EXPECT_EQ(CsvNumber(612.0), "612");
+  EXPECT_EQ(CsvNumber(std::nullopt), "");
+}
+
+TEST(ServiceNamesTest, StatesRoundTrip) {
+  for (v1::StudyState s : {v1::STUDY_QUEUED, v1::STUDY_RUNNING, v1::STUDY_DONE,
+                           v1::STUDY_CANCELLED, v1::STUDY_FAILED}) {
+    absl::StatusOr<v1::StudyState> back = ParseStudyState(StudyStateName(s));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, s);
+  }
+  EXPECT_EQ(*ParseStudyState("STUDY_DONE"), v1::STUDY_DONE);
+  EXPECT_EQ(*ParseStudyState("Running"), v1::STUDY_RUNNING);
+  EXPECT_FALSE(ParseStudyState("finished").ok());
+  EXPECT_EQ(TrialStateName(v1::TRIAL_LEASED), "running");
+  EXPECT_EQ(TrialStateName(v1::TRIAL_OOM), "oom");
+  EXPECT_TRUE(IsFinal(v1::STUDY_FAILED));
+  EXPECT_FALSE(IsFinal(v1::STUDY_RUNNING));
+}
+
+TEST(ServiceNamesTest, TrialStateLists) {
+  absl::StatusOr<std::vector<v1::TrialState>> s =
+      ParseTrialStates("ok, OOM,leased,ok");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(*s, (std::vector<v1::TrialState>{v1::TRIAL_OK, v1::TRIAL_OOM,
+                                             v1::TRIAL_LEASED}));
+  s = ParseTrialStates("failed");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(*s, (std::vector<v1::TrialState>{v1::TRIAL_OOM, v1::TRIAL_NAN,
+                                             v1::TRIAL_TIMEOUT, v1::TRIAL_CRASH,
+                                             v1::TRIAL_INVALID}));
+  s = ParseTrialStates("done");
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->size(), 6u);
+  EXPECT_EQ(*ParseTrialStates("trial_timeout"),
+            std::vector<v1::TrialState>{v1::TRIAL_TIMEOUT});
+  s = ParseTrialStates("ok,bogus");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("unknown trial state 'bogus'"),
+            std::string::npos);
+  EXPECT_FALSE(ParseTrialStates("").ok());
+}
+
+TEST(ServiceNamesTest, CompactLayoutKeepsWhatDiffersAndParsesBack) {
+  const v1::Layout l = MakeLayout(2, 4, 3, 2, 8, "selective");
+  EXPECT_EQ(CompactLayout(l),
+            "tp=2,dp=4,zero=3,micro_batch=2,grad_accum=8,recompute=selective");
+  v1::Layout hsdp = MakeLayout(1, 16, 3, 1, 2);
+  hsdp.set_shard_group(8);
+  hsdp.set_sp(false);
+  hsdp.set_pp(2);
+  hsdp.set_vpp(2);
+  EXPECT_EQ(CompactLayout(hsdp),
+            "pp=2,vpp=2,dp=16,zero=3,shard_group=8,micro_batch=1,grad_accum=2");
+  // ParseLayout reads it back into the same fields.
+  absl::StatusOr<Layout> back = ParseLayout(CompactLayout(l));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->tp, 2);
+  EXPECT_EQ(back->dp, 4);
+  EXPECT_EQ(back->zero, 3);
+  EXPECT_EQ(back->micro_batch, 2);
+  EXPECT_EQ(back->grad_accum, 8);
+  EXPECT_EQ(back->recompute, Recompute::kSelective);
+  // An unset layout (the proto's zeros) is the defaults.
+  EXPECT_EQ(CompactLayout(v1::Layout()), "dp=0,micro_batch=1");
+  EXPECT_EQ(FullLayout(l),
+            "tp=2,sp=0,pp=1,vpp=1,cp=1,dp=4,zero=3,shard_group=4,"
+            "micro_batch=2,grad_accum=8,recompute=selective");
+}
+
+TEST(TrialTableTest, ColumnsAndPlaceholders) {
+  google::protobuf::RepeatedPtrField<v1::Trial> trials;
+  *trials.Add() = OkTrial();
+  *trials.Add() = QueuedTrial();
+  v1::Trial crashed = QueuedTrial();
+  crashed.set_id(14);
+  crashed.set_state(v1::TRIAL_CRASH);
+  crashed.set_reason(
+      "rank 3 exited with signal 11 (SIGSEGV) after step 2; stderr: "
+      "segmentation fault in attention");
+  *trials.Add() = crashed;
+  std::ostringstream out;
+  PrintTrialTable(trials, out);
+  const std::string text = out.str();
+  std::istringstream lines(text);
+  std::string header, ok, queued, crash;
+  std::getline(lines, header);
+  std::getline(lines, ok);
+  std::getline(lines, queued);
+  std::getline(lines, crash);
+  for (const char* column :
+       {"id", "study", "rung", "state", "layout", "steps", "tokens/s", "MFU",
+        "memory", "exposed comm", "watts", "predicted tokens/s", "reason"}) {
+    EXPECT_NE(header.find(column), std::string::npos) << column;
+  }
+  // 51234.4 tokens/s, 0.4123 MFU, 3 GiB peak, 612.4 W, as rounded by hand.
+  EXPECT_NE(ok.find(" 51234 "), std::string::npos) << ok;
+  EXPECT_NE(ok.find(" 41.2% "), std::string::npos) << ok;
+  EXPECT_NE(ok.find(" 3.0 GiB "), std::string::npos) << ok;
+  EXPECT_NE(ok.find(" 612 W "), std::string::npos) << ok;
+  EXPECT_NE(ok.find(" 49000"), std::string::npos) << ok;
+  EXPECT_NE(ok.find("tp=2,dp=4,zero=3,micro_batch=2,grad_accum=8"),
+            std::string::npos);
+  // A queued trial measured nothing: "—" for every measured column, the
+  // prediction still there.
+  size_t dashes = 0;
+  for (size_t p = queued.find("—"); p != std::string::npos;
+       p = queued.find("—", p + 1)) {
+    ++dashes;
+  }
+  EXPECT_EQ(dashes, 5u) << queued;  // tokens/s, MFU, memory, exposed, watts
+  EXPECT_NE(queued.find(" 40000"), std::string::npos) << queued;
+  EXPECT_NE(queued.find(" queued "), std::string::npos) << queued;
+  // The reason is cut to kReasonWidth characters.
+  const std::string cut = Truncate(crashed.reason(), kReasonWidth);
+  EXPECT_EQ(DisplayWidth(cut), kReasonWidth);
+  EXPECT_NE(crash.find(cut), std::string::npos) << crash;
+  EXPECT_EQ(crash.find("attention"), std::string::npos);
+  // Columns line up: every row is as wide as the header where the last
+  // column starts.
+  const size_t reason_at = header.find("reason");
+  EXPECT_EQ(DisplayWidth(crash.substr(0, crash.find(cut))), reason_at);
+}
+
+TEST(TrialTableTest, CsvKeepsRawNumbersAndTheWholeReason) {
+  google::protobuf::RepeatedPtrField<v1::Trial> trials;
+  *trials.Add() = OkTrial();
+  v1::Trial odd = QueuedTrial();
+  odd.set_state(v1::TRIAL_CRASH);
+  odd.set_reason("stderr: \"bad\", then\nmore");
+  *trials.Add() = odd;
+  std::ostringstream out;
+  PrintTrialCsv(trials, out);
+  const auto records = ParseCsv(out.str());
+  ASSERT_EQ(records.size(), 3u);
+  const std::vector<std::string>& h = records[0];
+  ASSERT_EQ(h.size(), 16u);
+  EXPECT_EQ(h[0], "id");
+  EXPECT_EQ(h[6], "tokens_per_s");
+  EXPECT_EQ(h[10], "watts_per_gpu");
+  EXPECT_EQ(h[12], "reason");
+  const std::vector<std::string>& ok = records[1];
+  ASSERT_EQ(ok.size(), h.size());
+  EXPECT_EQ(ok[0], "12");
+  EXPECT_EQ(ok[1], "7");
+  EXPECT_EQ(ok[3], "ok");
+  EXPECT_EQ(ok[4],
+            "tp=2,dp=4,zero=3,micro_batch=2,grad_accum=8,recompute=selective");
+  EXPECT_EQ(std::stod(ok[6]), 51234.4);
+  EXPECT_EQ(std::stod(ok[7]), 0.4123);
+  EXPECT_EQ(ok[8], std::to_string(int64_t{3} << 30));
+  EXPECT_EQ(std::stod(ok[10]), 612.4);
+  EXPECT_EQ(ok[15], "2024-05-01T12:00:00Z");
+  const std::vector<std::string>& crash = records[2];
+  ASSERT_EQ(crash.size(), h.size());
+  EXPECT_EQ(crash[6], "");  // not measured: empty, not "—"
+  EXPECT_EQ(crash[10], "");
+  EXPECT_EQ(crash[12], "stderr: \"bad\", then\nmore");
+}
+
+TEST(ServiceJsonTest, TrialFieldsNumbersAndNulls) {
+  const json ok = TrialJson(OkTrial());
+  for (const char* key : {"id",
+                          "study_id",
+                          "rung",
+                          "state",
+                          "reason",
+                          "layout",
+                          "warmup_steps",
+                          "steps",
+                          "gang_size",
+                          "attempts",
+                          "agents",
+                          "model",
+                          "gpu",
+                          "created",
+                          "started",
+                          "finished",
+                          "created_unix_ms",
+                          "started_unix_ms",
+                          "finished_unix_ms",
+                          "measured",
+                          "predicted"}) {
+    EXPECT_TRUE(ok.contains(key)) << key;
+  }
+  EXPECT_EQ(ok.size(), 21u);
+  EXPECT_TRUE(ok["id"].is_number_integer());  // not proto3 JSON's "12"
+  EXPECT_EQ(ok["id"], 12);
+  EXPECT_EQ(ok["state"], "ok");
+  EXPECT_EQ(ok["created"], "2024-05-01T12:00:00Z");
+  EXPECT_EQ(ok["finished"], "2024-05-01T12:01:01Z");
+  EXPECT_TRUE(ok["started"].is_null());
+  EXPECT_EQ(ok["layout"]["tp"], 2);
+  EXPECT_EQ(ok["layout"]["sp"], false);
+  EXPECT_EQ(ok["layout"]["recompute"], "selective");
+  EXPECT_EQ(ok["layout"].size(), 11u);
+  const json& m = ok["measured"];
+  EXPECT_EQ(m["tokens_per_s"], 51234.4);
+  EXPECT_EQ(m["peak_memory_bytes"], int64_t{3} << 30);
+  EXPECT_EQ(m["watts_per_gpu"], 612.4);
+  EXPECT_EQ(m["loss"], json::array({10.5, 10.25}));
+  EXPECT_EQ(ok["predicted"]["tokens_per_s"], 49000.4);
+  EXPECT_TRUE(ok["predicted"].contains("memory_breakdown"));
+
+  v1::Trial no_power = OkTrial();
+  no_power.mutable_measured()->clear_watts_per_gpu();
+  no_power.mutable_measured()->clear_tokens_per_joule();
+  const json np = TrialJson(no_power);
+  EXPECT_TRUE(np["measured"]["watts_per_gpu"].is_null());
+  EXPECT_TRUE(np["measured"]["tokens_per_joule"].is_null());
+  const json queued = TrialJson(QueuedTrial());
+  EXPECT_TRUE(queued["measured"].is_null());
+  EXPECT_EQ(queued["state"], "queued");
+  EXPECT_EQ(queued["layout"]["recompute"], "none");
+}
+
+TEST(ServiceJsonTest, StudyAndRecommendation) {
+  v1::StudySummary s;
+  s.set_id(7);
+  s.set_name("tiny on cpu");
+  s.set_state(v1::STUDY_RUNNING);
+  s.set_nodes(2);
+  s.set_gpus_per_node(4);
+  s.set_trials_total(12);
+  s.set_trials_done(3);
+  const json sj = StudyJson(s);
+  EXPECT_EQ(sj["state"], "running");
+  EXPECT_EQ(sj["gpus"], 8);
+  EXPECT_TRUE(sj["best_layout"].is_null());
+  EXPECT_TRUE(sj["created"].is_null());
+  EXPECT_EQ(sj.size(), 18u);
+
+  v1::Recommendation r;
+  r.set_study_id(7);
+  r.set_final(true);
+  v1::RecommendedLayout* best = r.mutable_best_throughput();
+  *best->mutable_layout() = MakeLayout(2, 4, 3, 2, 8);
+  best->set_provenance(v1::MEASURED);
+  best->set_trial_id(12);
+  best->set_tokens_per_s(51234);
+  best->mutable_full_run()->set_days(12.5);
+  v1::RecommendedLayout* energy = r.mutable_best_energy();
+  *energy->mutable_layout() = MakeLayout(1, 8, 0, 1, 4);
+  energy->set_provenance(v1::PREDICTED);
+  energy->set_trial_id(99);  // not measured: the id means nothing
+  energy->set_tokens_per_joule(0.8);
+  energy->set_energy_provenance(v1::PREDICTED);
+  (*r.mutable_calibration())["compute_efficiency"] = 0.61;
+  r.set_calibration_mape(0.072);
+  r.set_calibration_samples(5);
+  r.set_history_db("/tmp/planner.db");
+  const json rj = RecommendationJson(r);
+  EXPECT_EQ(rj["best_throughput"]["provenance"], "MEASURED");
+  EXPECT_EQ(rj["best_throughput"]["trial_id"], 12);
+  EXPECT_TRUE(rj["best_throughput"]["tokens_per_joule"].is_null());
+  EXPECT_TRUE(rj["best_throughput"]["energy_provenance"].is_null());
+  EXPECT_EQ(rj["best_throughput"]["full_run"]["days"], 12.5);
+  EXPECT_EQ(rj["best_energy"]["provenance"], "PREDICTED");
+  EXPECT_TRUE(rj["best_energy"]["trial_id"].is_null());
+  EXPECT_TRUE(rj["best_energy"]["full_run"].is_null());
+  EXPECT_EQ(rj["best_energy"]["energy_provenance"], "PREDICTED");
+  EXPECT_EQ(rj["calibration"]["compute_efficiency"], 0.61);
+  EXPECT_EQ(rj["calibration_samples"], 5);
+  EXPECT_EQ(rj["history_db"], "/tmp/planner.db");
+  EXPECT_TRUE(rj["pareto"].is_array());
+}
+
+TEST(StudyProgressTest, BarAndLine) {
+  EXPECT_EQ(ProgressBar(0, 12, 10), "[----------]");
+  EXPECT_EQ(ProgressBar(3, 12, 20), "[#####---------------]");
+  EXPECT_EQ(ProgressBar(12, 12, 10), "[##########]");
+  EXPECT_EQ(ProgressBar(5, 0, 4), "[----]");
+  EXPECT_EQ(ProgressBar(15, 12, 4), "[####]");
+
+  StudyProgress p;
+  v1::StudyEvent start;
+  start.mutable_study()->set_id(7);
+  start.mutable_study()->set_state(v1::STUDY_QUEUED);
+  start.mutable_study()->set_trials_total(12);
+  p.Update(start);
+  EXPECT_EQ(ProgressLine(p),
+            "study 7 queued [--------------------] 0/12 trials, 0 running; "
+            "no trial measured yet");
+
+  v1::StudyEvent done;
+  *done.mutable_study() = start.study();
+  done.mutable_study()->set_state(v1::STUDY_RUNNING);
+  done.mutable_study()->set_trials_done(3);
+  done.mutable_study()->set_trials_running(2);
+  *done.mutable_study()->mutable_best_layout() = MakeLayout(2, 4, 3, 2, 8);
+  done.mutable_study()->set_best_tokens_per_s(5120.4);
+  done.set_message("trial 12 ok: 5120 tokens/s");
+  *done.mutable_trial() = OkTrial();
+  done.set_unix_ms(1714564800000);
+  p.Update(done);
+  EXPECT_EQ(p.rung, 1);
+  EXPECT_EQ(p.events, 2);
+  const std::string line =
+      "study 7 running [#####---------------] 3/12 trials, 2 running, rung "
+      "1; best 5120 tokens/s tp=2,dp=4,zero=3,micro_batch=2,grad_accum=8";
+  EXPECT_EQ(ProgressLine(p), line);
+  EXPECT_EQ(EventLine(done, p),
+            "2024-05-01T12:00:00Z trial 12 ok: 5120 tokens/s | " + line);
+  // A later event about a rung-0 trial does not lower the rung.
+  v1::StudyEvent late = done;
+  late.mutable_trial()->set_rung(0);
+  p.Update(late);
+  EXPECT_EQ(p.rung, 1);
+}
+
+TEST(RecommendationOutputTest, LabelsEveryNumber) {
+  v1::Recommendation r;
+  r.set_study_id(7);
+  r.set_final(true);
+  v1::RecommendedLayout* best = r.mutable_best_throughput();
+  *best->mutable_layout() = MakeLayout(2, 4, 3, 2, 8);
+  best->set_provenance(v1::MEASURED);
+  best->set_trial_id(12);
+  best->set_tokens_per_s(51234);
+  best->set_step_time_s(0.41);
+  best->set_mfu(0.412);
+  best->set_memory_gib_per_gpu(30.1);
+  best->set_tokens_per_joule(0.812);
+  best->set_energy_provenance(v1::MEASURED);
+  best->mutable_predicted()->set_tokens_per_s(49000);
+  best->mutable_full_run()->set_days(12.3);
+  best->mutable_full_run()->set_energy_mwh(45.6);
+  best->mutable_full_run()->set_gpu_hours(12345);
+  best->set_why("exposed comm 12% of the step");
+  *r.mutable_best_energy() = *best;
+  r.set_calibration_mape(0.072);
+  r.set_calibration_samples(5);
+  r.set_history_db("/var/lib/tessera/planner.db");
+  std::ostringstream out;
+  PrintRecommendation(r, out);
+  const std::string text = out.str();
+  for (const char* expected :
+       {"study 7 recommendation:\n",
+        "best throughput: tp=2,sp=0,pp=1,vpp=1,cp=1,dp=4,zero=3,",
+        "  MEASURED (trial 12): 51234 tokens/s, step 0.410 s, MFU 41.2%, "
+        "30.1 GiB per GPU",
+        "  energy: 0.812 tokens/J (MEASURED)\n",
+        "  the calibrated model predicted: 49000 tokens/s",
+        "  full run: 12.30 days, 45.6 MWh, 12345 GPU-hours (MEASURED "
+        "tokens/s)\n",
+        "  why: exposed comm 12% of the step\n",
+        "best energy: the same layout\n",
+        "calibration: step-time MAPE 7.2% over 5 trials\n",
+        "history: /var/lib/tessera/planner.db (tessera trials --study 7"}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n"
+                                                      << text;
+  }
+
+  // A predicted-only recommendation (no trial ran): PREDICTED, no trial id,
+  // no "predicted" comparison line, defaults for the calibration.
+  v1::Recommendation p;
+  p.set_study_id(8);
+  p.set_final(true);
+  *p.mutable_best_throughput() = *best;
+  p.mutable_best_throughput()->set_provenance(v1::PREDICTED);
+  p.mutable_best_throughput()->set_energy_provenance(v1::PREDICTED);
+  *p.mutable_best_energy() = p.best_throughput();
+  p.mutable_best_energy()->mutable_layout()->set_tp(1);
+  std::ostringstream out2;
+  PrintRecommendation(p, out2);
+  const std::string t2 = out2.str();
+  EXPECT_NE(t2.find("  PREDICTED: 51234 tokens/s"), std::string::npos) << t2;
+  EXPECT_EQ(t2.find("MEASURED"), std::string::npos) << t2;
+  EXPECT_EQ(t2.find("the calibrated model predicted"), std::string::npos);
+  EXPECT_NE(t2.find("\nbest energy: tp=1,"), std::string::npos) << t2;
+  EXPECT_NE(t2.find("calibration: the cost model's defaults"),
+            std::string::npos);
+  EXPECT_EQ(t2.find("history:"), std::string::npos);
+
+  std::ostringstream out3;
+  v1::Recommendation none;
+  none.set_study_id(9);
+  PrintRecommendation(none, out3);
+  EXPECT_EQ(out3.str().rfind("study 9: no recommendation yet\n", 0), 0u);
+}
+
+}  // namespace
+}  // namespace tessera::cli
