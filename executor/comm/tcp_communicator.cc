@@ -24,34 +24,16 @@ using tcp_internal::MessageKind;
 using tcp_internal::TcpMesh;
 using tcp_internal::WireHeader;
 
-// What one rank passed to one collective, as its messages carry it.
-struct TcpCommunicator::Call {
-  MessageKind kind = MessageKind::kBarrier;
-  // Data collectives: the dtype and count every rank must agree on
-  // (AllReduce, Broadcast: numel; AllGather: send; ReduceScatter: recv).
-  DType dtype = DType::kF32;
-  int64_t count = 0;
-  ReduceOp op = ReduceOp::kSum;  // AllReduce, ReduceScatter
-  int root = 0;                  // Broadcast
-  int color = 0;                 // Split
+// What one rank passed to one collective, as its messages carry it: what
+// the others must agree on (call_agreement.h), and Split's color and key.
+struct TcpCommunicator::Call : comm_internal::CallSignature {
+  int color = 0;
   int key = 0;
-  absl::Status local;  // this rank's argument error, reported on every rank
 };
 
 namespace {
 
 constexpr absl::string_view kWorldName = "world";
-
-bool IsData(MessageKind kind) {
-  return kind == MessageKind::kAllReduce || kind == MessageKind::kAllGather ||
-         kind == MessageKind::kReduceScatter || kind == MessageKind::kBroadcast;
-}
-bool IsReduction(MessageKind kind) {
-  return kind == MessageKind::kAllReduce || kind == MessageKind::kReduceScatter;
-}
-absl::string_view OpName(ReduceOp op) {
-  return op == ReduceOp::kSum ? "sum" : "max";
-}
 
 absl::string_view Bytes(const Tensor& t) {
   return absl::string_view(static_cast<const char*>(t.data), t.bytes());
@@ -110,7 +92,7 @@ absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq, int step,
                                        std::vector<Message>* from) {
   const int n = size();
   WireHeader h;
-  h.kind = call.kind;
+  h.kind = tcp_internal::WireKind(call.kind);
   h.dtype = static_cast<uint8_t>(call.dtype);
   h.op = static_cast<uint8_t>(call.op);
   h.step = static_cast<uint8_t>(step);
@@ -131,8 +113,8 @@ absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq, int step,
     absl::Status sent = mesh_->Send(world_ranks_[peer], h, bytes.data());
     if (!sent.ok()) {
       return comm_internal::Annotate(
-          sent, absl::StrCat(Describe(call, seq, name_), ": sending to ",
-                             RankName(peer)));
+          sent, absl::StrCat(comm_internal::DescribeCall(call, seq, name_),
+                             ": sending to ", RankName(peer)));
     }
   }
   std::vector<int> srcs;  // world ranks, in group rank order
@@ -152,8 +134,8 @@ absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq, int step,
       names.push_back(RankName(static_cast<int>(it - world_ranks_.begin())));
     }
     return absl::DeadlineExceededError(absl::StrCat(
-        Describe(call, seq, name_), ": ", RankName(rank_), " waited ",
-        absl::FormatDuration(mesh_->timeout()), " but ",
+        comm_internal::DescribeCall(call, seq, name_), ": ", RankName(rank_),
+        " waited ", absl::FormatDuration(mesh_->timeout()), " but ",
         absl::StrJoin(names, ", "),
         step == 0 ? " did not arrive" : " did not send its share"));
   }
@@ -161,7 +143,8 @@ absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq, int step,
     // The world's abort keeps its cause; a peer that left gets the context.
     if (s == mesh_->abort_status()) return s;
     return absl::Status(
-        s.code(), absl::StrCat(Describe(call, seq, name_), ": ", s.message()));
+        s.code(), absl::StrCat(comm_internal::DescribeCall(call, seq, name_),
+                               ": ", s.message()));
   }
   from->clear();
   from->resize(n);
@@ -170,7 +153,7 @@ absl::Status TcpCommunicator::Exchange(const Call& call, uint64_t seq, int step,
     const WireHeader& g = got[i].header;
     if (g.seq != seq || g.step != step) {
       return absl::InternalError(
-          absl::StrCat(Describe(call, seq, name_),
+          absl::StrCat(comm_internal::DescribeCall(call, seq, name_),
                        ": protocol error: ", RankName(static_cast<int>(r)),
                        " sent step ", g.step, " of collective #", g.seq));
     }
@@ -192,7 +175,7 @@ absl::Status TcpCommunicator::Arrive(const Call& call, uint64_t seq,
     }
     const Message& m = (*from)[r];
     Call& c = calls[r];
-    c.kind = m.header.kind;
+    c.kind = tcp_internal::CollectiveOf(m.header.kind);
     c.dtype = static_cast<DType>(m.header.dtype);
     c.op = static_cast<ReduceOp>(m.header.op);
     c.count = m.header.count;
@@ -204,56 +187,10 @@ absl::Status TcpCommunicator::Arrive(const Call& call, uint64_t seq,
           absl::string_view(m.payload.get(), m.header.payload_bytes));
     }
   }
-  const Call& first = calls[0];
-  auto what = [&] { return Describe(first, seq, name_); };
-  auto mismatch = [&](int r, absl::string_view field, auto mine, auto theirs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what(), ": ", RankName(r), " passed ", field, " ", mine,
-                     " but ", RankName(0), " passed ", theirs));
-  };
-  for (int r = 0; r < size(); ++r) {
-    const Call& c = calls[r];
-    if (!c.local.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          Describe(c, seq, name_), ": ", RankName(r), ": ", c.local.message()));
-    }
-    if (c.kind != first.kind) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what(), ": ", RankName(r), " called ",
-          tcp_internal::MessageKindName(c.kind),
-          " instead (collectives must be called in the same order)"));
-    }
-    if (!IsData(c.kind)) continue;
-    if (c.dtype != first.dtype) {
-      return mismatch(r, "dtype", DTypeName(c.dtype), DTypeName(first.dtype));
-    }
-    if (c.count != first.count) {
-      return mismatch(r, "count", c.count, first.count);
-    }
-    if (IsReduction(c.kind) && c.op != first.op) {
-      return mismatch(r, "op", OpName(c.op), OpName(first.op));
-    }
-    if (c.kind == MessageKind::kBroadcast && c.root != first.root) {
-      return mismatch(r, "root", c.root, first.root);
-    }
-  }
-  return absl::OkStatus();
-}
-
-std::string TcpCommunicator::Describe(const Call& call, uint64_t seq,
-                                      absl::string_view group_name) {
-  std::string text =
-      absl::StrCat(tcp_internal::MessageKindName(call.kind), " #", seq);
-  if (IsData(call.kind)) {
-    absl::StrAppend(&text, " (", DTypeName(call.dtype), " x ", call.count);
-    if (IsReduction(call.kind)) absl::StrAppend(&text, ", ", OpName(call.op));
-    if (call.kind == MessageKind::kBroadcast) {
-      absl::StrAppend(&text, ", root ", call.root);
-    }
-    absl::StrAppend(&text, ")");
-  }
-  absl::StrAppend(&text, " on group ", group_name);
-  return text;
+  return comm_internal::CheckCallsAgree(
+      size(),
+      [&](int r) -> const comm_internal::CallSignature& { return calls[r]; },
+      seq, name_, [&](int r) { return RankName(r); });
 }
 
 // ---- Collectives ----------------------------------------------------------
@@ -261,7 +198,7 @@ std::string TcpCommunicator::Describe(const Call& call, uint64_t seq,
 absl::Status TcpCommunicator::AllReduce(const Tensor& send, const Tensor& recv,
                                         ReduceOp op) {
   Call call;
-  call.kind = MessageKind::kAllReduce;
+  call.kind = comm_internal::CollectiveKind::kAllReduce;
   call.dtype = send.dtype;
   call.count = send.numel;
   call.op = op;
@@ -274,7 +211,7 @@ absl::Status TcpCommunicator::AllReduce(const Tensor& send, const Tensor& recv,
   std::vector<Message> from;
   TESSERA_RETURN_IF_ERROR(Arrive(
       call, seq, [&](int peer) { return Bytes(Block(send, peer, n)); }, &from));
-  auto what = [&] { return Describe(call, seq, name_); };
+  auto what = [&] { return comm_internal::DescribeCall(call, seq, name_); };
   const Tensor mine_in = Block(send, rank_, n);
   const Tensor mine = Block(recv, rank_, n);
   std::vector<const void*> srcs(n);
@@ -308,7 +245,7 @@ absl::Status TcpCommunicator::AllGather(const Tensor& send,
                                         const Tensor& recv) {
   const int n = size();
   Call call;
-  call.kind = MessageKind::kAllGather;
+  call.kind = comm_internal::CollectiveKind::kAllGather;
   call.dtype = send.dtype;
   call.count = send.numel;
   call.local = comm_internal::CheckAllGather(send, recv, rank_, n);
@@ -316,7 +253,7 @@ absl::Status TcpCommunicator::AllGather(const Tensor& send,
   std::vector<Message> from;
   TESSERA_RETURN_IF_ERROR(Arrive(
       call, seq, [&](int) { return Bytes(send); }, &from));
-  auto what = [&] { return Describe(call, seq, name_); };
+  auto what = [&] { return comm_internal::DescribeCall(call, seq, name_); };
   const int64_t count = send.numel;
   for (int r = 0; r < n; ++r) {
     const Tensor block = recv.Slice(r * count, count);
@@ -334,7 +271,7 @@ absl::Status TcpCommunicator::ReduceScatter(const Tensor& send,
                                             const Tensor& recv, ReduceOp op) {
   const int n = size();
   Call call;
-  call.kind = MessageKind::kReduceScatter;
+  call.kind = comm_internal::CollectiveKind::kReduceScatter;
   call.dtype = send.dtype;
   call.count = recv.numel;
   call.op = op;
@@ -347,7 +284,7 @@ absl::Status TcpCommunicator::ReduceScatter(const Tensor& send,
       call, seq,
       [&](int peer) { return Bytes(send.Slice(peer * count, count)); }, &from));
   if (count == 0) return absl::OkStatus();
-  auto what = [&] { return Describe(call, seq, name_); };
+  auto what = [&] { return comm_internal::DescribeCall(call, seq, name_); };
   std::vector<const void*> srcs(n);
   for (int r = 0; r < n; ++r) {
     if (r == rank_) {
@@ -362,7 +299,7 @@ absl::Status TcpCommunicator::ReduceScatter(const Tensor& send,
 
 absl::Status TcpCommunicator::Broadcast(const Tensor& buf, int root) {
   Call call;
-  call.kind = MessageKind::kBroadcast;
+  call.kind = comm_internal::CollectiveKind::kBroadcast;
   call.dtype = buf.dtype;
   call.count = buf.numel;
   call.root = root;
@@ -376,15 +313,16 @@ absl::Status TcpCommunicator::Broadcast(const Tensor& buf, int root) {
       [&](int) { return rank_ == root ? Bytes(buf) : absl::string_view(); },
       &from));
   if (rank_ == root) return absl::OkStatus();
-  TESSERA_RETURN_IF_ERROR(ExpectPayload(
-      from[root], buf.bytes(), [&] { return Describe(call, seq, name_); }));
+  TESSERA_RETURN_IF_ERROR(ExpectPayload(from[root], buf.bytes(), [&] {
+    return comm_internal::DescribeCall(call, seq, name_);
+  }));
   CopyBytes(buf.data, from[root].payload.get(), buf.bytes());
   return absl::OkStatus();
 }
 
 absl::Status TcpCommunicator::Barrier() {
   Call call;
-  call.kind = MessageKind::kBarrier;
+  call.kind = comm_internal::CollectiveKind::kBarrier;
   std::vector<Message> from;
   return Arrive(call, seq_++, NoBytes, &from);
 }
@@ -392,7 +330,7 @@ absl::Status TcpCommunicator::Barrier() {
 absl::StatusOr<std::unique_ptr<Communicator>> TcpCommunicator::Split(int color,
                                                                      int key) {
   Call call;
-  call.kind = MessageKind::kSplit;
+  call.kind = comm_internal::CollectiveKind::kSplit;
   call.color = color;
   call.key = key;
   call.local = comm_internal::CheckSplitColor(color);

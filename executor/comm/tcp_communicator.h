@@ -151,10 +151,6 @@ class TcpCommunicator final : public Communicator {
   // 0's, alike on every rank: OK or INVALID_ARGUMENT.
   absl::Status Arrive(const Call& call, uint64_t seq, PartFn part,
                       std::vector<tcp_internal::Message>* from);
-  // "AllReduce #3 (f32 x 1000, sum) on group world", as the in-process
-  // rendezvous describes calls.
-  static std::string Describe(const Call& call, uint64_t seq,
-                              absl::string_view group_name);
   absl::Status RecvNow(const Tensor& buf, int peer);
   // "rank 2 (world rank 5)", or "rank 2" in the world group.
   std::string RankName(int rank) const;

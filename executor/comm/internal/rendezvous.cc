@@ -6,53 +6,6 @@
 #include "absl/strings/str_join.h"
 
 namespace tessera::executor::comm_internal {
-namespace {
-
-bool IsData(CollectiveKind kind) {
-  return kind != CollectiveKind::kBarrier && kind != CollectiveKind::kSplit;
-}
-bool IsReduction(CollectiveKind kind) {
-  return kind == CollectiveKind::kAllReduce ||
-         kind == CollectiveKind::kReduceScatter;
-}
-absl::string_view OpName(ReduceOp op) {
-  return op == ReduceOp::kSum ? "sum" : "max";
-}
-
-}  // namespace
-
-absl::string_view CollectiveName(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllReduce:
-      return "AllReduce";
-    case CollectiveKind::kAllGather:
-      return "AllGather";
-    case CollectiveKind::kReduceScatter:
-      return "ReduceScatter";
-    case CollectiveKind::kBroadcast:
-      return "Broadcast";
-    case CollectiveKind::kBarrier:
-      return "Barrier";
-    case CollectiveKind::kSplit:
-      return "Split";
-  }
-  return "?";
-}
-
-std::string DescribeCall(const CollectiveCall& call, uint64_t seq,
-                         absl::string_view group_name) {
-  std::string text = absl::StrCat(CollectiveName(call.kind), " #", seq);
-  if (IsData(call.kind)) {
-    absl::StrAppend(&text, " (", DTypeName(call.dtype), " x ", call.count);
-    if (IsReduction(call.kind)) absl::StrAppend(&text, ", ", OpName(call.op));
-    if (call.kind == CollectiveKind::kBroadcast) {
-      absl::StrAppend(&text, ", root ", call.root);
-    }
-    absl::StrAppend(&text, ")");
-  }
-  absl::StrAppend(&text, " on group ", group_name);
-  return text;
-}
 
 Rendezvous::Rendezvous(const WorldState* world, std::string group_name,
                        int size)
@@ -72,7 +25,9 @@ absl::Status Rendezvous::Run(int rank, uint64_t seq, const CollectiveCall& call,
   // Phase 1: everyone arrives, or the collective fails for all.
   if (slot.failure.ok() && slot.entered == size_) {
     slot.all_arrived = true;
-    slot.verdict = Verdict(slot, seq, name_rank);
+    slot.verdict = CheckCallsAgree(
+        size_, [&](int r) -> const CallSignature& { return *slot.calls[r]; },
+        seq, group_name_, name_rank);
     slot.all.reserve(size_);
     for (const std::optional<CollectiveCall>& c : slot.calls) {
       slot.all.push_back(*c);
@@ -135,43 +90,6 @@ absl::Status Rendezvous::Run(int rank, uint64_t seq, const CollectiveCall& call,
   Exit(seq, slot);
   stats.wait_s += SecondsSince(done);
   return status;
-}
-
-absl::Status Rendezvous::Verdict(const Slot& slot, uint64_t seq,
-                                 RankNamer name_rank) const {
-  const CollectiveCall& first = *slot.calls[0];
-  const std::string what = DescribeCall(first, seq, group_name_);
-  auto mismatch = [&](int r, absl::string_view field, auto mine, auto theirs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": ", name_rank(r), " passed ", field, " ", mine,
-                     " but ", name_rank(0), " passed ", theirs));
-  };
-  for (int r = 0; r < size_; ++r) {
-    const CollectiveCall& c = *slot.calls[r];
-    if (!c.local.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(DescribeCall(c, seq, group_name_), ": ", name_rank(r),
-                       ": ", c.local.message()));
-    }
-    if (c.kind != first.kind) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": ", name_rank(r), " called ", CollectiveName(c.kind),
-          " instead (collectives must be called in the same order)"));
-    }
-    if (!IsData(c.kind)) continue;
-    if (c.dtype != first.dtype) {
-      return mismatch(r, "dtype", DTypeName(c.dtype), DTypeName(first.dtype));
-    }
-    if (c.count != first.count)
-      return mismatch(r, "count", c.count, first.count);
-    if (IsReduction(c.kind) && c.op != first.op) {
-      return mismatch(r, "op", OpName(c.op), OpName(first.op));
-    }
-    if (c.kind == CollectiveKind::kBroadcast && c.root != first.root) {
-      return mismatch(r, "root", c.root, first.root);
-    }
-  }
-  return absl::OkStatus();
 }
 
 void Rendezvous::Exit(uint64_t seq, Slot& slot) {

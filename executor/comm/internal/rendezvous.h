@@ -5,7 +5,8 @@
 // every rank otherwise), lets each rank do its share of the data movement,
 // and returns once every rank is done with every buffer.
 //
-//   CollectiveCall call{.kind = CollectiveKind::kAllReduce, ...};
+//   CollectiveCall call;
+//   call.kind = CollectiveKind::kAllReduce;  // and dtype, count, buffers...
 //   TESSERA_RETURN_IF_ERROR(rendezvous.Run(rank, seq++, call,
 //       [&](absl::Span<const CollectiveCall> calls) { ...; }, stats));
 #pragma once
@@ -26,6 +27,7 @@
 #include "absl/types/span.h"
 #include "executor/comm/comm_stats.h"
 #include "executor/comm/communicator.h"
+#include "executor/comm/internal/call_agreement.h"
 #include "executor/comm/internal/world_state.h"
 #include "executor/tensor.h"
 
@@ -33,48 +35,24 @@ namespace tessera::executor::comm_internal {
 
 class Group;
 
-enum class CollectiveKind {
-  kAllReduce,
-  kAllGather,
-  kReduceScatter,
-  kBroadcast,
-  kBarrier,
-  kSplit,
-};
-absl::string_view CollectiveName(CollectiveKind kind);
-
 // Where Split's work leaves one rank's new group.
 struct SplitResult {
   std::shared_ptr<Group> group;
   int rank = -1;
 };
 
-// What one rank passed to one collective.
-struct CollectiveCall {
-  CollectiveKind kind = CollectiveKind::kBarrier;
-  // Data collectives: the dtype and the count every rank must agree on
-  // (AllReduce, Broadcast: numel; AllGather: send; ReduceScatter: recv).
-  DType dtype = DType::kF32;
-  int64_t count = 0;
-  ReduceOp op = ReduceOp::kSum;  // AllReduce, ReduceScatter
-  int root = 0;                  // Broadcast
-  Tensor send;                   // Broadcast: the buffer
+// What one rank passed to one collective: what the others must agree on
+// (call_agreement.h), and its buffers.
+struct CollectiveCall : CallSignature {
+  Tensor send;  // Broadcast: the buffer
   Tensor recv;
   int color = 0;  // Split
   int key = 0;
   SplitResult* split_out = nullptr;
-  // This rank's own argument error, reported on every rank.
-  absl::Status local;
 };
-
-// Human-readable "AllReduce #3 (f32 x 1000) on group world".
-std::string DescribeCall(const CollectiveCall& call, uint64_t seq,
-                         absl::string_view group_name);
 
 class Rendezvous {
  public:
-  // Describes rank r for error messages: "rank 2 (world rank 5)".
-  using RankNamer = absl::FunctionRef<std::string(int rank)>;
   // One rank's share of a collective, given every rank's call (by rank).
   using Work =
       absl::FunctionRef<absl::Status(absl::Span<const CollectiveCall>)>;
@@ -110,9 +88,6 @@ class Rendezvous {
     std::vector<absl::Status> work_status;  // by rank
   };
 
-  // Checks every rank's call against rank 0's; OK or INVALID_ARGUMENT.
-  absl::Status Verdict(const Slot& slot, uint64_t seq,
-                       RankNamer name_rank) const;
   // Marks `rank` gone from `slot`, erasing the slot when it was the last.
   void Exit(uint64_t seq, Slot& slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

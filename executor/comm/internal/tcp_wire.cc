@@ -2,32 +2,42 @@
 
 namespace tessera::executor::tcp_internal {
 
-absl::string_view MessageKindName(MessageKind kind) {
-  switch (kind) {
-    case MessageKind::kAllReduce:
-      return "AllReduce";
-    case MessageKind::kAllGather:
-      return "AllGather";
-    case MessageKind::kReduceScatter:
-      return "ReduceScatter";
-    case MessageKind::kBroadcast:
-      return "Broadcast";
-    case MessageKind::kBarrier:
-      return "Barrier";
-    case MessageKind::kSplit:
-      return "Split";
-    case MessageKind::kSend:
-      return "Send";
-    case MessageKind::kGoodbye:
-      return "Goodbye";
-    case MessageKind::kAbort:
-      return "Abort";
-  }
-  return "?";
-}
-
 bool IsCollective(MessageKind kind) {
   return kind >= MessageKind::kAllReduce && kind <= MessageKind::kSplit;
+}
+
+namespace {
+
+using comm_internal::CollectiveKind;
+
+// Every collective and the kind of its messages.
+struct KindPair {
+  CollectiveKind collective;
+  MessageKind wire;
+};
+constexpr KindPair kCollectiveKinds[] = {
+    {CollectiveKind::kAllReduce, MessageKind::kAllReduce},
+    {CollectiveKind::kAllGather, MessageKind::kAllGather},
+    {CollectiveKind::kReduceScatter, MessageKind::kReduceScatter},
+    {CollectiveKind::kBroadcast, MessageKind::kBroadcast},
+    {CollectiveKind::kBarrier, MessageKind::kBarrier},
+    {CollectiveKind::kSplit, MessageKind::kSplit},
+};
+
+}  // namespace
+
+MessageKind WireKind(CollectiveKind kind) {
+  for (const KindPair& pair : kCollectiveKinds) {
+    if (pair.collective == kind) return pair.wire;
+  }
+  return MessageKind::kBarrier;  // unreachable: every collective is listed
+}
+
+CollectiveKind CollectiveOf(MessageKind kind) {
+  for (const KindPair& pair : kCollectiveKinds) {
+    if (pair.wire == kind) return pair.collective;
+  }
+  return CollectiveKind::kBarrier;  // not a collective: outside the contract
 }
 
 uint64_t GroupId(absl::string_view group_name) {

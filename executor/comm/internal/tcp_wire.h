@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "absl/strings/string_view.h"
+#include "executor/comm/internal/call_agreement.h"
 
 namespace tessera::executor::tcp_internal {
 
@@ -43,9 +44,12 @@ enum class MessageKind : uint8_t {
   kGoodbye,
   kAbort,
 };
-absl::string_view MessageKindName(MessageKind kind);
 // Whether messages of `kind` belong to a collective.
 bool IsCollective(MessageKind kind);
+// The kind of the messages of a collective, and back: `kind` must be one
+// for which IsCollective holds.
+MessageKind WireKind(comm_internal::CollectiveKind kind);
+comm_internal::CollectiveKind CollectiveOf(MessageKind kind);
 
 struct WireHeader {
   uint32_t magic = kWireMagic;
