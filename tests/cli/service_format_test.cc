@@ -12,6 +12,7 @@
 #include "cli/service_names.h"
 #include "cli/study_progress.h"
 #include "cli/text_table.h"
+#include "cli/trial_history.h"
 #include "cli/trial_table.h"
 #include "core/layout.h"
 #include "gtest/gtest.h"
@@ -77,6 +78,8 @@ v1::Layout MakeLayout(int64_t tp, int64_t dp, int64_t zero, int64_t mb,
   l.set_recompute(recompute);
   return l;
 }
+
+constexpr int64_t kFirst = 1714564800000;  // 2024-05-01T12:00:00Z
 
 // An ok trial with power measured, and a queued one.
 v1::Trial OkTrial() {
@@ -544,6 +547,107 @@ TEST(RecommendationOutputTest, LabelsEveryNumber) {
   none.set_study_id(9);
   PrintRecommendation(none, out3);
   EXPECT_EQ(out3.str().rfind("study 9: no recommendation yet\n", 0), 0u);
+}
+
+TEST(TrialHistoryTest, MedianByHand) {
+  EXPECT_FALSE(Median({}).has_value());
+  EXPECT_EQ(*Median({3}), 3);
+  EXPECT_EQ(*Median({5, 1, 3}), 3);
+  EXPECT_EQ(*Median({4, 1, 3, 10}), 3.5);
+}
+
+// Five trials of one layout across two studies (three ok, one oom, one
+// queued), one of another layout, and the first layout on another GPU.
+TEST(TrialHistoryTest, GroupsByModelGpuGpusAndLayout) {
+  google::protobuf::RepeatedPtrField<v1::Trial> trials;
+  auto add = [&](int64_t id, int64_t study, v1::TrialState state,
+                 double tokens_per_s, std::optional<double> watts,
+                 const std::string& gpu = "h100-sxm") {
+    v1::Trial t = OkTrial();
+    t.set_id(id);
+    t.set_study_id(study);
+    t.set_state(state);
+    t.set_gpu(gpu);
+    t.set_created_unix_ms(kFirst + id * 1000);
+    t.set_finished_unix_ms(0);
+    if (state == v1::TRIAL_OK) {
+      t.mutable_measured()->set_tokens_per_s(tokens_per_s);
+      t.mutable_measured()->set_mfu(tokens_per_s / 100000);
+      if (watts.has_value()) {
+        t.mutable_measured()->set_watts_per_gpu(*watts);
+        t.mutable_measured()->set_tokens_per_joule(tokens_per_s / 8 / *watts);
+      } else {
+        t.mutable_measured()->clear_watts_per_gpu();
+        t.mutable_measured()->clear_tokens_per_joule();
+      }
+    } else {
+      t.clear_measured();
+    }
+    *trials.Add() = t;
+    return trials.Mutable(trials.size() - 1);
+  };
+  add(21, 3, v1::TRIAL_OK, 1000, 500);
+  add(22, 3, v1::TRIAL_OOM, 0, std::nullopt);
+  add(23, 4, v1::TRIAL_OK, 3000, std::nullopt);
+  add(24, 4, v1::TRIAL_OK, 2000, 700);
+  add(25, 4, v1::TRIAL_QUEUED, 0, std::nullopt);
+  v1::Trial* other = add(26, 4, v1::TRIAL_OK, 2500, 600);
+  other->mutable_layout()->set_tp(4);
+  other->mutable_layout()->set_dp(2);
+  add(27, 5, v1::TRIAL_OK, 9000, 650, "a100-sxm-80g");
+
+  const std::vector<LayoutHistory> groups = GroupByLayout(trials);
+  ASSERT_EQ(groups.size(), 3u);
+  // Best first: a100 (9000), the five-trial group (3000), tp=4 (2500).
+  EXPECT_EQ(groups[0].gpu, "a100-sxm-80g");
+  const LayoutHistory& g = groups[1];
+  EXPECT_EQ(g.gpu, "h100-sxm");
+  EXPECT_EQ(g.model, "tiny");
+  EXPECT_EQ(g.gpus, 8);  // tp 2 x dp 4
+  EXPECT_EQ(g.trial_ids, (std::vector<int64_t>{21, 22, 23, 24, 25}));
+  EXPECT_EQ(g.study_ids, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(g.ok, 3);
+  EXPECT_EQ(g.failed, 1);
+  EXPECT_EQ(*g.best_tokens_per_s, 3000);
+  EXPECT_EQ(g.best_trial_id, 23);
+  EXPECT_EQ(*g.median_tokens_per_s, 2000);
+  EXPECT_EQ(*g.best_mfu, 0.03);
+  EXPECT_EQ(*g.median_watts_per_gpu, 600);  // of 500 and 700: 23 has none
+  EXPECT_DOUBLE_EQ(*g.best_tokens_per_joule, 2000.0 / 8 / 700);
+  EXPECT_EQ(g.last_unix_ms, kFirst + 25000);
+  EXPECT_EQ(groups[2].layout.tp(), 4);
+  EXPECT_EQ(groups[2].gpus, 8);
+  EXPECT_EQ(groups[2].trial_ids, std::vector<int64_t>{26});
+
+  std::ostringstream table;
+  PrintHistoryTable(groups, table);
+  EXPECT_NE(table.str().find("3000 (trial 23)"), std::string::npos)
+      << table.str();
+  EXPECT_NE(table.str().find(" 3,4 "), std::string::npos) << table.str();
+  std::ostringstream csv;
+  PrintHistoryCsv(groups, csv);
+  const auto records = ParseCsv(csv.str());
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(records[0][7], "best_tokens_per_s");
+  EXPECT_EQ(records[2][7], "3000");
+  EXPECT_EQ(records[2][14], "21 22 23 24 25");
+  const json j = HistoryJson(groups);
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[1]["trials"], json::array({21, 22, 23, 24, 25}));
+  EXPECT_EQ(j[1]["best_trial_id"], 23);
+  EXPECT_EQ(j[1]["layout"]["tp"], 2);
+
+  // A group whose trials all failed has no numbers: "—" and null.
+  google::protobuf::RepeatedPtrField<v1::Trial> failed;
+  *failed.Add() = QueuedTrial();
+  failed.Mutable(0)->set_state(v1::TRIAL_TIMEOUT);
+  const std::vector<LayoutHistory> none = GroupByLayout(failed);
+  ASSERT_EQ(none.size(), 1u);
+  EXPECT_FALSE(none[0].best_tokens_per_s.has_value());
+  EXPECT_TRUE(HistoryJson(none)[0]["best_tokens_per_s"].is_null());
+  std::ostringstream t2;
+  PrintHistoryTable(none, t2);
+  EXPECT_NE(t2.str().find("—"), std::string::npos);
 }
 
 }  // namespace
