@@ -1,0 +1,427 @@
+#include "executor/cuda/cuda_trial.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/model.h"
+#include "core/status_macros.h"
+#include "executor/comm/run_ranks.h"
+#include "executor/cuda/cuda_backend.h"
+#include "executor/cuda/cuda_status.h"
+#include "executor/cuda/device_memory_ops.h"
+#include "executor/cuda/device_sync_communicator.h"
+#include "executor/cuda/gpu_peak.h"
+#include "executor/cuda/nvml_power.h"
+#include "executor/cuda/trial_records.h"
+#include "executor/engine/rank_engine.h"
+#include "executor/engine/token_data.h"
+#ifdef TESSERA_HAVE_NCCL
+#include "executor/cuda/nccl_communicator.h"
+#endif
+
+namespace tessera::executor {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+TrialResult Failed(TrialResult r, TrialStatus status, absl::string_view why) {
+  r.status = status;
+  r.reason = std::string(why);
+  return r;
+}
+
+absl::Status CheckCounts(const TrialConfig& c) {
+  const std::pair<const char*, int64_t> positive[] = {
+      {"ranks", c.ranks},
+      {"global_batch", c.global_batch},
+      {"seq_len", c.seq_len},
+      {"steps", c.steps}};
+  for (const auto& [field, value] : positive) {
+    if (value <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("trial.", field, ": must be positive, got ", value));
+    }
+  }
+  if (c.warmup_steps < 0 || c.memory_limit_bytes < 0 || c.time_limit_s < 0 ||
+      c.ranks_per_host < 0) {
+    return absl::InvalidArgumentError(
+        "trial: warmup, memory limit, time limit and ranks per host must not "
+        "be negative");
+  }
+  if (c.process_rank >= c.ranks) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trial.rank: ", c.process_rank, " is not below the ", c.ranks,
+        " ranks"));
+  }
+  if (c.process_rank >= 0 && c.rendezvous_file.empty()) {
+    return absl::InvalidArgumentError(
+        "trial.rendezvous_file: required with one process per rank");
+  }
+  return absl::OkStatus();
+}
+
+struct DeviceInfo {
+  std::string name;
+  std::string pci_bus_id;
+};
+
+absl::StatusOr<DeviceInfo> Describe(int device) {
+  cudaDeviceProp prop;
+  TESSERA_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, device));
+  char bus_id[32] = {0};
+  TESSERA_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device));
+  return DeviceInfo{prop.name, bus_id};
+}
+
+// TFLOP/s of the best of 3 bf16 GEMMs n x n x n through the backend
+// (cuBLASLt), timed with events after a warm-up: what the device achieves,
+// not its datasheet peak. 0 when the buffers do not fit.
+double MeasureBf16GemmTflops(CudaBackend& backend, int64_t n = 8192) {
+  auto a = backend.Allocate(n * n, DType::kBF16, "peak probe a");
+  auto b = backend.Allocate(n * n, DType::kBF16, "peak probe b");
+  auto c = backend.Allocate(n * n, DType::kBF16, "peak probe c");
+  if (!a.ok() || !b.ok() || !c.ok()) return 0;
+  backend.Fill(a->view(), n * n, 0.01f);  // not zeros: they run faster
+  backend.Fill(b->view(), n * n, -0.02f);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  if (cudaEventCreate(&start) != cudaSuccess ||
+      cudaEventCreate(&stop) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  float best_ms = 1e30f;
+  for (int r = 0; r < 4; ++r) {  // the first run warms up
+    cudaEventRecord(start, backend.stream());
+    backend.Gemm(false, true, n, n, n, 1.0f, a->view(), b->view(), 0.0f,
+                 c->view());
+    cudaEventRecord(stop, backend.stream());
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    if (r > 0) best_ms = std::min(best_ms, ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return 2.0 * static_cast<double>(n) * n * n / (best_ms / 1e3) / 1e12;
+}
+
+// The device's dense bf16 peak from the table, else a GEMM rate measured on
+// `device` (with `backend` when given, else a backend of its own).
+absl::StatusOr<GpuPeak> PeakFor(const std::string& device_name, int device,
+                                CudaBackend* backend) {
+  absl::StatusOr<GpuPeak> known = DenseBf16PeakForDevice(device_name);
+  if (known.ok()) return *known;
+  std::unique_ptr<CudaBackend> own;
+  if (backend == nullptr) {
+    TESSERA_ASSIGN_OR_RETURN(own, CudaBackend::Create({.device = device}));
+    backend = own.get();
+  }
+  return GpuPeak{MeasureBf16GemmTflops(*backend),
+                 absl::StrCat(known.status().message(),
+                              "; measured instead: best of 3 bf16 GEMMs "
+                              "8192^3 through cuBLASLt (achieved, not a "
+                              "datasheet peak)")};
+}
+
+// A GPU's energy over the measured steps; inert without a meter.
+class EnergyWindow {
+ public:
+  explicit EnergyWindow(PowerMeter* meter) : meter_(meter) {}
+  void Start() {
+    if (meter_ == nullptr) return;
+    absl::StatusOr<uint64_t> mj = meter_->EnergyMillijoules();
+    if (!mj.ok()) return;
+    start_mj_ = *mj;
+    start_ = Clock::now();
+  }
+  std::optional<EnergyRecord> Stop() {
+    if (meter_ == nullptr || !start_mj_.has_value()) return std::nullopt;
+    absl::StatusOr<uint64_t> mj = meter_->EnergyMillijoules();
+    if (!mj.ok()) return std::nullopt;
+    const double seconds =
+        std::chrono::duration<double>(Clock::now() - start_).count();
+    absl::StatusOr<double> watts = AverageWatts(*start_mj_, *mj, seconds);
+    if (!watts.ok()) return std::nullopt;
+    return EnergyRecord{*watts * seconds, seconds};
+  }
+
+ private:
+  PowerMeter* meter_;
+  std::optional<uint64_t> start_mj_;
+  Clock::time_point start_;
+};
+
+// Opens the meter of the device with `pci_bus_id`; *note says how power is
+// measured or why it is not.
+std::unique_ptr<NvmlPowerMeter> OpenMeter(const std::string& pci_bus_id,
+                                          std::string* note) {
+  absl::StatusOr<std::unique_ptr<NvmlPowerMeter>> meter =
+      NvmlPowerMeter::Open(pci_bus_id);
+  if (!meter.ok()) {
+    *note = std::string(meter.status().message());
+    return nullptr;
+  }
+  *note = absl::StrCat("power: ", (*meter)->description());
+  return std::move(*meter);
+}
+
+// Per-step communication of a rank: the NCCL communicator's event timings
+// when there is one, else what the engine timed on the host (all exposed).
+using StepTimings = std::function<absl::StatusOr<std::pair<double, double>>()>;
+
+// Runs the warm-up and measured steps on one rank, filling *record; the
+// measured window opens after a barrier past the warm-up and closes after a
+// barrier past the last step. `window` is null on ranks that do not report
+// their GPU's energy.
+absl::Status RunSteps(const TrialConfig& c, RankEngine& engine,
+                      Communicator& world, Clock::time_point deadline,
+                      const StepTimings& timings, EnergyWindow* window,
+                      RankRecord* record) {
+  for (int64_t i = 0; i < c.warmup_steps + c.steps; ++i) {
+    if (i == c.warmup_steps) {
+      TESSERA_RETURN_IF_ERROR(world.Barrier());
+      if (window != nullptr) window->Start();
+    }
+    if (Clock::now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "time limit of %.1f s passed after %d steps", c.time_limit_s, i));
+    }
+    TESSERA_ASSIGN_OR_RETURN(StepResult step, engine.Step());
+    StepRecord s{step.loss, step.step_time_s, step.comm_s, step.comm_s};
+    if (timings) {
+      TESSERA_ASSIGN_OR_RETURN(auto comm, timings());
+      s.comm_s = comm.first;
+      s.exposed_comm_s = comm.second;
+    }
+    record->steps.push_back(s);
+    if (!std::isfinite(step.loss)) {
+      return absl::DataLossError(
+          absl::StrCat("loss is ", step.loss, " at step ", i));
+    }
+  }
+  TESSERA_RETURN_IF_ERROR(world.Barrier());
+  if (window != nullptr) record->energy = window->Stop();
+  return absl::OkStatus();
+}
+
+TrialShape ShapeOf(const TrialConfig& c, int64_t gpus) {
+  return TrialShape{c.model,        c.ranks,   gpus,
+                    c.global_batch, c.seq_len, c.warmup_steps};
+}
+
+// Every rank a thread on GPU 0, over the in-process world on device memory.
+TrialResult RunThreadRanks(const TrialConfig& c, const EngineConfig& ec,
+                           Clock::time_point deadline, TrialResult r) {
+  absl::StatusOr<DeviceInfo> dev = Describe(0);
+  if (!dev.ok()) return Failed(r, TrialStatus::kCrash, dev.status().message());
+  absl::StatusOr<std::shared_ptr<DeviceMemoryOps>> ops =
+      DeviceMemoryOps::Create(0);
+  if (!ops.ok()) {
+    return Failed(r, TrialStatusFor(ops.status()), ops.status().message());
+  }
+  absl::StatusOr<GpuPeak> peak = PeakFor(dev->name, 0, nullptr);
+  if (!peak.ok()) {
+    return Failed(r, TrialStatusFor(peak.status()), peak.status().message());
+  }
+  std::string power_note;
+  std::unique_ptr<NvmlPowerMeter> meter = OpenMeter(dev->pci_bus_id, &power_note);
+  EnergyWindow window(meter.get());
+  const double peak_per_rank = peak->tflops / static_cast<double>(c.ranks);
+  r.peak_tflops = peak_per_rank;
+  r.peak_tflops_source = absl::StrCat(peak->source, ", / ", c.ranks,
+                                      " ranks sharing the GPU");
+  r.device = absl::StrCat(dev->name, " (", c.ranks,
+                          " ranks as threads on one GPU; ", power_note, ")");
+
+  InProcessOptions options;
+  options.memory_ops = *ops;
+  if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
+  std::vector<RankRecord> records(c.ranks);
+  const std::vector<absl::Status> statuses = RunRanks(
+      static_cast<int>(c.ranks),
+      [&](int rank, Communicator& world) -> absl::Status {
+        TESSERA_ASSIGN_OR_RETURN(
+            std::unique_ptr<CudaBackend> backend,
+            CudaBackend::Create({.device = 0,
+                                 .memory_limit_bytes = c.memory_limit_bytes}));
+        DeviceSyncCommunicator synced(&world, backend.get());
+        absl::Status s = [&]() -> absl::Status {
+          TESSERA_ASSIGN_OR_RETURN(
+              std::unique_ptr<RankEngine> engine,
+              RankEngine::Create(ec, *backend, synced));
+          return RunSteps(c, *engine, synced, deadline, nullptr,
+                          rank == 0 ? &window : nullptr, &records[rank]);
+        }();
+        records[rank].peak_bytes = backend->peak_bytes();
+        return s;
+      },
+      options);
+  const absl::Status failure = FirstFailure(statuses);
+  const TrialShape shape = ShapeOf(c, /*gpus=*/1);
+  SummariseSteps(shape, records, peak_per_rank, r);
+  if (!failure.ok()) {
+    return Failed(r, TrialStatusFor(failure), failure.message());
+  }
+  SummarisePower(shape, records, r.steps, r);
+  r.status = TrialStatus::kOk;
+  return r;
+}
+
+#ifdef TESSERA_HAVE_NCCL
+// This process runs one rank on its own GPU; NCCL between processes.
+TrialResult RunProcessRank(const TrialConfig& c, const EngineConfig& ec,
+                           Clock::time_point deadline, TrialResult r) {
+  int count = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
+    cudaGetLastError();
+    return Failed(r, TrialStatus::kInvalid,
+                  absl::StrCat("no CUDA device was found (",
+                               cuda::CudaCallStatus(e, "cudaGetDeviceCount")
+                                   .message(),
+                               ")"));
+  }
+  const int64_t local = c.ranks_per_host > 0
+                            ? c.process_rank % c.ranks_per_host
+                            : c.process_rank;
+  const int device = static_cast<int>(local % count);
+  absl::StatusOr<DeviceInfo> dev = Describe(device);
+  if (!dev.ok()) return Failed(r, TrialStatus::kCrash, dev.status().message());
+  absl::StatusOr<std::unique_ptr<CudaBackend>> backend = CudaBackend::Create(
+      {.device = device, .memory_limit_bytes = c.memory_limit_bytes});
+  if (!backend.ok()) {
+    return Failed(r, TrialStatusFor(backend.status()),
+                  backend.status().message());
+  }
+  NcclWorldOptions options;
+  options.rendezvous_file = c.rendezvous_file;
+  if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
+  absl::StatusOr<std::unique_ptr<NcclCommunicator>> world =
+      ConnectNcclWorld(static_cast<int>(c.process_rank),
+                       static_cast<int>(c.ranks), device,
+                       (*backend)->stream(), options);
+  if (!world.ok()) {
+    return Failed(r, TrialStatusFor(world.status()), world.status().message());
+  }
+  NcclCommunicator& nccl = **world;
+  std::string power_note;
+  std::unique_ptr<NvmlPowerMeter> meter = OpenMeter(dev->pci_bus_id, &power_note);
+  EnergyWindow window(meter.get());
+  absl::StatusOr<GpuPeak> peak = PeakFor(dev->name, device, backend->get());
+  if (!peak.ok()) {
+    return Failed(r, TrialStatusFor(peak.status()), peak.status().message());
+  }
+
+  RankRecord mine;
+  const StepTimings timings = [&]() -> absl::StatusOr<std::pair<double, double>> {
+    TESSERA_ASSIGN_OR_RETURN(CommTimings t, nccl.TakeTimings());
+    return std::make_pair(t.comm_s, t.exposed_s);
+  };
+  std::unique_ptr<RankEngine> engine;
+  absl::Status failure = [&]() -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(engine, RankEngine::Create(ec, **backend, nccl));
+    TESSERA_RETURN_IF_ERROR(nccl.TakeTimings().status());  // setup is not a step
+    return RunSteps(c, *engine, nccl, deadline, timings, &window, &mine);
+  }();
+  mine.peak_bytes = (*backend)->peak_bytes();
+  if (!failure.ok()) nccl.AbortOnDestruction();  // peers may be stuck
+  engine.reset();
+  std::vector<RankRecord> records;
+  double peak_rank0 = peak->tflops;
+  if (failure.ok()) {
+    absl::StatusOr<std::vector<RankRecord>> all =
+        GatherRecords(nccl, **backend, mine, c.warmup_steps + c.steps,
+                      peak->tflops, &peak_rank0);
+    if (all.ok()) {
+      records = std::move(*all);
+    } else {
+      failure = all.status();
+    }
+  }
+  if (!failure.ok()) records = {std::move(mine)};
+  r.peak_tflops = peak_rank0;
+  r.peak_tflops_source = peak->source;
+  r.device = absl::StrCat(dev->name, " (", c.ranks,
+                          " processes, one GPU each, NCCL; ", power_note, ")");
+  const TrialShape shape = ShapeOf(c, /*gpus=*/c.ranks);
+  SummariseSteps(shape, records, peak_rank0, r);
+  if (!failure.ok()) {
+    return Failed(r, TrialStatusFor(failure), failure.message());
+  }
+  SummarisePower(shape, records, r.steps, r);
+  r.status = TrialStatus::kOk;
+  return r;
+}
+#endif  // TESSERA_HAVE_NCCL
+
+}  // namespace
+
+TrialResult RunCudaTrial(const TrialConfig& c) {
+  TrialResult r;
+  r.layout = c.layout;
+  r.backend = "cuda";
+  r.model = c.model.name.empty() ? "custom" : c.model.name;
+  r.ranks = c.ranks;
+  r.global_batch = c.global_batch;
+  r.seq_len = c.seq_len;
+  r.warmup_steps = c.warmup_steps;
+  std::string why;
+  if (!CudaDeviceAvailable(&why)) {
+    return Failed(r, TrialStatus::kInvalid,
+                  absl::StrCat("no CUDA device was found (", why, ")"));
+  }
+  if (absl::Status s = CheckCounts(c); !s.ok()) {
+    return Failed(r, TrialStatus::kInvalid, s.message());
+  }
+  if (absl::Status s = ValidateModel(c.model); !s.ok()) {
+    return Failed(r, TrialStatus::kInvalid, s.message());
+  }
+  absl::StatusOr<Layout> layout =
+      ResolveLayout(c.layout, c.ranks, c.global_batch);
+  if (!layout.ok()) {
+    return Failed(r, TrialStatus::kInvalid, layout.status().message());
+  }
+  r.layout = *layout;
+  std::unique_ptr<TokenSource> data;
+  if (c.data_path.empty()) {
+    data = std::make_unique<SyntheticTokens>(c.seed, c.model.vocab);
+  } else {
+    absl::StatusOr<std::unique_ptr<FileTokens>> file = FileTokens::Open(
+        c.data_path, c.data_token_bytes, c.model.vocab, c.seq_len + 1);
+    if (!file.ok()) {
+      return Failed(r, TrialStatus::kInvalid, file.status().message());
+    }
+    data = std::move(*file);
+  }
+  const EngineConfig engine_config{c.model,        *layout, c.seq_len,
+                                   c.global_batch, c.seed,  c.adamw,
+                                   data.get()};
+  if (absl::Status s = CheckEngineConfig(engine_config, c.ranks); !s.ok()) {
+    return Failed(r, TrialStatus::kInvalid, s.message());
+  }
+  const Clock::time_point deadline =
+      c.time_limit_s > 0
+          ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                               std::chrono::duration<double>(c.time_limit_s))
+          : Clock::time_point::max();
+  if (c.process_rank < 0) return RunThreadRanks(c, engine_config, deadline, r);
+#ifdef TESSERA_HAVE_NCCL
+  return RunProcessRank(c, engine_config, deadline, r);
+#else
+  return Failed(r, TrialStatus::kInvalid,
+                "backend cuda: one process per rank needs NCCL, which this "
+                "build did not find (TESSERA_NCCL_ROOT)");
+#endif
+}
+
+}  // namespace tessera::executor
