@@ -1,0 +1,402 @@
+#include "agents/agent.h"
+
+#include <signal.h>
+
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "agents/files.h"
+#include "agents/probes.h"
+#include "proto/convert.h"
+
+namespace tessera::agents {
+namespace {
+
+constexpr int kProbeReportAttempts = 3;
+constexpr int kReleaseAttempts = 3;
+
+// An interval from the planner, or `fallback` when it gave none.
+absl::Duration IntervalOr(int64_t ms, absl::Duration fallback) {
+  return ms > 0 ? absl::Milliseconds(ms) : fallback;
+}
+
+std::string LayoutText(const v1::Layout& layout) {
+  absl::StatusOr<Layout> l = LayoutFromProto(layout);
+  return l.ok() ? FormatLayout(*l) : "(invalid layout)";
+}
+
+}  // namespace
+
+Agent::Agent(AgentOptions options, PlannerClient* planner, EventLog* log)
+    : options_(std::move(options)),
+      planner_(planner),
+      log_(log),
+      agent_id_(options_.info.agent_id()),
+      heartbeat_interval_(options_.heartbeat_interval),
+      lease_poll_interval_(options_.lease_poll_interval) {}
+
+void Agent::Stop() {
+  absl::MutexLock lock(&mutex_);
+  if (stopping_) return;
+  stopping_ = true;
+  drain_deadline_ = absl::Now() + options_.drain_timeout;
+  log_->Log(running_.empty()
+                ? std::string("stopping: no trial running")
+                : absl::StrCat("stopping: no more leases; the running trial "
+                               "has ",
+                               absl::FormatDuration(options_.drain_timeout),
+                               " to finish"));
+}
+
+void Agent::KillChildren() { children_.SignalAll(SIGKILL); }
+
+int64_t Agent::trials_reported() const {
+  absl::MutexLock lock(&mutex_);
+  return trials_reported_;
+}
+
+int64_t Agent::registrations() const {
+  absl::MutexLock lock(&mutex_);
+  return registrations_;
+}
+
+bool Agent::SleepUnlessStopping(absl::Duration d) {
+  absl::MutexLock lock(&mutex_);
+  mutex_.AwaitWithTimeout(absl::Condition(&stopping_), d);
+  return !stopping_;
+}
+
+bool Agent::DrainOver() const {
+  absl::MutexLock lock(&mutex_);
+  return stopping_ && absl::Now() >= drain_deadline_;
+}
+
+bool Agent::Cancelled(int64_t trial_id) const {
+  absl::MutexLock lock(&mutex_);
+  return cancelled_.count(trial_id) > 0;
+}
+
+void Agent::Forget(int64_t trial_id) {
+  absl::MutexLock lock(&mutex_);
+  running_.erase(trial_id);
+  cancelled_.erase(trial_id);
+}
+
+std::string Agent::AgentId() const {
+  absl::MutexLock lock(&mutex_);
+  return agent_id_;
+}
+
+void Agent::NeedRegistration(absl::string_view why) {
+  absl::MutexLock lock(&mutex_);
+  if (!registered_) return;
+  registered_ = false;
+  log_->Log(why);
+}
+
+// ------------------------------------------------------------ heartbeats --
+
+void Agent::HeartbeatLoop() {
+  Backoff backoff(options_.backoff);
+  while (true) {
+    bool registered;
+    {
+      absl::MutexLock lock(&mutex_);
+      if (done_) return;
+      registered = registered_;
+    }
+    if (registered) {
+      HeartbeatOnce(backoff);
+    } else {
+      RegisterOnce(backoff);
+    }
+  }
+}
+
+void Agent::RegisterOnce(Backoff& backoff) {
+  v1::AgentInfo info = options_.info;
+  info.set_agent_id(AgentId());
+  absl::StatusOr<v1::RegisterResponse> r = planner_->Register(info);
+  if (!r.ok()) {
+    const absl::Duration delay = backoff.Next();
+    log_->Log(absl::StrCat(IsRetryable(r.status()) ? "planner unreachable"
+                                                   : "registration refused",
+                           " (", planner_->address(), ": ",
+                           r.status().message(), "): retrying in ",
+                           absl::FormatDuration(delay)));
+    absl::MutexLock lock(&mutex_);
+    mutex_.AwaitWithTimeout(absl::Condition(&done_), delay);
+    return;
+  }
+  backoff.Reset();
+  absl::MutexLock lock(&mutex_);
+  registered_ = true;
+  ++registrations_;
+  if (!r->agent_id().empty() && r->agent_id() != agent_id_) {
+    log_->Log(absl::StrCat("the planner calls this agent ", r->agent_id()));
+    agent_id_ = r->agent_id();
+  }
+  heartbeat_interval_ =
+      IntervalOr(r->heartbeat_interval_ms(), options_.heartbeat_interval);
+  lease_poll_interval_ =
+      IntervalOr(r->lease_poll_interval_ms(), options_.lease_poll_interval);
+  log_->Log(absl::StrCat(
+      registrations_ == 1 ? "registered" : "registered again", " with ",
+      planner_->address(), ": ", info.backend(), ", ", info.gpu_count(), " x ",
+      info.gpu_name(), "; heartbeat every ",
+      absl::FormatDuration(heartbeat_interval_)));
+}
+
+void Agent::HeartbeatOnce(Backoff& backoff) {
+  std::vector<int64_t> running;
+  {
+    absl::MutexLock lock(&mutex_);
+    auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mutex_) {
+      return done_ || !registered_;
+    };
+    mutex_.AwaitWithTimeout(absl::Condition(&wake), heartbeat_interval_);
+    if (done_ || !registered_) return;
+    running.assign(running_.begin(), running_.end());
+  }
+  const bool was_connected = planner_->Connected();
+  absl::StatusOr<v1::HeartbeatResponse> r =
+      planner_->Heartbeat(AgentId(), running);
+  if (!r.ok()) {
+    NeedRegistration(absl::StrCat(
+        IsRetryable(r.status()) ? "planner unreachable"
+                                : "planner does not know this agent",
+        " (", r.status().message(), "): registering again"));
+    return;
+  }
+  backoff.Reset();
+  absl::MutexLock lock(&mutex_);
+  for (int64_t id : r->cancel_trials()) {
+    if (running_.count(id) > 0 && cancelled_.insert(id).second) {
+      log_->Log(absl::StrCat("planner cancelled trial ", id, ": killing it"));
+    }
+  }
+  if (!was_connected && registered_) {
+    // The connection broke since the last heartbeat (a planner restart, a
+    // network outage): tell the planner who we are again.
+    registered_ = false;
+    log_->Log(
+        "connection to the planner was lost and is back: registering "
+        "again");
+  }
+}
+
+// ------------------------------------------------------------- main loop --
+
+bool Agent::WaitRegistered() {
+  absl::MutexLock lock(&mutex_);
+  auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mutex_) {
+    return stopping_ || registered_;
+  };
+  mutex_.Await(absl::Condition(&ready));
+  return !stopping_;
+}
+
+void Agent::RunProbes() {
+  int64_t registration;
+  {
+    absl::MutexLock lock(&mutex_);
+    registration = registrations_;
+  }
+  if (registration == probed_registration_) return;
+  probed_registration_ = registration;
+  absl::StatusOr<std::string> dir =
+      MakeUniqueDirectory(options_.work_dir, "probes-");
+  if (!dir.ok()) {
+    log_->Log(absl::StrCat("probes skipped: ", dir.status().message()));
+    return;
+  }
+  ProbeOptions probe;
+  probe.trial_binary = options_.trial_binary;
+  probe.backend = options_.info.backend();
+  probe.ranks = options_.info.gpu_count();
+  probe.work_dir = *dir;
+  probe.time_limit = options_.probe_time_limit;
+  absl::StatusOr<std::vector<v1::Probe>> probes = agents::RunProbes(
+      probe,
+      [this] {
+        absl::MutexLock lock(&mutex_);
+        return stopping_;
+      },
+      &children_);
+  if (!probes.ok()) {
+    log_->Log(absl::StrCat("probes failed: ", probes.status().message()));
+    return;
+  }
+  Backoff backoff(options_.backoff);
+  for (int attempt = 1; attempt <= kProbeReportAttempts; ++attempt) {
+    absl::Status s = planner_->ReportProbes(AgentId(), *probes);
+    if (s.ok()) {
+      log_->Log(absl::StrCat("reported ", probes->size(), " probes"));
+      (void)RemoveTree(*dir);
+      return;
+    }
+    if (absl::IsNotFound(s)) {
+      NeedRegistration(absl::StrCat("planner does not know this agent (",
+                                    s.message(), "): registering again"));
+      return;
+    }
+    if (!IsRetryable(s) || attempt == kProbeReportAttempts ||
+        !SleepUnlessStopping(backoff.Next())) {
+      log_->Log(absl::StrCat("probes not reported: ", s.message()));
+      return;
+    }
+  }
+}
+
+Agent::ReportEnd Agent::Report(int64_t trial_id,
+                               const std::string& result_json) {
+  Backoff backoff(options_.backoff);
+  while (true) {
+    absl::Status s = planner_->ReportTrial(AgentId(), trial_id, result_json);
+    if (s.ok() || absl::IsAlreadyExists(s)) {
+      log_->Log(s.ok() ? absl::StrCat("reported trial ", trial_id)
+                       : absl::StrCat("trial ", trial_id,
+                                      " was already reported (by another "
+                                      "agent of its gang)"));
+      absl::MutexLock lock(&mutex_);
+      ++trials_reported_;
+      return ReportEnd::kDone;
+    }
+    if (IsLeaseGone(s) || Cancelled(trial_id) || !IsRetryable(s)) {
+      log_->Log(absl::StrCat("trial ", trial_id, ": result dropped (",
+                             s.message(), ")"));
+      return ReportEnd::kDropped;
+    }
+    if (DrainOver()) return ReportEnd::kGaveUp;
+    absl::Duration delay = backoff.Next();
+    {
+      absl::MutexLock lock(&mutex_);
+      if (stopping_) delay = std::min(delay, drain_deadline_ - absl::Now());
+    }
+    log_->Log(absl::StrCat("reporting trial ", trial_id, " failed (",
+                           s.message(), "): retrying in ",
+                           absl::FormatDuration(delay)));
+    absl::SleepFor(delay);
+  }
+}
+
+void Agent::Release(int64_t trial_id, absl::string_view reason) {
+  Backoff backoff(options_.backoff);
+  for (int attempt = 1; attempt <= kReleaseAttempts; ++attempt) {
+    absl::Status s = planner_->ReleaseTrial(AgentId(), trial_id, reason);
+    if (s.ok() || !IsRetryable(s) || attempt == kReleaseAttempts) {
+      log_->Log(s.ok()
+                    ? absl::StrCat("handed trial ", trial_id, " back")
+                    : absl::StrCat("could not hand trial ", trial_id, " back (",
+                                   s.message(), "); its lease will expire"));
+      return;
+    }
+    absl::SleepFor(backoff.Next());
+  }
+}
+
+void Agent::RunLeasedTrial(const v1::TrialAssignment& a) {
+  const int64_t id = a.trial_id();
+  {
+    absl::MutexLock lock(&mutex_);
+    running_.insert(id);
+  }
+  log_->Log(absl::StrFormat(
+      "leased trial %d (study %d, node rank %d of %d, %d ranks here, "
+      "layout %s)",
+      id, a.study_id(), a.node_rank(), std::max<int64_t>(a.gang_size(), 1),
+      a.ranks_per_node(), LayoutText(a.layout())));
+  TrialExecutionOptions run;
+  run.agent_id = AgentId();
+  run.trial_binary = options_.trial_binary;
+  run.work_root = options_.work_dir;
+  run.advertise_host = options_.info.address();
+  run.default_backend = options_.info.backend();
+  run.planner = planner_;
+  run.registry = &children_;
+  run.kill_grace = options_.kill_grace;
+  run.after_failure_grace = options_.after_failure_grace;
+  const TrialOutcome outcome = RunTrialAssignment(
+      a, run, [this, id] { return Cancelled(id) || DrainOver(); });
+  switch (outcome.end) {
+    case TrialEnd::kLeaseGone:
+      log_->Log(absl::StrCat("trial ", id, ": ", outcome.summary,
+                             "; nothing to report"));
+      break;
+    case TrialEnd::kStopped:
+      if (Cancelled(id)) {
+        log_->Log(absl::StrCat("trial ", id, " cancelled by the planner"));
+      } else {
+        log_->Log(absl::StrCat("trial ", id, ": drain timeout, killed"));
+        Release(id,
+                "agent stopping: the trial did not finish within the "
+                "drain timeout");
+      }
+      break;
+    case TrialEnd::kResult: {
+      log_->Log(absl::StrCat("trial ", id, " ", outcome.summary));
+      const ReportEnd end = Report(id, outcome.result_json);
+      if (end == ReportEnd::kGaveUp) {
+        Release(id,
+                "agent stopping: its report did not reach the planner "
+                "within the drain timeout");
+      }
+      if (end == ReportEnd::kDone && outcome.ok &&
+          !options_.keep_ok_trial_dirs && !outcome.work_dir.empty()) {
+        (void)RemoveTree(outcome.work_dir);
+      }
+      break;
+    }
+  }
+  Forget(id);
+}
+
+absl::Status Agent::Run() {
+  if (absl::Status s = MakeDirectories(options_.work_dir); !s.ok()) return s;
+  log_->Log(absl::StrCat("starting: planner ", planner_->address(),
+                         ", work dir ", options_.work_dir, ", trial binary ",
+                         options_.trial_binary));
+  std::thread heartbeats([this] { HeartbeatLoop(); });
+  Backoff backoff(options_.backoff);
+  while (WaitRegistered()) {
+    RunProbes();
+    absl::StatusOr<std::optional<v1::TrialAssignment>> lease =
+        planner_->LeaseTrial(AgentId());
+    if (!lease.ok()) {
+      if (IsLeaseGone(lease.status())) {
+        NeedRegistration(absl::StrCat("lease refused (",
+                                      lease.status().message(),
+                                      "): registering again"));
+        continue;
+      }
+      const absl::Duration delay = backoff.Next();
+      log_->Log(absl::StrCat("lease failed (", lease.status().message(),
+                             "): retrying in ", absl::FormatDuration(delay)));
+      SleepUnlessStopping(delay);
+      continue;
+    }
+    backoff.Reset();
+    if (!lease->has_value()) {
+      absl::Duration poll;
+      {
+        absl::MutexLock lock(&mutex_);
+        poll = lease_poll_interval_;
+      }
+      SleepUnlessStopping(poll);
+      continue;
+    }
+    RunLeasedTrial(**lease);
+  }
+  {
+    absl::MutexLock lock(&mutex_);
+    done_ = true;
+  }
+  heartbeats.join();
+  log_->Log("stopped");
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::agents

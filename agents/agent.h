@@ -1,0 +1,122 @@
+// The agent daemon's life (DESIGN.md "Components and data flow", step 2-3):
+//
+// - A heartbeat thread registers with the planner (AgentInfo, stable id),
+//   then heartbeats every heartbeat_interval_ms with the trials it runs, and
+//   kills the trials the planner cancels (nothing is reported for them). It
+//   registers again when the planner no longer knows the agent (NOT_FOUND,
+//   FAILED_PRECONDITION) and when the connection was lost and came back (a
+//   planner restart), and while the planner cannot be reached it retries
+//   with exponential backoff and jitter (backoff.h). It never gives up.
+// - The main loop (Run) waits until registered, runs the probes at start
+//   and after each re-registration (between trials, never during one),
+//   polls LeaseTrial every lease_poll_interval_ms when idle, runs a leased
+//   trial (trial_execution.h) and reports its one result with retries until
+//   the planner takes it (OK), already has it (ALREADY_EXISTS: another gang
+//   member reported) or says the lease is gone (FAILED_PRECONDITION,
+//   NOT_FOUND: the result is dropped).
+// - Stop() (the first SIGTERM/SIGINT): no more leases; a running trial gets
+//   the drain timeout to finish and be reported; past it, it is killed and
+//   its lease handed back (ReleaseTrial). Run() then returns OK.
+//   KillChildren() (the second signal) kills every process group at once.
+//
+//   std::unique_ptr<PlannerClient> planner = PlannerClient::Connect(addr, {});
+//   EventLog log(stderr, options.info.agent_id());
+//   Agent agent(options, planner.get(), &log);
+//   std::thread signals([&] { WaitForSignal(); agent.Stop(); });
+//   TESSERA_RETURN_IF_ERROR(agent.Run());
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "agents/backoff.h"
+#include "agents/event_log.h"
+#include "agents/planner_client.h"
+#include "agents/process.h"
+#include "agents/trial_execution.h"
+#include "tessera/v1/service.pb.h"
+
+namespace tessera::agents {
+
+struct AgentOptions {
+  v1::AgentInfo info;  // agent_id, hostname, backend, GPUs, address...
+  std::string trial_binary = "tessera-trial";
+  std::string work_dir;  // trials and probes get folders under it (exists)
+  absl::Duration drain_timeout = absl::Seconds(30);
+  absl::Duration probe_time_limit = absl::Minutes(5);
+  BackoffOptions backoff;  // reconnecting, reporting
+  // Until the planner's RegisterResponse says otherwise (or when it says 0).
+  absl::Duration heartbeat_interval = absl::Seconds(5);
+  absl::Duration lease_poll_interval = absl::Seconds(1);
+  // Trial processes (trial_execution.h).
+  absl::Duration kill_grace = absl::Seconds(5);
+  absl::Duration after_failure_grace = absl::Seconds(15);
+  bool keep_ok_trial_dirs = false;  // else removed once reported
+};
+
+class Agent {
+ public:
+  // `planner` and `log` must outlive the agent.
+  Agent(AgentOptions options, PlannerClient* planner, EventLog* log);
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Runs until Stop() and the drain are over; OK then. Call once.
+  absl::Status Run();
+
+  // Thread-safe; the drain timeout starts at the first call.
+  void Stop();
+  // Thread-safe: SIGKILL to every process group the agent has running.
+  void KillChildren();
+
+  // For tests: trials reported (OK or ALREADY_EXISTS), registrations made.
+  int64_t trials_reported() const;
+  int64_t registrations() const;
+
+ private:
+  enum class ReportEnd { kDone, kDropped, kGaveUp };
+
+  void HeartbeatLoop();
+  void RegisterOnce(Backoff& backoff);
+  void HeartbeatOnce(Backoff& backoff);
+  // Main loop steps.
+  bool WaitRegistered();
+  void RunProbes();
+  void RunLeasedTrial(const v1::TrialAssignment& assignment);
+  ReportEnd Report(int64_t trial_id, const std::string& result_json);
+  void Release(int64_t trial_id, absl::string_view reason);
+  // Sleeps up to `d`; false when the agent is stopping.
+  bool SleepUnlessStopping(absl::Duration d);
+  bool DrainOver() const;
+  bool Cancelled(int64_t trial_id) const;
+  void Forget(int64_t trial_id);
+  void NeedRegistration(absl::string_view why);
+  // The id the planner knows us by (RegisterResponse.agent_id, else ours).
+  std::string AgentId() const;
+
+  const AgentOptions options_;
+  PlannerClient* const planner_;
+  EventLog* const log_;
+  ProcessGroupRegistry children_;
+
+  mutable absl::Mutex mutex_;
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  absl::Time drain_deadline_ ABSL_GUARDED_BY(mutex_) = absl::InfiniteFuture();
+  bool done_ ABSL_GUARDED_BY(mutex_) = false;  // ends the heartbeat thread
+  bool registered_ ABSL_GUARDED_BY(mutex_) = false;
+  std::string agent_id_ ABSL_GUARDED_BY(mutex_);
+  int64_t registrations_ ABSL_GUARDED_BY(mutex_) = 0;
+  absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mutex_);
+  absl::Duration lease_poll_interval_ ABSL_GUARDED_BY(mutex_);
+  std::set<int64_t> running_ ABSL_GUARDED_BY(mutex_);
+  std::set<int64_t> cancelled_ ABSL_GUARDED_BY(mutex_);
+  int64_t trials_reported_ ABSL_GUARDED_BY(mutex_) = 0;
+  int64_t probed_registration_ = 0;  // main loop only
+};
+
+}  // namespace tessera::agents

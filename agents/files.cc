@@ -1,0 +1,120 @@
+#include "agents/files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera::agents {
+namespace {
+
+absl::Status ErrnoError(absl::string_view what, const std::string& path,
+                        int err) {
+  return absl::UnavailableError(
+      absl::StrCat(what, " '", path, "': ", std::strerror(err)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    if (err == ENOENT) {
+      return absl::NotFoundError(absl::StrCat("no file '", path, "'"));
+    }
+    return ErrnoError("cannot open", path, err);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return ErrnoError("cannot read", path, errno);
+  return text.str();
+}
+
+std::string ReadFileTail(const std::string& path, int64_t max_bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in || max_bytes <= 0) return "";
+  const std::streamoff size = in.tellg();
+  const std::streamoff start = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(start);
+  std::string tail(static_cast<size_t>(size - start), '\0');
+  in.read(tail.data(), static_cast<std::streamsize>(tail.size()));
+  tail.resize(static_cast<size_t>(in.gcount()));
+  return tail;
+}
+
+absl::Status WriteFileAtomically(const std::string& path,
+                                 absl::string_view content) {
+  static std::atomic<int64_t> counter{0};
+  const std::string temp =
+      absl::StrCat(path, ".tmp.", ::getpid(), ".", counter.fetch_add(1));
+  const int fd =
+      ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("cannot create", temp, errno);
+  size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      ::unlink(temp.c_str());
+      return ErrnoError("cannot write", temp, err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    return ErrnoError("cannot close", temp, err);
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp.c_str());
+    return ErrnoError("cannot rename onto", path, err);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MakeDirectories(const std::string& path) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  if (error) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create folder '", path, "': ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> MakeUniqueDirectory(const std::string& parent,
+                                                absl::string_view prefix) {
+  if (absl::Status s = MakeDirectories(parent); !s.ok()) return s;
+  absl::string_view folder = parent;
+  while (folder.size() > 1 && folder.back() == '/') folder.remove_suffix(1);
+  std::string pattern = absl::StrCat(folder, "/", prefix, "XXXXXX");
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    return ErrnoError("cannot create a folder like", pattern, errno);
+  }
+  return pattern;
+}
+
+absl::Status RemoveTree(const std::string& path) {
+  std::error_code error;
+  std::filesystem::remove_all(path, error);
+  if (error) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot remove '", path, "': ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::agents

@@ -1,0 +1,193 @@
+#include "agents/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+extern char** environ;
+
+namespace tessera::agents {
+namespace {
+
+ExitStatus FromWaitStatus(int status) {
+  ExitStatus exit;
+  if (WIFEXITED(status)) {
+    exit.exited = true;
+    exit.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    exit.signal = WTERMSIG(status);
+  }
+  return exit;
+}
+
+// posix_spawn's file actions and attributes, destroyed on every path.
+class SpawnSetup {
+ public:
+  SpawnSetup() {
+    posix_spawn_file_actions_init(&actions_);
+    posix_spawnattr_init(&attr_);
+  }
+  ~SpawnSetup() {
+    posix_spawn_file_actions_destroy(&actions_);
+    posix_spawnattr_destroy(&attr_);
+  }
+  SpawnSetup(const SpawnSetup&) = delete;
+  SpawnSetup& operator=(const SpawnSetup&) = delete;
+
+  // Redirections, then the working folder (output paths are opened
+  // relative to the agent's folder, before the chdir).
+  int Configure(const ProcessSpec& spec) {
+    const auto output = [](const std::string& path) {
+      return path.empty() ? std::string("/dev/null") : path;
+    };
+    // No O_CLOEXEC: these descriptors are the child's stdout and stderr.
+    const int flags = O_WRONLY | O_CREAT | O_TRUNC;
+    int rc = posix_spawn_file_actions_addopen(&actions_, 0, "/dev/null",
+                                              O_RDONLY, 0);
+    if (rc == 0) {
+      stdout_ = output(spec.stdout_path);
+      rc = posix_spawn_file_actions_addopen(&actions_, 1, stdout_.c_str(),
+                                            flags, 0644);
+    }
+    if (rc == 0) {
+      stderr_ = output(spec.stderr_path);
+      rc = posix_spawn_file_actions_addopen(&actions_, 2, stderr_.c_str(),
+                                            flags, 0644);
+    }
+    if (rc == 0 && !spec.working_dir.empty()) {
+      rc = posix_spawn_file_actions_addchdir_np(&actions_,
+                                                spec.working_dir.c_str());
+    }
+    if (rc != 0) return rc;
+    // Its own process group (pgid = its pid), no blocked signals, and the
+    // default action for the signals the agent handles or ignores.
+    sigset_t empty, defaults;
+    sigemptyset(&empty);
+    sigemptyset(&defaults);
+    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+                    SIGCHLD}) {
+      sigaddset(&defaults, sig);
+    }
+    posix_spawnattr_setflags(&attr_, POSIX_SPAWN_SETPGROUP |
+                                         POSIX_SPAWN_SETSIGMASK |
+                                         POSIX_SPAWN_SETSIGDEF);
+    posix_spawnattr_setpgroup(&attr_, 0);
+    posix_spawnattr_setsigmask(&attr_, &empty);
+    posix_spawnattr_setsigdefault(&attr_, &defaults);
+    return 0;
+  }
+
+  const posix_spawn_file_actions_t* actions() const { return &actions_; }
+  const posix_spawnattr_t* attr() const { return &attr_; }
+
+ private:
+  posix_spawn_file_actions_t actions_;
+  posix_spawnattr_t attr_;
+  std::string stdout_, stderr_;  // kept alive for the file actions
+};
+
+}  // namespace
+
+std::string ExitStatus::Describe() const {
+  if (exited) return absl::StrCat("exit ", exit_code);
+  if (signal == 0) return "ended (exit status lost)";
+  return absl::StrCat("killed by signal ", signal, " (", strsignal(signal),
+                      ")");
+}
+
+absl::StatusOr<ChildProcess> ChildProcess::Start(const ProcessSpec& spec) {
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    return absl::InvalidArgumentError("process.argv: empty");
+  }
+  SpawnSetup setup;
+  if (int rc = setup.Configure(spec); rc != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot set up '", spec.argv[0],
+                                               "': ", std::strerror(rc)));
+  }
+  std::vector<char*> argv;
+  for (const std::string& arg : spec.argv) {
+    argv.push_back(const_cast<char*>(arg.c_str()));
+  }
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, argv[0], setup.actions(), setup.attr(),
+                              argv.data(), environ);
+  if (rc != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot start '", spec.argv[0], "': ", std::strerror(rc)));
+  }
+  return ChildProcess(pid);
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)), exit_(std::move(other.exit_)) {}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+  if (this != &other) {
+    KillAndReap();
+    pid_ = std::exchange(other.pid_, -1);
+    exit_ = std::move(other.exit_);
+  }
+  return *this;
+}
+
+ChildProcess::~ChildProcess() { KillAndReap(); }
+
+void ChildProcess::KillAndReap() {
+  if (pid_ <= 0 || exit_.has_value()) return;
+  SignalGroup(SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  exit_ = FromWaitStatus(status);
+}
+
+std::optional<ExitStatus> ChildProcess::Poll() {
+  if (exit_.has_value() || pid_ <= 0) return exit_;
+  int status = 0;
+  pid_t done;
+  do {
+    done = ::waitpid(pid_, &status, WNOHANG);
+  } while (done < 0 && errno == EINTR);
+  if (done == pid_) {
+    exit_ = FromWaitStatus(status);
+  } else if (done < 0) {
+    // ECHILD: someone else reaped it (SIGCHLD ignored); the status is lost.
+    exit_ = ExitStatus{.exited = false, .exit_code = 0, .signal = 0};
+  }
+  return exit_;
+}
+
+void ChildProcess::SignalGroup(int signal) const {
+  if (pid_ > 0) ::kill(-pid_, signal);
+}
+
+void ProcessGroupRegistry::Add(pid_t group) {
+  absl::MutexLock lock(&mutex_);
+  groups_.insert(group);
+}
+
+void ProcessGroupRegistry::Remove(pid_t group) {
+  absl::MutexLock lock(&mutex_);
+  groups_.erase(group);
+}
+
+void ProcessGroupRegistry::SignalAll(int signal) {
+  absl::MutexLock lock(&mutex_);
+  for (pid_t group : groups_) ::kill(-group, signal);
+}
+
+size_t ProcessGroupRegistry::size() const {
+  absl::MutexLock lock(&mutex_);
+  return groups_.size();
+}
+
+}  // namespace tessera::agents

@@ -1,0 +1,245 @@
+// tessera-agent: the daemon that runs trials for a planner on this host.
+// It registers with the planner, heartbeats, reports probes of this host,
+// leases trials and runs each with tessera-trial (one process with thread
+// ranks on CPU, one per GPU rank on CUDA or across agents), and reports one
+// typed result per lease (agents/agent.h).
+//
+//   tessera-agent --planner 127.0.0.1:50051 --backend cpu --cpu-ranks 4
+//
+// SIGTERM or SIGINT: no more leases; a running trial gets --drain-timeout-s
+// to finish and be reported, else it is killed and handed back; exit 0. A
+// second signal kills the trial at once and exits 128 + the signal.
+// Exit status 2: a bad command line; 1: the agent could not start (no work
+// folder, --backend cuda without a GPU).
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "agents/agent.h"
+#include "agents/event_log.h"
+#include "agents/files.h"
+#include "agents/hardware.h"
+#include "agents/planner_client.h"
+#include "core/flags.h"
+
+#ifndef TESSERA_TRIAL_BUILD_PATH
+#define TESSERA_TRIAL_BUILD_PATH ""
+#endif
+
+namespace tessera::agents {
+namespace {
+
+struct AgentFlags {
+  std::optional<std::string> planner, id, backend, address, work_dir,
+      trial_binary, log;
+  std::optional<int64_t> cpu_ranks;
+  std::optional<double> drain_timeout_s;
+
+  void Register(FlagSet& f) {
+    f.AddString("planner", "HOST:PORT", "the planner's address (required)",
+                &planner);
+    f.AddString("id", "ID",
+                "this agent's stable id (default: <hostname>-<backend>)", &id);
+    f.AddString("backend", "NAME",
+                "auto (default: cuda when a GPU is found, else cpu), cuda or "
+                "cpu",
+                &backend);
+    f.AddInt("cpu-ranks", "N",
+             "thread ranks offered by the cpu backend (default: hardware "
+             "threads, at least 2)",
+             &cpu_ranks);
+    f.AddString("address", "HOST",
+                "what other agents' trial processes dial for rendezvous "
+                "(default 127.0.0.1)",
+                &address);
+    f.AddString("work-dir", "DIR",
+                "where trials run (default: a new folder under $TMPDIR)",
+                &work_dir);
+    f.AddString("trial-binary", "PATH",
+                "tessera-trial to run (default: next to this program, then "
+                "the build tree's, then PATH)",
+                &trial_binary);
+    f.AddDouble("drain-timeout-s", "S",
+                "on SIGTERM, how long a running trial may finish (default "
+                "30)",
+                &drain_timeout_s);
+    f.AddString("log", "FILE", "append the log here (default: stderr)", &log);
+  }
+};
+
+bool Executable(const std::string& path) {
+  return !path.empty() && ::access(path.c_str(), X_OK) == 0;
+}
+
+// tessera-trial next to this executable, then the one this build made,
+// then the bare name (posix_spawnp searches PATH).
+std::string DefaultTrialBinary() {
+  char self[PATH_MAX] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    std::string dir(self, static_cast<size_t>(n));
+    dir = dir.substr(0, dir.rfind('/'));
+    if (Executable(dir + "/tessera-trial")) return dir + "/tessera-trial";
+  }
+  if (Executable(TESSERA_TRIAL_BUILD_PATH)) return TESSERA_TRIAL_BUILD_PATH;
+  return "tessera-trial";
+}
+
+std::string Hostname() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') {
+    return "localhost";
+  }
+  return name;
+}
+
+// Waits for SIGTERM/SIGINT (blocked in every thread): the first stops the
+// agent gracefully, the second kills its children and leaves at once.
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(Agent* agent)
+      : thread_([this, agent] { Watch(agent); }) {}
+  ~SignalWatcher() {
+    done_ = true;
+    thread_.join();
+  }
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+ private:
+  void Watch(Agent* agent) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    int received = 0;
+    const timespec tick = {0, 100 * 1000 * 1000};
+    while (!done_) {
+      const int sig = sigtimedwait(&set, nullptr, &tick);
+      if (sig <= 0) continue;
+      if (++received == 1) {
+        agent->Stop();
+      } else {
+        agent->KillChildren();
+        _exit(128 + sig);
+      }
+    }
+  }
+
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+int Main(const std::vector<std::string>& args) {
+  FlagSet flags("tessera-agent");
+  AgentFlags f;
+  f.Register(flags);
+  if (FlagSet::WantsHelp(args)) {
+    std::cout << "tessera-agent: run trials for a tessera planner\n\n"
+              << flags.Help();
+    return 0;
+  }
+  if (absl::Status s = flags.Parse(args); !s.ok()) {
+    std::cerr << s.message() << "\n";
+    return 2;
+  }
+  if (!f.planner.has_value()) {
+    std::cerr << "--planner: required (HOST:PORT)\n";
+    return 2;
+  }
+  if (f.drain_timeout_s.has_value() && *f.drain_timeout_s < 0) {
+    std::cerr << "--drain-timeout-s: must not be negative\n";
+    return 2;
+  }
+  // Signals go to the watcher thread only: block them before any thread
+  // (gRPC's included) starts. Children get an empty mask (process.h).
+  sigset_t blocked;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGTERM);
+  sigaddset(&blocked, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  HardwareOptions hw_options;
+  hw_options.backend = f.backend.value_or("auto");
+  hw_options.cpu_ranks = f.cpu_ranks;
+  absl::StatusOr<Hardware> hw = DetectHardware(hw_options);
+  if (!hw.ok()) {
+    std::cerr << hw.status().message() << "\n";
+    return absl::IsInvalidArgument(hw.status()) ? 2 : 1;
+  }
+  const std::string hostname = Hostname();
+  AgentOptions options;
+  v1::AgentInfo& info = options.info;
+  info.set_agent_id(f.id.value_or(absl::StrCat(hostname, "-", hw->backend)));
+  info.set_hostname(hostname);
+  info.set_backend(hw->backend);
+  info.set_gpu_name(hw->device_name);
+  info.set_gpu_count(hw->ranks);
+  info.set_memory_bytes(hw->memory_bytes);
+  info.set_driver(hw->driver);
+  info.set_interconnect(hw->interconnect);
+  info.set_address(f.address.value_or("127.0.0.1"));
+  options.trial_binary = f.trial_binary.value_or(DefaultTrialBinary());
+  if (f.drain_timeout_s.has_value()) {
+    options.drain_timeout = absl::Seconds(*f.drain_timeout_s);
+  }
+
+  std::FILE* log_file = stderr;
+  if (f.log.has_value()) {
+    log_file = std::fopen(f.log->c_str(), "a");
+    if (log_file == nullptr) {
+      std::cerr << "--log: cannot open '" << *f.log << "'\n";
+      return 1;
+    }
+  }
+  EventLog log(log_file, info.agent_id());
+  if (f.work_dir.has_value()) {
+    options.work_dir = *f.work_dir;
+  } else {
+    const char* tmp = std::getenv("TMPDIR");
+    absl::StatusOr<std::string> dir = MakeUniqueDirectory(
+        tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
+        absl::StrCat("tessera-agent-", info.agent_id(), "-"));
+    if (!dir.ok()) {
+      log.Log(absl::StrCat("--work-dir: ", dir.status().message()));
+      return 1;
+    }
+    options.work_dir = *dir;
+  }
+  log.Log(absl::StrCat("hardware: ", hw->backend, ", ", hw->ranks, " x ",
+                       hw->device_name, ", ", hw->memory_bytes, " bytes each",
+                       hw->note.empty() ? "" : " (", hw->note,
+                       hw->note.empty() ? "" : ")"));
+
+  std::unique_ptr<PlannerClient> planner =
+      PlannerClient::Connect(*f.planner, PlannerClientOptions{});
+  Agent agent(options, planner.get(), &log);
+  absl::Status result;
+  {
+    SignalWatcher watcher(&agent);
+    result = agent.Run();
+  }
+  if (!result.ok()) {
+    log.Log(absl::StrCat("error: ", result.message()));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace tessera::agents
+
+int main(int argc, char** argv) {
+  return tessera::agents::Main(std::vector<std::string>(argv + 1, argv + argc));
+}

@@ -1,0 +1,205 @@
+#include "agents/trial_execution.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "agents/files.h"
+#include "agents/process_runner.h"
+#include "agents/rendezvous_relay.h"
+#include "agents/result_assembly.h"
+#include "agents/trial_command.h"
+#include "core/trial_result.h"
+#include "proto/convert.h"
+
+namespace tessera::agents {
+namespace {
+
+// What a result the agent builds says about the trial.
+TrialResult BaseResult(const v1::TrialAssignment& a,
+                       absl::string_view backend) {
+  TrialResult r;
+  r.backend = std::string(backend);
+  absl::StatusOr<ModelConfig> model = ModelFromSpec(a.model());
+  r.model = model.ok()
+                ? model->name
+                : (a.model().preset().empty() ? "custom" : a.model().preset());
+  absl::StatusOr<Layout> layout = LayoutFromProto(a.layout());
+  if (layout.ok()) r.layout = *layout;
+  r.ranks = a.world_size();
+  r.global_batch = a.global_batch();
+  r.seq_len = a.seq_len();
+  r.warmup_steps = a.warmup_steps();
+  return r;
+}
+
+// "ok 5120 tokens/s", or the status and the first line of the reason.
+std::string Summarize(const std::string& json_text, bool* ok) {
+  *ok = false;
+  nlohmann::json json = nlohmann::json::parse(json_text, nullptr, false);
+  absl::StatusOr<TrialResult> r = json.is_discarded()
+                                      ? absl::InvalidArgumentError("not JSON")
+                                      : TrialResultFromJson(json);
+  if (!r.ok()) return absl::StrCat("unreadable result: ", r.status().message());
+  if (r->status == TrialStatus::kOk) {
+    *ok = true;
+    return absl::StrFormat("ok %.0f tokens/s", r->tokens_per_s);
+  }
+  std::string first_line(*absl::StrSplit(r->reason, '\n').begin());
+  if (first_line.size() > 200) first_line = first_line.substr(0, 200) + "...";
+  return absl::StrCat(TrialStatusName(r->status), ": ", first_line);
+}
+
+// An outcome whose result the agent writes itself (nothing ran).
+TrialOutcome AgentResult(TrialResult result, TrialStatus status,
+                         absl::string_view reason) {
+  result.status = status;
+  result.reason = std::string(reason);
+  TrialOutcome outcome;
+  outcome.result_json = TrialResultToJson(result).dump(
+      2, ' ', false, nlohmann::json::error_handler_t::replace);
+  outcome.summary = Summarize(outcome.result_json, &outcome.ok);
+  return outcome;
+}
+
+// The relay between agents, on its own thread while the processes run.
+class Relay {
+ public:
+  Relay(const TrialLaunch& launch, const v1::TrialAssignment& a,
+        const TrialExecutionOptions& o, absl::Time deadline) {
+    if (!launch.relay_rendezvous) return;
+    if (o.planner == nullptr) {
+      Finish(absl::FailedPreconditionError(
+          "rendezvous: the trial spans agents but there is no planner"));
+      return;
+    }
+    RelayControl control;
+    control.deadline = deadline;
+    control.should_stop = [this] { return processes_done_.load(); };
+    thread_ = std::thread(
+        [=, this, planner = o.planner, file = launch.rendezvous_file] {
+          Finish(launch.publishes_rendezvous
+                     ? PublishRendezvous(*planner, o.agent_id, a.trial_id(),
+                                         file, control)
+                     : FetchRendezvous(*planner, o.agent_id, a.trial_id(), file,
+                                       control));
+        });
+  }
+  ~Relay() { Join(); }
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  // True when the relay failed in a way the processes cannot recover from
+  // (they would wait for a rendezvous that never comes).
+  bool Failed() const { return failed_.load(); }
+  void Join() {
+    processes_done_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  absl::Status status() const {
+    absl::MutexLock lock(&mutex_);
+    return status_;
+  }
+
+ private:
+  void Finish(absl::Status s) {
+    // CANCELLED: the processes ended first; DEADLINE_EXCEEDED: the time
+    // limit stops them anyway.
+    const bool fatal =
+        !s.ok() && !absl::IsCancelled(s) && !absl::IsDeadlineExceeded(s);
+    absl::MutexLock lock(&mutex_);
+    status_ = std::move(s);
+    if (fatal) failed_ = true;
+  }
+
+  std::atomic<bool> processes_done_{false};
+  std::atomic<bool> failed_{false};
+  mutable absl::Mutex mutex_;
+  absl::Status status_ ABSL_GUARDED_BY(mutex_);
+  std::thread thread_;
+};
+
+}  // namespace
+
+absl::Duration AgentTimeLimit(double time_limit_s, absl::Duration fallback) {
+  // tessera-trial's watchdog fires at 1.1 T + 5 s
+  // (executor/trial/tessera_trial_main.cc); the agent waits 5 s more.
+  if (time_limit_s <= 0) return fallback;
+  return absl::Seconds(time_limit_s * 1.1 + 10.0);
+}
+
+TrialOutcome RunTrialAssignment(const v1::TrialAssignment& a,
+                                const TrialExecutionOptions& o,
+                                const std::function<bool()>& should_stop) {
+  const std::string backend =
+      a.backend().empty() ? o.default_backend : a.backend();
+  const TrialResult base = BaseResult(a, backend);
+  absl::StatusOr<std::string> dir = MakeUniqueDirectory(
+      o.work_root, absl::StrCat("trial-", a.trial_id(), "-"));
+  if (!dir.ok()) {
+    // Not the trial's fault: this agent cannot run anything.
+    return AgentResult(base, TrialStatus::kCrash,
+                       absl::StrCat("agent: ", dir.status().message()));
+  }
+  TrialLaunchOptions launch_options;
+  launch_options.trial_binary = o.trial_binary;
+  launch_options.work_dir = *dir;
+  launch_options.advertise_host = o.advertise_host;
+  launch_options.default_backend = o.default_backend;
+  absl::StatusOr<TrialLaunch> launch = BuildTrialLaunch(a, launch_options);
+  if (!launch.ok()) {
+    TrialOutcome outcome =
+        AgentResult(base, TrialStatus::kInvalid, launch.status().message());
+    outcome.work_dir = *dir;
+    return outcome;
+  }
+
+  RunLimits limits;
+  limits.time_limit = AgentTimeLimit(a.time_limit_s(), o.default_time_limit);
+  limits.kill_grace = o.kill_grace;
+  limits.after_failure_grace = o.after_failure_grace;
+  Relay relay(*launch, a, o, absl::Now() + limits.time_limit);
+  std::vector<ProcessSpec> specs;
+  for (const RankProcess& p : launch->processes) specs.push_back(p.spec);
+  absl::StatusOr<std::vector<ProcessOutcome>> ran = RunProcesses(
+      specs, limits,
+      [&] { return (should_stop && should_stop()) || relay.Failed(); },
+      o.registry);
+  relay.Join();
+
+  TrialOutcome outcome;
+  const absl::Status relay_status = relay.status();
+  if (IsLeaseGone(relay_status)) {
+    outcome.end = TrialEnd::kLeaseGone;
+    outcome.summary = absl::StrCat("lease gone: ", relay_status.message());
+  } else if (should_stop && should_stop()) {
+    outcome.end = TrialEnd::kStopped;
+    outcome.summary = "stopped";
+  } else if (!ran.ok()) {
+    outcome = AgentResult(base, TrialStatus::kCrash,
+                          absl::StrCat("agent: ", ran.status().message()));
+  } else if (relay.Failed()) {
+    outcome = AgentResult(
+        base, TrialStatus::kCrash,
+        absl::StrCat("agent: rendezvous relay: ", relay_status.message()));
+  } else {
+    std::vector<RankRun> runs;
+    for (size_t i = 0; i < launch->processes.size(); ++i) {
+      const RankProcess& p = launch->processes[i];
+      runs.push_back(RankRun{p.local_rank, p.global_rank, (*ran)[i],
+                             p.json_path, p.spec.stderr_path});
+    }
+    AssemblyOptions assembly;
+    assembly.time_limit_s = absl::ToDoubleSeconds(limits.time_limit);
+    outcome.result_json = AssembleTrialResult(runs, base, assembly);
+    outcome.summary = Summarize(outcome.result_json, &outcome.ok);
+  }
+  outcome.work_dir = *dir;
+  return outcome;
+}
+
+}  // namespace tessera::agents
