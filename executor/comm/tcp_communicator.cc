@@ -414,11 +414,8 @@ absl::Status TcpCommunicator::RecvNow(const Tensor& buf, int peer) {
   }
   const WireHeader& h = got[0].header;
   const auto dtype = static_cast<DType>(h.dtype);
-  if (dtype != buf.dtype || h.count != buf.numel) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        context, ": expected ", DTypeName(buf.dtype), " x ", buf.numel,
-        " but the matching Send has ", DTypeName(dtype), " x ", h.count));
-  }
+  TESSERA_RETURN_IF_ERROR(comm_internal::Annotate(
+      comm_internal::CheckRecvMatchesSend(buf, dtype, h.count), context));
   TESSERA_RETURN_IF_ERROR(
       ExpectPayload(got[0], buf.bytes(), [&] { return context; }));
   CopyBytes(buf.data, got[0].payload.get(), buf.bytes());

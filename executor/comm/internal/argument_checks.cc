@@ -102,4 +102,14 @@ absl::Status CheckPeer(absl::string_view what, int peer, int size) {
       what, " ", peer, " is outside the group's ranks [0, ", size, ")"));
 }
 
+absl::Status CheckRecvMatchesSend(const Tensor& buf, DType sent_dtype,
+                                  int64_t sent_numel) {
+  if (sent_dtype == buf.dtype && sent_numel == buf.numel) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "expected ", DTypeName(buf.dtype), " x ", buf.numel,
+      " but the matching Send has ", DTypeName(sent_dtype), " x ", sent_numel));
+}
+
 }  // namespace tessera::executor::comm_internal

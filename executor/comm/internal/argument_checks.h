@@ -12,6 +12,8 @@
 //   TESSERA_RETURN_IF_ERROR(CheckPeer("Send: peer", peer, size()));
 #pragma once
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "executor/tensor.h"
@@ -57,5 +59,11 @@ absl::Status CheckSplitColor(int color);
 // OK when 0 <= peer < size; else INVALID_ARGUMENT "<what> <peer> is outside
 // the group's ranks [0, <size>)".
 absl::Status CheckPeer(absl::string_view what, int peer, int size);
+
+// OK when a Recv into `buf` matches the Send it is paired with, a message of
+// `sent_dtype` x `sent_numel`; else INVALID_ARGUMENT "expected f32 x 3 but
+// the matching Send has f32 x 4".
+absl::Status CheckRecvMatchesSend(const Tensor& buf, DType sent_dtype,
+                                  int64_t sent_numel);
 
 }  // namespace tessera::executor::comm_internal

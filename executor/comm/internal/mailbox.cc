@@ -1,19 +1,9 @@
 #include "executor/comm/internal/mailbox.h"
 
 #include "absl/strings/str_cat.h"
+#include "executor/comm/internal/argument_checks.h"
 
 namespace tessera::executor::comm_internal {
-namespace {
-
-// OK when a message of `dtype` x `numel` fits `buf` exactly.
-absl::Status CheckMatch(DType dtype, int64_t numel, const Tensor& buf) {
-  if (dtype == buf.dtype && numel == buf.numel) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "expected ", DTypeName(buf.dtype), " x ", buf.numel,
-      " but the matching Send has ", DTypeName(dtype), " x ", numel));
-}
-
-}  // namespace
 
 Mailbox::~Mailbox() {
   for (const Message& message : queue_) {
@@ -28,7 +18,7 @@ absl::Status Mailbox::Send(const Tensor& buf, CommStats& stats) {
   const Clock::time_point start = Clock::now();
   if (posted_ != nullptr) {  // the receiver waits: copy straight into it
     PostedRecv& recv = *posted_;
-    recv.status = CheckMatch(buf.dtype, buf.numel, recv.buf);
+    recv.status = CheckRecvMatchesSend(recv.buf, buf.dtype, buf.numel);
     if (recv.status.ok()) {
       recv.status = ops.Copy(recv.buf.data, buf.data, buf.bytes());
     }
@@ -59,7 +49,8 @@ absl::Status Mailbox::Recv(const Tensor& buf, CommStats& stats) {
     queue_.pop_front();
     lock.unlock();  // the message is ours now
     const Clock::time_point start = Clock::now();
-    absl::Status status = CheckMatch(message.dtype, message.numel, buf);
+    absl::Status status =
+        CheckRecvMatchesSend(buf, message.dtype, message.numel);
     if (status.ok()) status = ops.Copy(buf.data, message.payload, buf.bytes());
     ops.Free(message.payload);
     stats.copy_s += SecondsSince(start);
