@@ -71,9 +71,8 @@ TEST(SpecJsonTest, UnknownFieldsAreErrorsWithTheirPath) {
   EXPECT_EQ(ErrorOf(R"({"cluster": {"gpu": {"preset": "h100-sxm",
                                             "tflops": 1}}})"),
             "spec: s.json: unknown field 'cluster.gpu.tflops'");
-  // Reserved for the trial options the service adds.
-  EXPECT_EQ(ErrorOf(R"({"trials": {}})"),
-            "spec: s.json: unknown field 'trials'");
+  EXPECT_EQ(ErrorOf(R"({"trials": {"max_trialz": 1}})"),
+            "spec: s.json: unknown field 'trials.max_trialz'");
 }
 
 TEST(SpecJsonTest, WrongTypesNameTheField) {
