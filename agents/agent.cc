@@ -18,6 +18,11 @@ namespace {
 constexpr int kProbeReportAttempts = 3;
 constexpr int kReleaseAttempts = 3;
 
+// A duration for the log, to the millisecond ("1.234s", "100ms").
+std::string Show(absl::Duration d) {
+  return absl::FormatDuration(absl::Trunc(d, absl::Milliseconds(1)));
+}
+
 // An interval from the planner, or `fallback` when it gave none.
 absl::Duration IntervalOr(int64_t ms, absl::Duration fallback) {
   return ms > 0 ? absl::Milliseconds(ms) : fallback;
@@ -47,8 +52,7 @@ void Agent::Stop() {
                 ? std::string("stopping: no trial running")
                 : absl::StrCat("stopping: no more leases; the running trial "
                                "has ",
-                               absl::FormatDuration(options_.drain_timeout),
-                               " to finish"));
+                               Show(options_.drain_timeout), " to finish"));
 }
 
 void Agent::KillChildren() { children_.SignalAll(SIGKILL); }
@@ -126,7 +130,7 @@ void Agent::RegisterOnce(Backoff& backoff) {
                                                    : "registration refused",
                            " (", planner_->address(), ": ",
                            r.status().message(), "): retrying in ",
-                           absl::FormatDuration(delay)));
+                           Show(delay)));
     absl::MutexLock lock(&mutex_);
     mutex_.AwaitWithTimeout(absl::Condition(&done_), delay);
     return;
@@ -146,8 +150,7 @@ void Agent::RegisterOnce(Backoff& backoff) {
   log_->Log(absl::StrCat(
       registrations_ == 1 ? "registered" : "registered again", " with ",
       planner_->address(), ": ", info.backend(), ", ", info.gpu_count(), " x ",
-      info.gpu_name(), "; heartbeat every ",
-      absl::FormatDuration(heartbeat_interval_)));
+      info.gpu_name(), "; heartbeat every ", Show(heartbeat_interval_)));
 }
 
 void Agent::HeartbeatOnce(Backoff& backoff) {
@@ -199,7 +202,7 @@ bool Agent::WaitRegistered() {
   return !stopping_;
 }
 
-void Agent::RunProbes() {
+void Agent::ProbeAfterRegistration() {
   int64_t registration;
   {
     absl::MutexLock lock(&mutex_);
@@ -277,8 +280,7 @@ Agent::ReportEnd Agent::Report(int64_t trial_id,
       if (stopping_) delay = std::min(delay, drain_deadline_ - absl::Now());
     }
     log_->Log(absl::StrCat("reporting trial ", trial_id, " failed (",
-                           s.message(), "): retrying in ",
-                           absl::FormatDuration(delay)));
+                           s.message(), "): retrying in ", Show(delay)));
     absl::SleepFor(delay);
   }
 }
@@ -362,7 +364,7 @@ absl::Status Agent::Run() {
   std::thread heartbeats([this] { HeartbeatLoop(); });
   Backoff backoff(options_.backoff);
   while (WaitRegistered()) {
-    RunProbes();
+    ProbeAfterRegistration();
     absl::StatusOr<std::optional<v1::TrialAssignment>> lease =
         planner_->LeaseTrial(AgentId());
     if (!lease.ok()) {
@@ -374,7 +376,7 @@ absl::Status Agent::Run() {
       }
       const absl::Duration delay = backoff.Next();
       log_->Log(absl::StrCat("lease failed (", lease.status().message(),
-                             "): retrying in ", absl::FormatDuration(delay)));
+                             "): retrying in ", Show(delay)));
       SleepUnlessStopping(delay);
       continue;
     }

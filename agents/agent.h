@@ -86,7 +86,9 @@ class Agent {
   void HeartbeatOnce(Backoff& backoff);
   // Main loop steps.
   bool WaitRegistered();
-  void RunProbes();
+  // Runs and reports the probes once per registration (a no-op when this
+  // registration's are done).
+  void ProbeAfterRegistration();
   void RunLeasedTrial(const v1::TrialAssignment& assignment);
   ReportEnd Report(int64_t trial_id, const std::string& result_json);
   void Release(int64_t trial_id, absl::string_view reason);

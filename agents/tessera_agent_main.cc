@@ -63,7 +63,8 @@ struct AgentFlags {
                 "(default 127.0.0.1)",
                 &address);
     f.AddString("work-dir", "DIR",
-                "where trials run (default: a new folder under $TMPDIR)",
+                "where trials run; failed trials' folders are kept (default: a "
+                "new folder under $TMPDIR, removed at exit)",
                 &work_dir);
     f.AddString("trial-binary", "PATH",
                 "tessera-trial to run (default: next to this program, then "
@@ -230,6 +231,7 @@ int Main(const std::vector<std::string>& args) {
     SignalWatcher watcher(&agent);
     result = agent.Run();
   }
+  if (!f.work_dir.has_value()) (void)RemoveTree(options.work_dir);
   if (!result.ok()) {
     log.Log(absl::StrCat("error: ", result.message()));
     return 1;
