@@ -1,0 +1,50 @@
+// tessera.v1.AgentService over the Planner (callback API). Rendezvous
+// fetches finish when the data arrives or their wait runs out, without
+// holding a server thread meanwhile.
+//
+//   AgentServiceImpl service(planner.get());
+//   builder.RegisterService(&service);
+#pragma once
+
+#include "planner/service/planner.h"
+#include "tessera/v1/service.grpc.pb.h"
+
+namespace tessera::service {
+
+class AgentServiceImpl final : public v1::AgentService::CallbackService {
+ public:
+  // `planner` must outlive the service.
+  explicit AgentServiceImpl(Planner* planner) : planner_(planner) {}
+
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
+                                     const v1::RegisterRequest* request,
+                                     v1::RegisterResponse* response) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* context,
+                                      const v1::HeartbeatRequest* request,
+                                      v1::HeartbeatResponse* response) override;
+  grpc::ServerUnaryReactor* ReportProbes(
+      grpc::CallbackServerContext* context,
+      const v1::ReportProbesRequest* request,
+      v1::ReportProbesResponse* response) override;
+  grpc::ServerUnaryReactor* LeaseTrial(
+      grpc::CallbackServerContext* context,
+      const v1::LeaseTrialRequest* request,
+      v1::LeaseTrialResponse* response) override;
+  grpc::ServerUnaryReactor* ReportTrial(
+      grpc::CallbackServerContext* context,
+      const v1::ReportTrialRequest* request,
+      v1::ReportTrialResponse* response) override;
+  grpc::ServerUnaryReactor* ReleaseTrial(
+      grpc::CallbackServerContext* context,
+      const v1::ReleaseTrialRequest* request,
+      v1::ReleaseTrialResponse* response) override;
+  grpc::ServerUnaryReactor* Rendezvous(
+      grpc::CallbackServerContext* context,
+      const v1::RendezvousRequest* request,
+      v1::RendezvousResponse* response) override;
+
+ private:
+  Planner* const planner_;
+};
+
+}  // namespace tessera::service

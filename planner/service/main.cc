@@ -1,0 +1,131 @@
+// tessera-planner: the planner service (PlannerService and AgentService on
+// one gRPC server) over a SQLite history file.
+//
+//   tessera-planner --listen 127.0.0.1:0 --db /tmp/t.db
+//   # stdout, first line: "listening on 127.0.0.1:43127"
+//
+// SIGTERM or SIGINT shut the server down cleanly (every write is already
+// durable in the store). Exit codes: 0 after a signal, 2 for bad flags, 1
+// when the store or the address cannot be opened.
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/flags.h"
+#include "planner/service/log.h"
+#include "planner/service/server.h"
+
+namespace {
+
+using tessera::FlagSet;
+using tessera::service::Log;
+using tessera::service::LogLevel;
+using tessera::service::PlannerOptions;
+using tessera::service::PlannerServer;
+
+int Run(const std::vector<std::string>& args) {
+  std::optional<std::string> listen, db, log_level;
+  std::optional<int64_t> heartbeat_ms;
+  std::optional<double> lease_timeout_s, agent_timeout_s;
+  FlagSet flags("tessera-planner");
+  flags.AddString("listen", "HOST:PORT",
+                  "where to serve (default 127.0.0.1:50051; port 0 picks a "
+                  "free one and prints it)",
+                  &listen);
+  flags.AddString("db", "FILE",
+                  "the SQLite history (default ./tessera.db; created when "
+                  "absent)",
+                  &db);
+  flags.AddInt("heartbeat-interval-ms", "MS",
+               "how often agents heartbeat and poll for trials (default 1000)",
+               &heartbeat_ms);
+  flags.AddDouble("lease-timeout-s", "S",
+                  "a lease ends this long after its last heartbeat (default "
+                  "10)",
+                  &lease_timeout_s);
+  flags.AddDouble("agent-timeout-s", "S",
+                  "an agent silent this long is marked gone and its trials "
+                  "re-queued (default 30)",
+                  &agent_timeout_s);
+  flags.AddString("log", "LEVEL",
+                  "stderr log level: debug, info (default), warning, error, "
+                  "off",
+                  &log_level);
+  if (FlagSet::WantsHelp(args)) {
+    std::cout << "usage: tessera-planner [flags]\n\n" << flags.Help();
+    return 0;
+  }
+  if (absl::Status s = flags.Parse(args); !s.ok()) {
+    std::cerr << "tessera-planner: " << s.message() << "\n";
+    return 2;
+  }
+  LogLevel level = LogLevel::kInfo;
+  if (log_level.has_value()) {
+    absl::StatusOr<LogLevel> parsed =
+        tessera::service::ParseLogLevel(*log_level);
+    if (!parsed.ok()) {
+      std::cerr << "tessera-planner: " << parsed.status().message() << "\n";
+      return 2;
+    }
+    level = *parsed;
+  }
+  PlannerOptions options;
+  options.db_path = db.value_or("tessera.db");
+  options.log = Log(level);
+  if (heartbeat_ms.has_value()) {
+    if (*heartbeat_ms < 1) {
+      std::cerr << "tessera-planner: --heartbeat-interval-ms: must be "
+                   "positive\n";
+      return 2;
+    }
+    options.heartbeat_interval = absl::Milliseconds(*heartbeat_ms);
+    options.lease_poll_interval = options.heartbeat_interval;
+  }
+  const std::pair<const char*, std::optional<double>*> durations[] = {
+      {"--lease-timeout-s", &lease_timeout_s},
+      {"--agent-timeout-s", &agent_timeout_s}};
+  for (const auto& [name, value] : durations) {
+    if (value->has_value() && !(**value > 0)) {
+      std::cerr << "tessera-planner: " << name << ": must be positive\n";
+      return 2;
+    }
+  }
+  if (lease_timeout_s) options.lease_timeout = absl::Seconds(*lease_timeout_s);
+  if (agent_timeout_s) options.agent_timeout = absl::Seconds(*agent_timeout_s);
+
+  // Signals go to the main thread's sigwait, never to a gRPC thread: block
+  // them before any thread starts.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  const Log log = options.log;
+  absl::StatusOr<std::unique_ptr<PlannerServer>> server =
+      PlannerServer::Start(listen.value_or("127.0.0.1:50051"), options);
+  if (!server.ok()) {
+    std::cerr << "tessera-planner: " << server.status().message() << "\n";
+    return 1;
+  }
+  std::cout << "listening on " << (*server)->address() << std::endl;
+  log.Info(absl::StrCat("serving on ", (*server)->address(), ", history in ",
+                        options.db_path));
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  log.Info(absl::StrCat("signal ", signal, ": shutting down"));
+  (*server)->Shutdown();
+  server->reset();
+  log.Info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return Run(std::vector<std::string>(argv + 1, argv + argc));
+}

@@ -1,0 +1,172 @@
+// Planner: construction, restart, the reaper, and the study events.
+#include "planner/service/planner.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/status_macros.h"
+#include "planner/service/proto_mapping.h"
+
+namespace tessera::service {
+
+Planner::Planner(db::TrialStore* store, PlannerOptions options)
+    : store_(store), options_(std::move(options)) {}
+
+absl::StatusOr<std::unique_ptr<Planner>> Planner::Create(
+    db::TrialStore* store, PlannerOptions options) {
+  if (store == nullptr) {
+    return absl::InvalidArgumentError("planner: a store is needed");
+  }
+  if (options.lease_timeout <= absl::ZeroDuration() ||
+      options.heartbeat_interval <= absl::ZeroDuration() ||
+      options.lease_poll_interval <= absl::ZeroDuration() ||
+      options.agent_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "planner: heartbeat interval, lease poll interval, lease timeout and "
+        "agent timeout must be positive");
+  }
+  std::unique_ptr<Planner> planner(new Planner(store, std::move(options)));
+  planner->ResumeStudies();
+  if (planner->options_.reaper_period > absl::ZeroDuration()) {
+    planner->reaper_ = std::thread([p = planner.get()] { p->RunReaper(); });
+  }
+  return planner;
+}
+
+Planner::~Planner() {
+  {
+    absl::MutexLock lock(&reaper_mu_);
+    stopping_ = true;
+    reaper_wake_.SignalAll();
+  }
+  if (reaper_.joinable()) reaper_.join();
+}
+
+absl::Time Planner::Now() const {
+  return options_.clock ? options_.clock() : absl::Now();
+}
+
+void Planner::RunReaper() {
+  while (true) {
+    {
+      absl::MutexLock lock(&reaper_mu_);
+      reaper_wake_.WaitWithTimeout(&reaper_mu_, options_.reaper_period);
+      if (stopping_) return;
+    }
+    Reap();
+  }
+}
+
+void Planner::Reap() {
+  const absl::Time now = Now();
+  // Leases that expired: the trials run again (or crash out of attempts).
+  std::set<int64_t> touched;  // trials whose lease ended
+  absl::StatusOr<db::RequeueResult> expired = store_->RequeueExpiredLeases(now);
+  if (!expired.ok()) {
+    options_.log.Warning(absl::StrCat("reaper: re-queueing expired leases: ",
+                                      expired.status().message()));
+  } else {
+    for (int64_t id : expired->requeued) touched.insert(id);
+    for (int64_t id : expired->crashed) touched.insert(id);
+  }
+  // Agents that stopped heartbeating.
+  absl::StatusOr<std::vector<db::Agent>> stale =
+      store_->ListStaleAgents(now, options_.agent_timeout);
+  if (stale.ok()) {
+    for (const db::Agent& agent : *stale) {
+      const std::string& id = agent.info.id;
+      absl::Status gone = store_->MarkAgentGone(id);
+      absl::StatusOr<db::RequeueResult> requeued = store_->RequeueTrialsOf(id);
+      options_.log.Info(absl::StrCat(
+          "agent ", id, " sent no heartbeat for ",
+          absl::FormatDuration(options_.agent_timeout), ": marked gone",
+          gone.ok() ? "" : absl::StrCat(" (", gone.message(), ")")));
+      if (requeued.ok()) {
+        for (int64_t t : requeued->requeued) touched.insert(t);
+        for (int64_t t : requeued->crashed) touched.insert(t);
+      }
+      absl::MutexLock lock(&mu_);
+      idle_since_poll_.erase(id);
+      pending_.erase(id);
+    }
+  }
+  for (int64_t trial_id : touched) {
+    TrialLeaseEnded(trial_id);
+    absl::StatusOr<db::Trial> trial = store_->GetTrial(trial_id);
+    if (!trial.ok()) continue;
+    Emit(trial->study_id,
+         absl::StrCat(
+             "trial ", trial_id, " ",
+             trial->status == db::TrialState::kQueued ? "re-queued" : "gave up",
+             ": ", trial->reason),
+         &*trial);
+    if (FindRun(trial->study_id) == nullptr) {
+      // Its study ended while it ran: nothing may run it again.
+      (void)store_->CancelQueuedTrials(trial->study_id);
+    } else {
+      AdvanceStudyOf(trial_id);
+    }
+  }
+  // Time budgets, and studies that wait for agents.
+  std::vector<std::shared_ptr<StudyRun>> runs;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, run] : runs_) runs.push_back(run);
+  }
+  for (const std::shared_ptr<StudyRun>& run : runs) {
+    const double budget_s = run->options().time_budget_s;
+    if (budget_s > 0 && now - run->created_at >= absl::Seconds(budget_s)) {
+      Advance(run);
+    }
+  }
+  StartWaitingStudies();
+}
+
+absl::StatusOr<v1::StudySummary> Planner::Summary(int64_t study_id) {
+  TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->GetStudy(study_id));
+  TESSERA_ASSIGN_OR_RETURN(const auto counts,
+                           store_->CountTrialsByStatus(study_id));
+  db::TrialFilter best_filter;
+  best_filter.study_id = study_id;
+  best_filter.statuses = {db::TrialState::kOk};
+  best_filter.sort_by = "tokens_per_s_per_gpu";
+  best_filter.descending = true;
+  best_filter.limit = 1;
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Trial> best,
+                           store_->ListTrials(best_filter));
+  return StudySummaryOf(
+      study, counts,
+      best.empty() ? std::nullopt : std::optional<db::Trial>(best.front()));
+}
+
+absl::StatusOr<v1::StudyEvent> Planner::CurrentEvent(int64_t study_id) {
+  TESSERA_ASSIGN_OR_RETURN(v1::StudySummary summary, Summary(study_id));
+  v1::StudyEvent event;
+  const absl::StatusOr<db::StudyStatus> state =
+      StudyStateFromProto(summary.state(), "state");
+  event.set_message(absl::StrCat(
+      "study ", study_id, " is ",
+      state.ok() ? db::StudyStatusName(*state) : "unknown",
+      summary.state_reason().empty() ? "" : ": ", summary.state_reason()));
+  *event.mutable_study() = std::move(summary);
+  event.set_unix_ms(UnixMillis(Now()));
+  return event;
+}
+
+void Planner::Emit(int64_t study_id, const std::string& message,
+                   const db::Trial* trial) {
+  options_.log.Info(absl::StrCat("study ", study_id, ": ", message));
+  if (!events_.HasSubscribers(study_id)) return;
+  absl::StatusOr<v1::StudySummary> summary = Summary(study_id);
+  if (!summary.ok()) return;
+  v1::StudyEvent event;
+  *event.mutable_study() = *std::move(summary);
+  event.set_message(message);
+  if (trial != nullptr) *event.mutable_trial() = TrialToProto(*trial);
+  event.set_unix_ms(UnixMillis(Now()));
+  events_.Publish(event);
+}
+
+}  // namespace tessera::service

@@ -1,0 +1,208 @@
+// The planner service's domain logic, behind the two gRPC services
+// (planner_service.h, agent_service.h), over a TrialStore.
+//
+// Studies: SubmitStudy checks the spec (INVALID_ARGUMENT "study.<field>"),
+// stores it, and starts it: the GPU is resolved (the "agents" preset waits
+// for probes), the layouts are ranked with the GPU's latest calibration, and
+// rung 0 is queued (halving.h), sized to the agents there are
+// (trial_geometry.h). Each report refits the calibration from every ok trial
+// of the GPU (recalibration.h), re-ranks, updates the recommendation
+// (recommendation.h) and lets successive halving queue the next trials or end
+// the study. Everything the decisions use is read from the store, so a
+// planner started on the same file resumes every study where it stood.
+//
+// Agents: Register / Heartbeat / ReportProbes; LeaseTrial gives an idle
+// agent the next queued trial that fits it (running studies oldest first,
+// then rung, then predicted tokens/s); a trial of gang_size > 1 is leased to
+// that many idle agents at once, in one store call, node ranks by agent id,
+// and each gets its assignment at its next poll. Heartbeats extend the leases
+// of the trials an agent runs and return those it must stop. The reaper
+// re-queues expired leases, marks silent agents gone (re-queueing their
+// trials), ends studies past their time budget and starts studies that were
+// waiting for agents. Rendezvous data of gangs lives in memory
+// (rendezvous_board.h).
+//
+//   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Planner> planner,
+//                            Planner::Create(store.get(), options));
+//   TESSERA_ASSIGN_OR_RETURN(int64_t id, planner->SubmitStudy(spec));
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "db/trial_store.h"
+#include "planner/service/event_hub.h"
+#include "planner/service/planner_options.h"
+#include "planner/service/rendezvous_board.h"
+#include "planner/service/study_run.h"
+#include "planner/service/trial_pool.h"
+#include "tessera/v1/service.pb.h"
+
+namespace tessera::service {
+
+class Planner {
+ public:
+  // Loads the store's queued and running studies and resumes them, then
+  // starts the reaper (unless options.reaper_period is zero). `store` must
+  // outlive the planner.
+  static absl::StatusOr<std::unique_ptr<Planner>> Create(
+      db::TrialStore* store, PlannerOptions options);
+  // Stops the reaper; fails waiting rendezvous fetches.
+  ~Planner();
+
+  Planner(const Planner&) = delete;
+  Planner& operator=(const Planner&) = delete;
+
+  // ---- PlannerService ----
+  absl::StatusOr<int64_t> SubmitStudy(const v1::StudySpec& spec);
+  absl::StatusOr<v1::GetStudyResponse> GetStudy(int64_t study_id);
+  absl::StatusOr<v1::ListStudiesResponse> ListStudies(
+      const v1::ListStudiesRequest& request);
+  absl::StatusOr<v1::ListTrialsResponse> ListTrials(
+      const v1::ListTrialsRequest& request);
+  // The stored recommendation (updated after every report, final once the
+  // study ends). FAILED_PRECONDITION while an "agents" study has no GPU yet.
+  absl::StatusOr<v1::Recommendation> GetRecommendation(int64_t study_id);
+  // Cancels the queued trials and ends the study (running trials are told
+  // to stop at their next heartbeat). Cancelling a cancelled study returns
+  // it; a done or failed one is FAILED_PRECONDITION.
+  absl::StatusOr<v1::StudySummary> CancelStudy(int64_t study_id);
+  absl::StatusOr<v1::PlanResponse> Plan(const v1::PlanRequest& request);
+  absl::StatusOr<v1::PredictResponse> Predict(
+      const v1::PredictRequest& request);
+  // The event a watcher gets first: the study as it stands.
+  absl::StatusOr<v1::StudyEvent> CurrentEvent(int64_t study_id);
+  EventHub& events() { return events_; }
+
+  // ---- AgentService ----
+  absl::StatusOr<v1::RegisterResponse> Register(
+      const v1::RegisterRequest& request);
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& request);
+  absl::Status ReportProbes(const v1::ReportProbesRequest& request);
+  absl::StatusOr<v1::LeaseTrialResponse> LeaseTrial(
+      const v1::LeaseTrialRequest& request);
+  absl::Status ReportTrial(const v1::ReportTrialRequest& request);
+  absl::Status ReleaseTrial(const v1::ReleaseTrialRequest& request);
+  // Publishes (data set; node rank 0 only) or fetches (waiting up to
+  // wait_ms, capped); `done` gets the data or the error, possibly later on
+  // another thread.
+  using RendezvousDone = std::function<void(absl::StatusOr<std::string>)>;
+  void Rendezvous(const v1::RendezvousRequest& request, RendezvousDone done);
+
+  // One pass of the reaper: expired leases, silent agents, time budgets,
+  // studies waiting for agents.
+  void Reap();
+
+  // Before the server shuts down: fails waiting rendezvous fetches (and
+  // later ones), so that no call is left waiting.
+  void StopWaits() { rendezvous_.Stop(); }
+
+  const PlannerOptions& options() const { return options_; }
+
+ private:
+  // What leasing needs of a started study (immutable once started).
+  struct Runnable {
+    std::string backend;  // agents that run its trials
+    int64_t ranks_per_agent = 1;
+    v1::ModelSpec model;  // as trialed (layers scale-down applied)
+    int64_t seq_len = 0;
+    TrialOptions options;
+  };
+
+  Planner(db::TrialStore* store, PlannerOptions options);
+
+  absl::Time Now() const;
+  void RunReaper();
+
+  // ---- Studies (planner_studies.cc, study_progress.cc) ----
+  void ResumeStudies();
+  std::shared_ptr<StudyRun> FindRun(int64_t study_id);
+  // Starts every queued study that waits for agents.
+  void StartWaitingStudies();
+  // Locks the run and starts or advances it; errors are logged.
+  void Start(const std::shared_ptr<StudyRun>& run);
+  void Advance(const std::shared_ptr<StudyRun>& run);
+  absl::Status StartLocked(StudyRun& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu);
+  absl::Status AdvanceLocked(StudyRun& run)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu);
+  absl::Status FinishLocked(StudyRun& run, db::StudyStatus status,
+                            const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu);
+  // Resolves the run's workload (GPU) and calibration; false when an
+  // "agents" study still has no agent with probes.
+  absl::StatusOr<bool> ResolveLocked(StudyRun& run)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu);
+  std::string ChooseBackendLocked(StudyRun& run)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu);
+  absl::StatusOr<TrialPool> PoolLocked(StudyRun& run, int64_t agents)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu);
+  absl::Status RefitLocked(StudyRun& run, const std::vector<db::Trial>& trials)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu);
+  absl::Status StoreRecommendationLocked(StudyRun& run, const TrialPool& pool,
+                                         const std::vector<db::Trial>& trials,
+                                         bool final)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu);
+  void MarkRunnableLocked(StudyRun& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu);
+  absl::StatusOr<std::vector<db::Trial>> TrialsOf(int64_t study_id);
+  // The workload and layers of any stored study (for history samples).
+  absl::StatusOr<std::pair<Workload, int64_t>> StoredStudyWorkload(
+      const db::Study& study);
+  absl::StatusOr<v1::StudySummary> Summary(int64_t study_id);
+  // Logs `message` and, when someone watches the study, publishes it.
+  void Emit(int64_t study_id, const std::string& message,
+            const db::Trial* trial = nullptr);
+  absl::StatusOr<Workload> WorkloadForRequest(const v1::StudySpec& spec);
+  planner::Calibration LatestGpuCalibration(const std::string& gpu_name,
+                                            double* mape, int64_t* samples);
+
+  // ---- Agents (planner_agents.cc) ----
+  absl::StatusOr<db::Agent> ActiveAgent(absl::string_view agent_id);
+  // Active agents of `backend` ("" any) offering >= `ranks` ranks.
+  absl::StatusOr<std::vector<db::Agent>> SuitableAgents(
+      absl::string_view backend, int64_t ranks);
+  bool Fits(const db::Agent& agent, const Runnable& runnable) const;
+  v1::TrialAssignment Assignment(const db::Trial& trial,
+                                 const Runnable& runnable,
+                                 const db::Agent& agent, int64_t node_rank,
+                                 absl::Time expires_at) const;
+  // Tries to lease the next fitting trial to `agent`; nullopt: nothing now.
+  absl::StatusOr<std::optional<v1::TrialAssignment>> LeaseNext(
+      const db::Agent& agent, absl::Time now);
+  // After a trial left the leased state (reported, re-queued, released).
+  void TrialLeaseEnded(int64_t trial_id);
+  void AdvanceStudyOf(int64_t trial_id);
+
+  db::TrialStore* const store_;
+  const PlannerOptions options_;
+  EventHub events_;
+  RendezvousBoard rendezvous_;
+
+  absl::Mutex mu_;
+  std::map<int64_t, std::shared_ptr<StudyRun>> runs_ ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, Runnable> runnable_ ABSL_GUARDED_BY(mu_);
+  // Idle agents: the time of their last LeaseTrial poll.
+  std::map<std::string, absl::Time> idle_since_poll_ ABSL_GUARDED_BY(mu_);
+  // Gang leases formed while the agent was away, delivered at its next poll.
+  std::map<std::string, std::vector<v1::TrialAssignment>> pending_
+      ABSL_GUARDED_BY(mu_);
+  // Serializes lease decisions (they read the queue, then lease).
+  absl::Mutex lease_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+
+  absl::Mutex reaper_mu_;
+  absl::CondVar reaper_wake_;
+  bool stopping_ ABSL_GUARDED_BY(reaper_mu_) = false;
+  std::thread reaper_;
+};
+
+}  // namespace tessera::service

@@ -1,0 +1,409 @@
+// Planner: the AgentService side. Registration, heartbeats, probes, leasing
+// (gangs included), reports, hand-backs and the rendezvous relay.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+#include "core/trial_result.h"
+#include "nlohmann/json.hpp"
+#include "planner/service/planner.h"
+#include "planner/service/proto_mapping.h"
+#include "planner/service/trial_geometry.h"
+#include "proto/convert.h"
+
+namespace tessera::service {
+namespace {
+
+bool Holds(const db::Trial& trial, absl::string_view agent_id) {
+  return std::find(trial.lease_agent_ids.begin(), trial.lease_agent_ids.end(),
+                   agent_id) != trial.lease_agent_ids.end();
+}
+
+absl::Status RequireAgentId(absl::string_view agent_id) {
+  if (agent_id.empty()) {
+    return absl::InvalidArgumentError("agent_id: required");
+  }
+  return absl::OkStatus();
+}
+
+// Queued trials in lease order: studies oldest first, then rung, then the
+// higher predicted tokens/s, then id.
+bool LeaseOrder(const db::Trial& a, const db::Trial& b) {
+  if (a.study_id != b.study_id) return a.study_id < b.study_id;
+  if (a.rung != b.rung) return a.rung < b.rung;
+  const double pa = a.predicted ? a.predicted->tokens_per_s : 0;
+  const double pb = b.predicted ? b.predicted->tokens_per_s : 0;
+  if (pa != pb) return pa > pb;
+  return a.id < b.id;
+}
+
+}  // namespace
+
+absl::StatusOr<db::Agent> Planner::ActiveAgent(absl::string_view agent_id) {
+  TESSERA_RETURN_IF_ERROR(RequireAgentId(agent_id));
+  TESSERA_ASSIGN_OR_RETURN(db::Agent agent, store_->GetAgent(agent_id));
+  if (agent.state != db::AgentState::kActive) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "agent ", agent_id, " was marked gone (no heartbeat); register again"));
+  }
+  return agent;
+}
+
+absl::StatusOr<std::vector<db::Agent>> Planner::SuitableAgents(
+    absl::string_view backend, int64_t ranks) {
+  TESSERA_ASSIGN_OR_RETURN(std::vector<db::Agent> agents,
+                           store_->ListAgents(db::AgentState::kActive));
+  std::vector<db::Agent> out;
+  for (db::Agent& a : agents) {
+    if ((backend.empty() || a.info.backend == backend) &&
+        a.info.gpu_count >= ranks) {
+      out.push_back(std::move(a));
+    }
+  }
+  return out;
+}
+
+bool Planner::Fits(const db::Agent& agent, const Runnable& r) const {
+  return (r.backend.empty() || agent.info.backend == r.backend) &&
+         agent.info.gpu_count >= r.ranks_per_agent;
+}
+
+absl::StatusOr<v1::RegisterResponse> Planner::Register(
+    const v1::RegisterRequest& request) {
+  const v1::AgentInfo& a = request.agent();
+  if (a.gpu_count() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "agent.gpu_count: must offer at least one GPU or CPU rank, got ",
+        a.gpu_count()));
+  }
+  db::AgentRegistration r;
+  r.id = a.agent_id();
+  r.hostname = a.hostname();
+  r.backend = a.backend();
+  r.gpu_name = a.gpu_name();
+  r.gpu_count = a.gpu_count();
+  r.memory_bytes = a.memory_bytes();
+  r.driver = a.driver();
+  r.interconnect = a.interconnect();
+  r.cpu_ranks = a.backend() == "cpu" ? a.gpu_count() : 0;
+  r.address = a.address();
+  TESSERA_ASSIGN_OR_RETURN(const db::Agent agent, store_->UpsertAgent(r));
+  options_.log.Info(
+      absl::StrCat("agent ", agent.info.id, " registered: ", agent.info.backend,
+                   ", ", agent.info.gpu_count, " x ",
+                   agent.info.gpu_name.empty() ? "rank" : agent.info.gpu_name,
+                   " on ", agent.info.hostname));
+  v1::RegisterResponse out;
+  out.set_heartbeat_interval_ms(
+      absl::ToInt64Milliseconds(options_.heartbeat_interval));
+  out.set_lease_poll_interval_ms(
+      absl::ToInt64Milliseconds(options_.lease_poll_interval));
+  out.set_agent_id(agent.info.id);
+  StartWaitingStudies();
+  return out;
+}
+
+absl::StatusOr<v1::HeartbeatResponse> Planner::Heartbeat(
+    const v1::HeartbeatRequest& request) {
+  TESSERA_RETURN_IF_ERROR(RequireAgentId(request.agent_id()));
+  const absl::Time now = Now();
+  TESSERA_RETURN_IF_ERROR(store_->Heartbeat(request.agent_id(), now));
+  v1::HeartbeatResponse out;
+  for (int64_t trial_id : request.running_trials()) {
+    absl::StatusOr<db::Trial> trial = store_->GetTrial(trial_id);
+    bool stop = !trial.ok() || FindRun(trial->study_id) == nullptr;
+    if (!stop) {
+      stop = !store_
+                  ->ExtendLease(trial_id, request.agent_id(),
+                                now + options_.lease_timeout)
+                  .ok();
+    }
+    if (stop) out.add_cancel_trials(trial_id);
+  }
+  return out;
+}
+
+absl::Status Planner::ReportProbes(const v1::ReportProbesRequest& request) {
+  TESSERA_RETURN_IF_ERROR(RequireAgentId(request.agent_id()));
+  std::vector<db::Probe> probes;
+  for (const v1::Probe& p : request.probes()) {
+    db::Probe probe;
+    probe.kind = p.kind();
+    probe.group_size = p.group_size();
+    probe.bytes = p.bytes();
+    probe.value = p.value();
+    probe.unit = p.unit();
+    probes.push_back(std::move(probe));
+  }
+  TESSERA_RETURN_IF_ERROR(
+      store_->AddProbes(request.agent_id(), probes).status());
+  StartWaitingStudies();
+  return absl::OkStatus();
+}
+
+v1::TrialAssignment Planner::Assignment(const db::Trial& trial,
+                                        const Runnable& r,
+                                        const db::Agent& agent,
+                                        int64_t node_rank,
+                                        absl::Time expires_at) const {
+  const Layout& l = trial.layout;
+  v1::TrialAssignment a;
+  a.set_trial_id(trial.id);
+  a.set_study_id(trial.study_id);
+  *a.mutable_model() = r.model;
+  *a.mutable_layout() = LayoutToProto(l);
+  a.set_global_batch(l.micro_batch * l.dp * l.grad_accum);
+  a.set_seq_len(r.seq_len);
+  a.set_warmup_steps(trial.warmup_steps);
+  a.set_steps(trial.steps);
+  a.set_backend(agent.info.backend);
+  a.set_world_size(l.world_size());
+  a.set_node_rank(node_rank);
+  a.set_gang_size(trial.gang_size);
+  a.set_ranks_per_node(l.world_size() / trial.gang_size);
+  a.set_time_limit_s(r.options.trial_time_limit_s);
+  a.set_memory_limit_bytes(r.options.memory_limit_bytes);
+  a.set_seed(r.options.seed);
+  a.set_lease_expiry_unix_ms(UnixMillis(expires_at));
+  return a;
+}
+
+absl::StatusOr<v1::LeaseTrialResponse> Planner::LeaseTrial(
+    const v1::LeaseTrialRequest& request) {
+  TESSERA_ASSIGN_OR_RETURN(const db::Agent agent,
+                           ActiveAgent(request.agent_id()));
+  const absl::Time now = Now();
+  v1::LeaseTrialResponse out;
+  absl::MutexLock lease_lock(&lease_mu_);
+  std::vector<v1::TrialAssignment> pending;
+  {
+    absl::MutexLock lock(&mu_);
+    idle_since_poll_[agent.info.id] = now;
+    auto it = pending_.find(agent.info.id);
+    if (it != pending_.end()) {
+      pending.swap(it->second);
+      pending_.erase(it);
+    }
+  }
+  // A gang formed while the agent was away: its lease, if still held.
+  for (size_t i = 0; i < pending.size(); ++i) {
+    absl::StatusOr<db::Trial> t = store_->GetTrial(pending[i].trial_id());
+    if (!t.ok() || t->status != db::TrialState::kLeased ||
+        !Holds(*t, agent.info.id)) {
+      continue;
+    }
+    *out.mutable_assignment() = pending[i];
+    if (t->lease_expires_at.has_value()) {
+      out.mutable_assignment()->set_lease_expiry_unix_ms(
+          UnixMillis(*t->lease_expires_at));
+    }
+    absl::MutexLock lock(&mu_);
+    idle_since_poll_.erase(agent.info.id);
+    if (i + 1 < pending.size()) {
+      auto& rest = pending_[agent.info.id];
+      rest.insert(rest.begin(), pending.begin() + i + 1, pending.end());
+    }
+    return out;
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::optional<v1::TrialAssignment> next,
+                           LeaseNext(agent, now));
+  if (next.has_value()) *out.mutable_assignment() = *std::move(next);
+  return out;
+}
+
+absl::StatusOr<std::optional<v1::TrialAssignment>> Planner::LeaseNext(
+    const db::Agent& agent, absl::Time now) {
+  db::TrialFilter filter;
+  filter.statuses = {db::TrialState::kQueued};
+  TESSERA_ASSIGN_OR_RETURN(std::vector<db::Trial> queued,
+                           store_->ListTrials(filter));
+  std::sort(queued.begin(), queued.end(), LeaseOrder);
+  std::map<int64_t, Runnable> runnable;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const db::Trial& t : queued) {
+      auto it = runnable_.find(t.study_id);
+      if (it != runnable_.end()) runnable.emplace(t.study_id, it->second);
+    }
+  }
+  const absl::Time expires_at = now + options_.lease_timeout;
+  for (const db::Trial& t : queued) {
+    auto r = runnable.find(t.study_id);
+    if (r == runnable.end() || !Fits(agent, r->second)) continue;
+    if (t.gang_size == 1) {
+      const absl::Status leased =
+          store_->LeaseTrial(t.id, {agent.info.id}, expires_at);
+      if (!leased.ok()) {
+        if (leased.code() == absl::StatusCode::kFailedPrecondition) continue;
+        return leased;
+      }
+      {
+        absl::MutexLock lock(&mu_);
+        idle_since_poll_.erase(agent.info.id);
+      }
+      Emit(t.study_id,
+           absl::StrCat("trial ", t.id, " leased to ", agent.info.id), &t);
+      return Assignment(t, r->second, agent, 0, expires_at);
+    }
+    // A gang: this agent and other idle agents that fit, polled recently.
+    std::vector<std::string> idle;
+    {
+      absl::MutexLock lock(&mu_);
+      for (const auto& [id, polled] : idle_since_poll_) {
+        if (id == agent.info.id || pending_.count(id) > 0) continue;
+        if (now - polled <= 2 * options_.lease_poll_interval) {
+          idle.push_back(id);
+        }
+      }
+    }
+    std::vector<db::Agent> gang = {agent};
+    for (const std::string& id : idle) {
+      if (static_cast<int64_t>(gang.size()) == t.gang_size) break;
+      absl::StatusOr<db::Agent> other = store_->GetAgent(id);
+      if (other.ok() && other->state == db::AgentState::kActive &&
+          Fits(*other, r->second)) {
+        gang.push_back(*std::move(other));
+      }
+    }
+    // The agent waits for this trial's gang (no trial behind it jumps the
+    // queue).
+    if (static_cast<int64_t>(gang.size()) < t.gang_size) return std::nullopt;
+    std::sort(gang.begin(), gang.end(),
+              [](const db::Agent& a, const db::Agent& b) {
+                return a.info.id < b.info.id;
+              });
+    std::vector<std::string> ids;
+    for (const db::Agent& g : gang) ids.push_back(g.info.id);
+    const absl::Status leased = store_->LeaseTrial(t.id, ids, expires_at);
+    if (!leased.ok()) {
+      if (leased.code() == absl::StatusCode::kFailedPrecondition) continue;
+      return leased;
+    }
+    std::optional<v1::TrialAssignment> mine;
+    {
+      absl::MutexLock lock(&mu_);
+      for (size_t rank = 0; rank < gang.size(); ++rank) {
+        v1::TrialAssignment a =
+            Assignment(t, r->second, gang[rank], rank, expires_at);
+        idle_since_poll_.erase(gang[rank].info.id);
+        if (gang[rank].info.id == agent.info.id) {
+          mine = std::move(a);
+        } else {
+          pending_[gang[rank].info.id].push_back(std::move(a));
+        }
+      }
+    }
+    Emit(t.study_id,
+         absl::StrCat("trial ", t.id, " leased to the gang ",
+                      absl::StrJoin(ids, ", "), " (node ranks in that order)"),
+         &t);
+    return mine;
+  }
+  return std::nullopt;
+}
+
+absl::Status Planner::ReportTrial(const v1::ReportTrialRequest& request) {
+  TESSERA_RETURN_IF_ERROR(RequireAgentId(request.agent_id()));
+  const nlohmann::json json =
+      nlohmann::json::parse(request.result_json(), nullptr, false);
+  if (json.is_discarded()) {
+    return absl::InvalidArgumentError("result_json: not valid JSON");
+  }
+  absl::StatusOr<TrialResult> result = TrialResultFromJson(json);
+  if (!result.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("result_json: ", result.status().message()));
+  }
+  TESSERA_RETURN_IF_ERROR(store_->ReportTrial(
+      request.trial_id(), request.agent_id(), *result, Now()));
+  TrialLeaseEnded(request.trial_id());
+  absl::StatusOr<db::Trial> trial = store_->GetTrial(request.trial_id());
+  if (trial.ok()) {
+    std::string what;
+    if (trial->status == db::TrialState::kOk && trial->measured.has_value()) {
+      what = absl::StrFormat("%.4g tokens/s (%.4g per GPU)",
+                             trial->measured->tokens_per_s,
+                             trial->measured->tokens_per_s_per_gpu);
+    } else {
+      what = trial->reason;
+    }
+    Emit(trial->study_id,
+         absl::StrCat("trial ", trial->id, " ",
+                      db::TrialStateName(trial->status), ": ", what),
+         &*trial);
+  }
+  AdvanceStudyOf(request.trial_id());
+  return absl::OkStatus();
+}
+
+absl::Status Planner::ReleaseTrial(const v1::ReleaseTrialRequest& request) {
+  TESSERA_RETURN_IF_ERROR(RequireAgentId(request.agent_id()));
+  TESSERA_RETURN_IF_ERROR(store_->ReleaseLease(
+      request.trial_id(), request.agent_id(), request.reason()));
+  TrialLeaseEnded(request.trial_id());
+  {
+    absl::MutexLock lock(&mu_);
+    idle_since_poll_.erase(request.agent_id());
+  }
+  absl::StatusOr<db::Trial> trial = store_->GetTrial(request.trial_id());
+  if (trial.ok()) {
+    Emit(trial->study_id,
+         absl::StrCat("trial ", trial->id, " ",
+                      db::TrialStateName(trial->status), ": ", trial->reason),
+         &*trial);
+  }
+  return absl::OkStatus();
+}
+
+void Planner::TrialLeaseEnded(int64_t trial_id) {
+  rendezvous_.Clear(trial_id);
+  absl::MutexLock lock(&mu_);
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    std::vector<v1::TrialAssignment>& list = it->second;
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const v1::TrialAssignment& a) {
+                                return a.trial_id() == trial_id;
+                              }),
+               list.end());
+    it = list.empty() ? pending_.erase(it) : std::next(it);
+  }
+}
+
+void Planner::AdvanceStudyOf(int64_t trial_id) {
+  absl::StatusOr<db::Trial> trial = store_->GetTrial(trial_id);
+  if (!trial.ok()) return;
+  std::shared_ptr<StudyRun> run = FindRun(trial->study_id);
+  if (run != nullptr) Advance(run);
+}
+
+void Planner::Rendezvous(const v1::RendezvousRequest& request,
+                         RendezvousDone done) {
+  absl::Status s = RequireAgentId(request.agent_id());
+  if (!s.ok()) return done(s);
+  absl::StatusOr<db::Trial> trial = store_->GetTrial(request.trial_id());
+  if (!trial.ok()) return done(trial.status());
+  if (trial->status != db::TrialState::kLeased ||
+      !Holds(*trial, request.agent_id())) {
+    return done(absl::FailedPreconditionError(absl::StrCat(
+        "trial ", trial->id, ": agent ", request.agent_id(),
+        " does not hold its lease (", db::TrialStateName(trial->status), ")")));
+  }
+  if (!request.data().empty()) {
+    if (trial->lease_agent_ids.front() != request.agent_id()) {
+      return done(absl::FailedPreconditionError(absl::StrCat(
+          "trial ", trial->id, ": only node rank 0 (agent ",
+          trial->lease_agent_ids.front(), ") publishes its rendezvous data")));
+    }
+    rendezvous_.Publish(trial->id, request.data());
+    return done(request.data());
+  }
+  const absl::Duration wait =
+      std::clamp(absl::Milliseconds(request.wait_ms()), absl::ZeroDuration(),
+                 options_.max_rendezvous_wait);
+  rendezvous_.Fetch(trial->id, absl::Now() + wait, std::move(done));
+}
+
+}  // namespace tessera::service

@@ -1,0 +1,38 @@
+// How the planner service runs: agent intervals and timeouts, the reaper,
+// the clock (tests drive one by hand) and where the history is kept.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "db/trial_store.h"
+#include "planner/service/log.h"
+
+namespace tessera::service {
+
+struct PlannerOptions {
+  // What Recommendation.history_db says (the --db path).
+  std::string db_path;
+  // Agents heartbeat this often (RegisterResponse.heartbeat_interval_ms).
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // Idle agents poll LeaseTrial this often (lease_poll_interval_ms). An agent
+  // waits for a gang only while it polled within twice this interval.
+  absl::Duration lease_poll_interval = absl::Seconds(1);
+  // A lease lasts this long past the last heartbeat that extended it.
+  absl::Duration lease_timeout = absl::Seconds(10);
+  // An agent silent this long is marked gone and its trials re-queued.
+  absl::Duration agent_timeout = absl::Seconds(30);
+  // The reaper thread's period; zero: no thread (call Planner::Reap).
+  absl::Duration reaper_period = absl::Seconds(1);
+  // The longest a rendezvous fetch waits, whatever it asks for.
+  absl::Duration max_rendezvous_wait = absl::Seconds(60);
+  // Ok trials a refit uses at most (the newest).
+  int64_t max_calibration_samples = 200;
+  // The time source of leases, heartbeats and budgets; empty: absl::Now.
+  // Give the store the same clock.
+  db::Clock clock;
+  Log log;
+};
+
+}  // namespace tessera::service

@@ -1,0 +1,56 @@
+// tessera.v1.PlannerService over the Planner (callback API): each handler
+// translates the request, calls the planner and finishes with its status
+// (grpc_status.h); WatchStudy streams through a WatchReactor.
+//
+//   PlannerServiceImpl service(planner.get());
+//   builder.RegisterService(&service);
+#pragma once
+
+#include "planner/service/planner.h"
+#include "tessera/v1/service.grpc.pb.h"
+
+namespace tessera::service {
+
+class PlannerServiceImpl final : public v1::PlannerService::CallbackService {
+ public:
+  // `planner` must outlive the service.
+  explicit PlannerServiceImpl(Planner* planner) : planner_(planner) {}
+
+  grpc::ServerUnaryReactor* SubmitStudy(
+      grpc::CallbackServerContext* context,
+      const v1::SubmitStudyRequest* request,
+      v1::SubmitStudyResponse* response) override;
+  grpc::ServerUnaryReactor* GetStudy(grpc::CallbackServerContext* context,
+                                     const v1::GetStudyRequest* request,
+                                     v1::GetStudyResponse* response) override;
+  grpc::ServerWriteReactor<v1::StudyEvent>* WatchStudy(
+      grpc::CallbackServerContext* context,
+      const v1::WatchStudyRequest* request) override;
+  grpc::ServerUnaryReactor* ListStudies(
+      grpc::CallbackServerContext* context,
+      const v1::ListStudiesRequest* request,
+      v1::ListStudiesResponse* response) override;
+  grpc::ServerUnaryReactor* ListTrials(
+      grpc::CallbackServerContext* context,
+      const v1::ListTrialsRequest* request,
+      v1::ListTrialsResponse* response) override;
+  grpc::ServerUnaryReactor* GetRecommendation(
+      grpc::CallbackServerContext* context,
+      const v1::GetRecommendationRequest* request,
+      v1::Recommendation* response) override;
+  grpc::ServerUnaryReactor* CancelStudy(
+      grpc::CallbackServerContext* context,
+      const v1::CancelStudyRequest* request,
+      v1::CancelStudyResponse* response) override;
+  grpc::ServerUnaryReactor* Plan(grpc::CallbackServerContext* context,
+                                 const v1::PlanRequest* request,
+                                 v1::PlanResponse* response) override;
+  grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
+                                    const v1::PredictRequest* request,
+                                    v1::PredictResponse* response) override;
+
+ private:
+  Planner* const planner_;
+};
+
+}  // namespace tessera::service

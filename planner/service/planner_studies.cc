@@ -1,0 +1,265 @@
+// Planner: the PlannerService side (submitting, reading, cancelling studies;
+// the offline ranking) and resuming studies after a restart.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+#include "planner/service/agents_gpu.h"
+#include "planner/service/planner.h"
+#include "planner/service/proto_mapping.h"
+#include "planner/service/recalibration.h"
+#include "planner/service/recommendation.h"
+#include "proto/convert.h"
+
+namespace tessera::service {
+
+absl::StatusOr<int64_t> Planner::SubmitStudy(const v1::StudySpec& spec) {
+  TESSERA_ASSIGN_OR_RETURN(CheckedStudy checked, CheckStudySpec(spec));
+  db::NewStudy s;
+  s.name = checked.spec.name();
+  s.spec_json = StudySpecToJson(checked.spec);
+  s.model = checked.workload.model.name;
+  s.gpu = checked.agents_gpu ? std::string(kAgentsGpuPreset)
+                             : checked.workload.cluster.gpu.name;
+  s.nodes = checked.workload.cluster.nodes;
+  s.gpus_per_node = checked.workload.cluster.gpus_per_node;
+  s.trial_budget = checked.trials.max_trials;
+  s.time_budget_s = checked.trials.time_budget_s;
+  TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->CreateStudy(s));
+  auto run = std::make_shared<StudyRun>(study.id, std::move(checked),
+                                        study.created_at);
+  {
+    absl::MutexLock lock(&mu_);
+    runs_[study.id] = run;
+  }
+  Emit(study.id, absl::StrCat("submitted: ", s.name, " (", s.model, " on ",
+                              s.nodes, "x", s.gpus_per_node, " ", s.gpu, ")"));
+  Start(run);
+  return study.id;
+}
+
+void Planner::ResumeStudies() {
+  db::StudyFilter filter;
+  filter.statuses = {db::StudyStatus::kQueued, db::StudyStatus::kRunning};
+  absl::StatusOr<std::vector<db::Study>> studies = store_->ListStudies(filter);
+  if (!studies.ok()) {
+    options_.log.Error(absl::StrCat("cannot list the studies to resume: ",
+                                    studies.status().message()));
+    return;
+  }
+  std::reverse(studies->begin(), studies->end());  // oldest first
+  std::vector<std::shared_ptr<StudyRun>> resumed;
+  for (const db::Study& study : *studies) {
+    absl::StatusOr<CheckedStudy> checked =
+        [&]() -> absl::StatusOr<CheckedStudy> {
+      TESSERA_ASSIGN_OR_RETURN(
+          v1::StudySpec spec,
+          StudySpecFromStoredJson(study.spec_json,
+                                  absl::StrCat("study ", study.id)));
+      return CheckStudySpec(spec);
+    }();
+    if (!checked.ok()) {
+      const std::string reason =
+          absl::StrCat("cannot resume: its stored spec no longer checks: ",
+                       checked.status().message());
+      (void)store_->SetStudyStatus(study.id, db::StudyStatus::kFailed, reason);
+      options_.log.Error(absl::StrCat("study ", study.id, ": ", reason));
+      continue;
+    }
+    auto run = std::make_shared<StudyRun>(study.id, *std::move(checked),
+                                          study.created_at);
+    {
+      absl::MutexLock lock(&mu_);
+      runs_[study.id] = run;
+    }
+    resumed.push_back(run);
+  }
+  for (const std::shared_ptr<StudyRun>& run : resumed) {
+    options_.log.Info(absl::StrCat("study ", run->id, ": resuming"));
+    Start(run);
+  }
+}
+
+std::shared_ptr<StudyRun> Planner::FindRun(int64_t study_id) {
+  absl::MutexLock lock(&mu_);
+  auto it = runs_.find(study_id);
+  return it == runs_.end() ? nullptr : it->second;
+}
+
+void Planner::StartWaitingStudies() {
+  std::vector<std::shared_ptr<StudyRun>> waiting;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, run] : runs_) {
+      if (runnable_.count(id) == 0) waiting.push_back(run);
+    }
+  }
+  for (const std::shared_ptr<StudyRun>& run : waiting) Start(run);
+}
+
+absl::StatusOr<std::vector<db::Trial>> Planner::TrialsOf(int64_t study_id) {
+  db::TrialFilter filter;
+  filter.study_id = study_id;
+  return store_->ListTrials(filter);
+}
+
+absl::StatusOr<v1::GetStudyResponse> Planner::GetStudy(int64_t study_id) {
+  TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->GetStudy(study_id));
+  v1::GetStudyResponse out;
+  TESSERA_ASSIGN_OR_RETURN(*out.mutable_study(), Summary(study_id));
+  TESSERA_ASSIGN_OR_RETURN(
+      *out.mutable_spec(),
+      StudySpecFromStoredJson(study.spec_json,
+                              absl::StrCat("study ", study_id)));
+  return out;
+}
+
+absl::StatusOr<v1::ListStudiesResponse> Planner::ListStudies(
+    const v1::ListStudiesRequest& request) {
+  TESSERA_ASSIGN_OR_RETURN(const db::StudyFilter filter,
+                           StudyFilterFromRequest(request));
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Study> studies,
+                           store_->ListStudies(filter));
+  v1::ListStudiesResponse out;
+  for (const db::Study& s : studies) {
+    TESSERA_ASSIGN_OR_RETURN(*out.add_studies(), Summary(s.id));
+  }
+  return out;
+}
+
+absl::StatusOr<v1::ListTrialsResponse> Planner::ListTrials(
+    const v1::ListTrialsRequest& request) {
+  TESSERA_ASSIGN_OR_RETURN(const db::TrialFilter filter,
+                           TrialFilterFromRequest(request));
+  if (filter.study_id.has_value()) {
+    TESSERA_RETURN_IF_ERROR(store_->GetStudy(*filter.study_id).status());
+  }
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Trial> trials,
+                           store_->ListTrials(filter));
+  v1::ListTrialsResponse out;
+  for (const db::Trial& t : trials) *out.add_trials() = TrialToProto(t);
+  return out;
+}
+
+absl::StatusOr<v1::Recommendation> Planner::GetRecommendation(
+    int64_t study_id) {
+  TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->GetStudy(study_id));
+  if (study.recommendation_json.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "study ", study_id, " has no recommendation yet (",
+        db::StudyStatusName(study.status),
+        study.status_reason.empty() ? "" : ": ", study.status_reason, ")"));
+  }
+  return RecommendationFromJson(study.recommendation_json);
+}
+
+absl::StatusOr<v1::StudySummary> Planner::CancelStudy(int64_t study_id) {
+  TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->GetStudy(study_id));
+  if (study.status == db::StudyStatus::kCancelled) return Summary(study_id);
+  if (db::IsFinal(study.status)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "study ", study_id, " is ", db::StudyStatusName(study.status),
+        "; only a queued or running study can be cancelled"));
+  }
+  std::shared_ptr<StudyRun> run = FindRun(study_id);
+  if (run != nullptr) {
+    absl::MutexLock lock(&run->mu);
+    if (!run->finished) {
+      TESSERA_RETURN_IF_ERROR(FinishLocked(*run, db::StudyStatus::kCancelled,
+                                           "cancelled by the user"));
+    }
+  } else {
+    TESSERA_RETURN_IF_ERROR(store_->CancelQueuedTrials(study_id).status());
+    TESSERA_RETURN_IF_ERROR(store_->SetStudyStatus(
+        study_id, db::StudyStatus::kCancelled, "cancelled by the user"));
+  }
+  return Summary(study_id);
+}
+
+absl::StatusOr<Workload> Planner::WorkloadForRequest(
+    const v1::StudySpec& spec) {
+  TESSERA_ASSIGN_OR_RETURN(const CheckedStudy checked, CheckStudySpec(spec));
+  if (!checked.agents_gpu) return checked.workload;
+  TESSERA_ASSIGN_OR_RETURN(
+      const std::vector<db::Agent> agents,
+      SuitableAgents(checked.trials.backend,
+                     checked.workload.cluster.gpus_per_node));
+  for (const db::Agent& agent : agents) {
+    db::ProbeFilter probes_of;
+    probes_of.agent_id = agent.info.id;
+    TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Probe> probes,
+                             store_->ListProbes(probes_of));
+    absl::StatusOr<v1::GpuSpec> gpu =
+        GpuSpecFromAgent(agent, probes, spec.cluster().gpu());
+    if (!gpu.ok()) continue;
+    TESSERA_ASSIGN_OR_RETURN(Workload w, WorkloadWithGpu(spec, *gpu));
+    w.cluster.gpu.name = AgentsGpuName(agent);
+    return w;
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "study.cluster.gpu.preset: 'agents': no agent with at least ",
+      checked.workload.cluster.gpus_per_node,
+      " ranks has reported its probes yet"));
+}
+
+absl::StatusOr<v1::PlanResponse> Planner::Plan(const v1::PlanRequest& request) {
+  TESSERA_ASSIGN_OR_RETURN(const Workload workload,
+                           WorkloadForRequest(request.study()));
+  TESSERA_ASSIGN_OR_RETURN(
+      const planner::SearchOptions search,
+      [&]() -> absl::StatusOr<planner::SearchOptions> {
+        absl::StatusOr<planner::SearchOptions> o =
+            SearchOptionsFromSpec(request.study().search());
+        if (!o.ok()) return InStudy(o.status());
+        return o;
+      }());
+  double mape = 0;
+  int64_t samples = 0;
+  const planner::Calibration calibration =
+      LatestGpuCalibration(workload.cluster.gpu.name, &mape, &samples);
+  absl::StatusOr<planner::SearchResult> result =
+      planner::SearchLayouts(workload, calibration, search);
+  if (!result.ok()) return InStudy(result.status());
+  return PlanResponseFromResult(*result);
+}
+
+absl::StatusOr<v1::PredictResponse> Planner::Predict(
+    const v1::PredictRequest& request) {
+  TESSERA_ASSIGN_OR_RETURN(const Workload workload,
+                           WorkloadForRequest(request.study()));
+  TESSERA_ASSIGN_OR_RETURN(const Layout layout,
+                           LayoutFromProto(request.layout()));
+  double mape = 0;
+  int64_t samples = 0;
+  const planner::Calibration calibration =
+      LatestGpuCalibration(workload.cluster.gpu.name, &mape, &samples);
+  v1::PredictResponse out;
+  *out.mutable_evaluation() =
+      EvaluationToProto(planner::PredictLayout(workload, layout, calibration));
+  return out;
+}
+
+planner::Calibration Planner::LatestGpuCalibration(const std::string& gpu_name,
+                                                   double* mape,
+                                                   int64_t* samples) {
+  absl::StatusOr<db::Calibration> stored =
+      store_->LatestCalibration(db::GpuScope(gpu_name));
+  *mape = 0;
+  *samples = 0;
+  if (!stored.ok()) return planner::Calibration{};
+  std::vector<std::string> skipped;
+  planner::Calibration c = CalibrationFromStored(*stored, &skipped);
+  if (!skipped.empty()) {
+    options_.log.Warning(
+        absl::StrCat("calibration ", stored->id, " of ", gpu_name,
+                     ": skipped unknown or out-of-range coefficients: ",
+                     absl::StrJoin(skipped, ", ")));
+  }
+  *mape = stored->fit_error;
+  *samples = stored->samples;
+  return c;
+}
+
+}  // namespace tessera::service

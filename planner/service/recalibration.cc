@@ -1,0 +1,79 @@
+#include "planner/service/recalibration.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "planner/service/trial_geometry.h"
+
+namespace tessera::service {
+
+absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
+    const db::Trial& trial, const Workload& study_workload, int64_t layers) {
+  if (trial.status != db::TrialState::kOk || !trial.measured ||
+      !(trial.measured->step_time_s.median > 0) ||
+      !std::isfinite(trial.measured->step_time_s.median)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trial ", trial.id, ": no measured step time to calibrate with"));
+  }
+  absl::StatusOr<TrialPlan> plan =
+      PlanOfTrialLayout(study_workload, trial.layout, layers);
+  if (!plan.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trial ", trial.id,
+        ": its layout does not map onto its study: ", plan.status().message()));
+  }
+  const db::TrialMeasurement& m = *trial.measured;
+  planner::CalibrationSample s;
+  s.workload = plan->workload;
+  s.layout = trial.layout;
+  s.step_time_s = m.step_time_s.median;
+  if (m.backend == "cuda") {
+    if (m.compute_s > 0 && std::isfinite(m.compute_s))
+      s.compute_s = m.compute_s;
+    if (m.comm_s >= 0 && std::isfinite(m.comm_s)) s.comm_s = m.comm_s;
+    if (m.exposed_comm_s >= 0 && std::isfinite(m.exposed_comm_s)) {
+      s.exposed_comm_s = m.exposed_comm_s;
+    }
+  }
+  if (m.watts_per_gpu.has_value() && *m.watts_per_gpu > 0 &&
+      std::isfinite(*m.watts_per_gpu)) {
+    s.watts_per_gpu = m.watts_per_gpu;
+  }
+  s.weight = static_cast<double>(std::max<int64_t>(m.steps, 1));
+  return s;
+}
+
+planner::Calibration CalibrationFromStored(const db::Calibration& stored,
+                                           std::vector<std::string>* skipped) {
+  planner::Calibration c;
+  for (const auto& [name, value] : stored.coefficients) {
+    if (!c.Set(name, value).ok() && skipped != nullptr) {
+      skipped->push_back(name);
+    }
+  }
+  return c;
+}
+
+std::map<std::string, double> CalibrationToMap(
+    const planner::Calibration& calibration) {
+  std::map<std::string, double> out;
+  for (const planner::CoefficientInfo& info : planner::Calibration::Infos()) {
+    absl::StatusOr<double> value = calibration.Get(info.name);
+    if (value.ok()) out[info.name] = *value;
+  }
+  return out;
+}
+
+db::Calibration StoredCalibration(const planner::CalibrationFit& fit,
+                                  std::string scope) {
+  db::Calibration c;
+  c.scope = std::move(scope);
+  c.coefficients = CalibrationToMap(fit.calibration);
+  c.samples = fit.samples;
+  c.fit_error = fit.fitted_step_time_mape;
+  return c;
+}
+
+}  // namespace tessera::service

@@ -1,0 +1,54 @@
+// From trials to the cost model's calibration and back to the store: the
+// samples planner/calibration_fit.h fits (each ok trial as it ran: its
+// study's workload scaled to the trial's world and layers, its layout, its
+// measured step time), and the conversions between planner::Calibration and
+// the store's named coefficients.
+//
+// Which measurements a sample carries: the step time always (the median over
+// the measured steps), weighted by the measured steps. The compute /
+// communication / exposed communication split only from the cuda backend,
+// whose CUDA events time kernels and collectives apart: the CPU executor
+// times its blocking collective calls, so its "communication" also holds the
+// time a rank waits for its peers (pipeline bubble, load imbalance) and would
+// bias the communication coefficients. Power only where it was measured
+// (NVML), never on CPU.
+//
+//   TESSERA_ASSIGN_OR_RETURN(planner::CalibrationSample s,
+//                            SampleOfTrial(trial, study_workload, layers));
+//   planner::Calibration c = CalibrationFromStored(store_calibration);
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/workload.h"
+#include "db/trial_store.h"
+#include "planner/calibration.h"
+#include "planner/calibration_fit.h"
+
+namespace tessera::service {
+
+// The sample of an ok trial of a study with `study_workload` and the trial
+// options' `layers`. INVALID_ARGUMENT for a trial without a measured step
+// time or whose layout no longer maps onto the study.
+absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
+    const db::Trial& trial, const Workload& study_workload, int64_t layers);
+
+// The coefficients of `stored` over the defaults: unknown names and values
+// out of range are skipped (and listed in `*skipped` when given).
+planner::Calibration CalibrationFromStored(
+    const db::Calibration& stored, std::vector<std::string>* skipped = nullptr);
+
+// Every coefficient by name.
+std::map<std::string, double> CalibrationToMap(
+    const planner::Calibration& calibration);
+
+// What the store keeps of a fit: its coefficients, its samples and its
+// step-time MAPE as the fit error.
+db::Calibration StoredCalibration(const planner::CalibrationFit& fit,
+                                  std::string scope);
+
+}  // namespace tessera::service

@@ -1,0 +1,270 @@
+#include "planner/service/recommendation.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/util/json_util.h"
+#include "planner/pareto.h"
+#include "planner/service/measured_layouts.h"
+#include "planner/service/recalibration.h"
+#include "planner/service/study_spec.h"
+#include "planner/service/trial_geometry.h"
+#include "proto/convert.h"
+
+namespace tessera::service {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+struct Candidate {
+  planner::LayoutEvaluation study;  // calibrated, the study's world
+  const MeasuredLayout* measured = nullptr;
+};
+
+// The study-world candidates: the ranking, its Pareto front and best-energy
+// layout, and every measured layout, each once (by study layout).
+std::vector<Candidate> Candidates(
+    const RecommendationInput& in,
+    const std::map<std::string, MeasuredLayout>& measured) {
+  const Workload& w = *in.workload;
+  // Study layout key -> measured layout, for candidates without a plan.
+  std::map<std::string, const MeasuredLayout*> by_study_key;
+  for (const auto& [key, m] : measured) {
+    absl::StatusOr<Layout> study = StudyLayoutOfTrial(w, m.trial.layout);
+    if (study.ok()) by_study_key.emplace(LayoutKey(*study), &m);
+  }
+  std::vector<Candidate> out;
+  std::map<std::string, size_t> index;
+  auto add = [&](const planner::LayoutEvaluation& e, const MeasuredLayout* m) {
+    const std::string key = LayoutKey(e.layout);
+    if (index.count(key) > 0) return;
+    if (m == nullptr) {
+      auto it = by_study_key.find(key);
+      if (it != by_study_key.end()) m = it->second;
+    }
+    index.emplace(key, out.size());
+    out.push_back(Candidate{e, m});
+  };
+  for (const PoolEntry& e : in.pool->entries) {
+    const MeasuredLayout* m = nullptr;
+    if (e.plan) {
+      auto it = measured.find(e.key);
+      if (it != measured.end()) m = &it->second;
+    }
+    add(e.study, m);
+  }
+  for (const planner::LayoutEvaluation& e : in.pool->search.pareto)
+    add(e, nullptr);
+  if (in.pool->search.feasible > 0) {
+    add(in.pool->search.best_energy, nullptr);
+    add(in.pool->search.best_throughput, nullptr);
+  }
+  for (const auto& [key, m] : by_study_key) {
+    absl::StatusOr<Layout> study = StudyLayoutOfTrial(w, m->trial.layout);
+    add(planner::PredictLayout(w, *study, *in.calibration), m);
+  }
+  return out;
+}
+
+std::string Percent(double part, double whole) {
+  return whole > 0 ? absl::StrFormat("%.0f%%", 100 * part / whole) : "0%";
+}
+
+v1::RecommendedLayout Recommend(const RecommendationInput& in,
+                                const Candidate& c) {
+  const Workload& w = *in.workload;
+  const planner::Prediction& p = c.study.prediction;
+  const double world = static_cast<double>(w.cluster.world_size());
+  const double tokens_per_step =
+      static_cast<double>(w.training.tokens_per_step());
+  v1::RecommendedLayout r;
+  *r.mutable_layout() = LayoutToProto(c.study.layout);
+  *r.mutable_predicted() = PredictionToProto(p);
+  std::vector<std::string> why;
+  double tokens_per_s = p.tokens_per_s;
+  double exposed_comm_s = p.exposed_comm_s;
+  bool scaled = false;
+  double scale = 1;
+  if (c.measured != nullptr) {
+    const db::Trial& t = c.measured->trial;
+    absl::StatusOr<TrialPlan> plan = PlanOfTrialLayout(w, t.layout, in.layers);
+    if (plan.ok() && plan->scaled()) {
+      const planner::LayoutEvaluation trial =
+          planner::PredictLayout(plan->workload, plan->layout, *in.calibration);
+      if (trial.prediction.tokens_per_s > 0 && p.tokens_per_s > 0) {
+        scale = p.tokens_per_s / trial.prediction.tokens_per_s;
+      }
+      scaled = true;
+    }
+    tokens_per_s = t.measured->tokens_per_s * scale;
+    if (!scaled) exposed_comm_s = t.measured->exposed_comm_s;
+    r.set_provenance(v1::MEASURED);
+    r.set_trial_id(t.id);
+    why.push_back(absl::StrCat("tokens/s measured by trial ", t.id, " (rung ",
+                               t.rung, ", ", t.measured->steps, " steps)"));
+    if (scaled) {
+      why.push_back(absl::StrFormat(
+          "%s; scaled x%.3g to the study's %d GPUs by the calibrated model",
+          plan->note, scale, w.cluster.world_size()));
+    }
+  } else {
+    r.set_provenance(v1::PREDICTED);
+    why.push_back("tokens/s predicted by the calibrated model (not trialed)");
+  }
+  r.set_tokens_per_s(tokens_per_s);
+  const double step_time_s =
+      tokens_per_s > 0 ? tokens_per_step / tokens_per_s : p.step_time_s;
+  r.set_step_time_s(step_time_s);
+  r.set_mfu(p.tokens_per_s > 0 ? p.mfu * tokens_per_s / p.tokens_per_s : 0);
+  r.set_exposed_comm_s(exposed_comm_s);
+  r.set_bubble_s(p.bubble_s);
+  r.set_memory_gib_per_gpu(p.memory_gib_per_gpu);
+
+  // Energy: measured power where the trial had it.
+  double tokens_per_joule = 0;
+  const db::TrialMeasurement* m =
+      c.measured != nullptr ? &*c.measured->trial.measured : nullptr;
+  if (m != nullptr && m->tokens_per_joule.has_value() &&
+      m->watts_per_gpu.has_value() && *m->watts_per_gpu > 0) {
+    tokens_per_joule = scaled ? tokens_per_s / (*m->watts_per_gpu * world)
+                              : *m->tokens_per_joule;
+    r.set_energy_provenance(v1::MEASURED);
+  } else {
+    if (p.watts_per_gpu > 0) {
+      tokens_per_joule = tokens_per_s / (p.watts_per_gpu * world);
+    }
+    r.set_energy_provenance(v1::PREDICTED);
+    if (c.measured != nullptr) {
+      why.push_back("tokens/J predicted (the trial did not measure power)");
+    }
+  }
+  r.set_tokens_per_joule(tokens_per_joule);
+
+  // What dominates the (predicted) step.
+  why.push_back(absl::StrCat(
+      "exposed communication ", Percent(p.exposed_comm_s, p.step_time_s),
+      " of the step; pipeline bubble ", Percent(p.bubble_s, p.step_time_s),
+      absl::StrFormat(
+          "; memory %.1f of %.1f GiB per GPU (%s headroom)",
+          p.memory_gib_per_gpu,
+          static_cast<double>(w.cluster.gpu.memory_bytes) / kGiB,
+          Percent(static_cast<double>(w.cluster.gpu.memory_bytes) -
+                      p.memory_gib_per_gpu * kGiB,
+                  static_cast<double>(w.cluster.gpu.memory_bytes)))));
+  r.set_why(absl::StrJoin(why, "; "));
+
+  // days, GPU-hours and MWh for the token budget (1 MWh = 3.6e9 J).
+  const double total = w.training.total_tokens;
+  if (total > 0 && tokens_per_s > 0) {
+    v1::FullRun* f = r.mutable_full_run();
+    const double seconds = total / tokens_per_s;
+    f->set_days(seconds / 86400);
+    f->set_gpu_hours(seconds / 3600 * world);
+    f->set_energy_mwh(tokens_per_joule > 0 ? total / tokens_per_joule / 3.6e9
+                                           : 0);
+  }
+  return r;
+}
+
+}  // namespace
+
+v1::Recommendation BuildRecommendation(const RecommendationInput& in) {
+  v1::Recommendation out;
+  out.set_study_id(in.study_id);
+  out.set_final(in.final);
+  for (const auto& [name, value] : CalibrationToMap(*in.calibration)) {
+    (*out.mutable_calibration())[name] = value;
+  }
+  out.set_calibration_mape(in.calibration_mape);
+  out.set_calibration_samples(in.calibration_samples);
+  out.set_history_db(in.history_db);
+  *out.mutable_gpu() = GpuSpecToProto(in.workload->cluster.gpu);
+
+  const std::map<std::string, MeasuredLayout> measured =
+      MeasuredLayouts(*in.trials);
+  std::vector<v1::RecommendedLayout> all;
+  for (const Candidate& c : Candidates(in, measured)) {
+    if (!c.study.feasible) continue;
+    all.push_back(Recommend(in, c));
+  }
+  if (all.empty()) return out;
+  // The best are chosen among the measured layouts when there are any: an
+  // untrialed layout the model ranks higher stays on the front, labelled.
+  bool any_measured = false;
+  for (const v1::RecommendedLayout& r : all) {
+    any_measured = any_measured || r.provenance() == v1::MEASURED;
+  }
+  auto eligible = [&](const v1::RecommendedLayout& r) {
+    return !any_measured || r.provenance() == v1::MEASURED;
+  };
+  std::optional<size_t> best_throughput;
+  std::optional<size_t> best_energy;
+  planner::ParetoFront front;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (eligible(all[i])) {
+      if (!best_throughput.has_value() ||
+          all[i].tokens_per_s() > all[*best_throughput].tokens_per_s()) {
+        best_throughput = i;
+      }
+      if (!best_energy.has_value() ||
+          all[i].tokens_per_joule() > all[*best_energy].tokens_per_joule()) {
+        best_energy = i;
+      }
+    }
+    front.Offer(all[i].tokens_per_s(), all[i].tokens_per_joule(),
+                static_cast<int64_t>(i));
+  }
+  int64_t faster = 0;
+  double fastest = 0;
+  for (const v1::RecommendedLayout& r : all) {
+    if (r.tokens_per_s() > all[*best_throughput].tokens_per_s()) {
+      ++faster;
+      fastest = std::max(fastest, r.tokens_per_s());
+    }
+  }
+  if (faster > 0) {
+    v1::RecommendedLayout& b = all[*best_throughput];
+    b.set_why(absl::StrFormat(
+        "%s; the calibrated model predicts %d untrialed layout%s faster (up "
+        "to %.0f%%), not verified by a trial",
+        b.why(), faster, faster == 1 ? "" : "s",
+        100 * (fastest / b.tokens_per_s() - 1)));
+  }
+  *out.mutable_best_throughput() = all[*best_throughput];
+  *out.mutable_best_energy() = all[*best_energy];
+  for (const planner::ParetoPoint& point : front.points()) {
+    *out.add_pareto() = all[static_cast<size_t>(point.id)];
+  }
+  return out;
+}
+
+std::string RecommendationToJson(const v1::Recommendation& recommendation) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(recommendation, &json,
+                                                    options);
+  return json;
+}
+
+absl::StatusOr<v1::Recommendation> RecommendationFromJson(
+    absl::string_view json) {
+  v1::Recommendation out;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  const auto status = google::protobuf::util::JsonStringToMessage(
+      std::string(json), &out, options);
+  if (!status.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        "stored recommendation does not parse: ",
+        std::string(status.message().data(), status.message().size())));
+  }
+  return out;
+}
+
+}  // namespace tessera::service

@@ -1,0 +1,69 @@
+#include "planner/service/server.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+
+namespace tessera::service {
+
+absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
+    absl::string_view listen, PlannerOptions options,
+    db::SqliteTrialStoreOptions store_options) {
+  const size_t colon = listen.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0 ||
+      colon + 1 == listen.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--listen: '", listen, "' is not HOST:PORT (e.g. 127.0.0.1:50051)"));
+  }
+  std::unique_ptr<PlannerServer> s(new PlannerServer());
+  if (!store_options.clock) store_options.clock = options.clock;
+  absl::StatusOr<std::unique_ptr<db::SqliteTrialStore>> store =
+      db::SqliteTrialStore::Open(options.db_path, store_options);
+  if (!store.ok()) {
+    return absl::Status(
+        store.status().code(),
+        absl::StrCat("--db ", options.db_path, ": ", store.status().message()));
+  }
+  s->store_ = *std::move(store);
+  TESSERA_ASSIGN_OR_RETURN(
+      s->planner_, Planner::Create(s->store_.get(), std::move(options)));
+  s->planner_service_ = std::make_unique<PlannerServiceImpl>(s->planner_.get());
+  s->agent_service_ = std::make_unique<AgentServiceImpl>(s->planner_.get());
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(std::string(listen),
+                           grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(s->planner_service_.get());
+  builder.RegisterService(s->agent_service_.get());
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("--listen: cannot listen on ", listen));
+  }
+  s->address_ = absl::StrCat(listen.substr(0, colon), ":", port);
+  return s;
+}
+
+PlannerServer::~PlannerServer() { Shutdown(); }
+
+void PlannerServer::Shutdown(absl::Duration grace) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
+    shut_down_ = true;
+  }
+  if (server_ == nullptr) return;
+  planner_->StopWaits();
+  server_->Shutdown(std::chrono::system_clock::now() +
+                    absl::ToChronoMilliseconds(grace));
+  server_->Wait();
+}
+
+void PlannerServer::Wait() {
+  if (server_ != nullptr) server_->Wait();
+}
+
+}  // namespace tessera::service

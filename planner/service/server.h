@@ -1,0 +1,64 @@
+// The whole planner service in one object: the SQLite store, the Planner,
+// PlannerService and AgentService on one grpc::Server. What tessera-planner
+// runs, and what tests start on 127.0.0.1:0 with a temporary database.
+//
+//   PlannerOptions options;
+//   options.db_path = "tessera.db";
+//   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<PlannerServer> server,
+//       PlannerServer::Start("127.0.0.1:0", options));
+//   std::cout << "listening on " << server->address() << std::endl;
+//   server->Shutdown();
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "db/sqlite_trial_store.h"
+#include "grpcpp/server.h"
+#include "planner/service/agent_service.h"
+#include "planner/service/planner.h"
+#include "planner/service/planner_service.h"
+
+namespace tessera::service {
+
+class PlannerServer {
+ public:
+  // Opens (or creates) the store at options.db_path (with options.clock),
+  // resumes its studies and serves on `listen` (host:port; port 0 picks a
+  // free one). UNAVAILABLE names --listen when the address cannot be bound;
+  // the store's errors name the database.
+  static absl::StatusOr<std::unique_ptr<PlannerServer>> Start(
+      absl::string_view listen, PlannerOptions options,
+      db::SqliteTrialStoreOptions store_options = {});
+  // Shutdown(), then closes the store.
+  ~PlannerServer();
+
+  // Stops accepting calls, fails waiting rendezvous fetches, cancels the
+  // calls still running after `grace` (watch streams) and waits for them.
+  // Idempotent.
+  void Shutdown(absl::Duration grace = absl::Seconds(1));
+  // Blocks until Shutdown is called (from another thread).
+  void Wait();
+
+  // host:port as bound ("127.0.0.1:43127").
+  const std::string& address() const { return address_; }
+  Planner& planner() { return *planner_; }
+  db::SqliteTrialStore& store() { return *store_; }
+
+ private:
+  PlannerServer() = default;
+
+  std::unique_ptr<db::SqliteTrialStore> store_;
+  std::unique_ptr<Planner> planner_;
+  std::unique_ptr<PlannerServiceImpl> planner_service_;
+  std::unique_ptr<AgentServiceImpl> agent_service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  absl::Mutex mu_;
+  bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace tessera::service

@@ -1,0 +1,444 @@
+// Planner: a study's progress. Starting it (resolve the GPU, wait for
+// agents), advancing it after every change of its trials (refit, re-rank,
+// successive halving, recommendation) and ending it. Every decision reads
+// the study's trials from the store.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/status_macros.h"
+#include "planner/calibration_fit.h"
+#include "planner/service/agents_gpu.h"
+#include "planner/service/halving.h"
+#include "planner/service/measured_layouts.h"
+#include "planner/service/planner.h"
+#include "planner/service/recalibration.h"
+#include "planner/service/recommendation.h"
+
+namespace tessera::service {
+namespace {
+
+bool SameGpu(const GpuSpec& a, const GpuSpec& b) {
+  return a.peak_dense_tflops == b.peak_dense_tflops &&
+         a.memory_bytes == b.memory_bytes && a.hbm_gbs == b.hbm_gbs &&
+         a.nvlink_gbs == b.nvlink_gbs && a.inter_node_gbs == b.inter_node_gbs &&
+         a.tdp_w == b.tdp_w && a.idle_w == b.idle_w;
+}
+
+int64_t CountOk(const std::vector<db::Trial>& trials) {
+  return std::count_if(trials.begin(), trials.end(), [](const db::Trial& t) {
+    return t.status == db::TrialState::kOk;
+  });
+}
+
+}  // namespace
+
+void Planner::Start(const std::shared_ptr<StudyRun>& run) {
+  absl::MutexLock lock(&run->mu);
+  if (run->finished) return;
+  const absl::Status s = StartLocked(*run);
+  if (!s.ok()) {
+    options_.log.Warning(
+        absl::StrCat("study ", run->id, ": cannot start: ", s.message()));
+  }
+}
+
+void Planner::Advance(const std::shared_ptr<StudyRun>& run) {
+  absl::MutexLock lock(&run->mu);
+  if (run->finished) return;
+  absl::Status s =
+      run->workload.has_value() ? AdvanceLocked(*run) : StartLocked(*run);
+  if (!s.ok()) {
+    options_.log.Warning(
+        absl::StrCat("study ", run->id, ": cannot advance: ", s.message()));
+  }
+}
+
+absl::Status Planner::StartLocked(StudyRun& run) {
+  TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->GetStudy(run.id));
+  if (db::IsFinal(study.status)) {
+    run.finished = true;
+    absl::MutexLock lock(&mu_);
+    runs_.erase(run.id);
+    runnable_.erase(run.id);
+    return absl::OkStatus();
+  }
+  TESSERA_ASSIGN_OR_RETURN(const bool resolved, ResolveLocked(run));
+  const int64_t gpn = run.gpus_per_node();
+  if (!resolved) {
+    const std::string reason =
+        absl::StrCat("waiting for an agent",
+                     run.options().backend.empty()
+                         ? ""
+                         : absl::StrCat(" (", run.options().backend, ")"),
+                     " with at least ", gpn,
+                     " ranks to report its probes (the 'agents' GPU)");
+    if (study.status_reason != reason) {
+      TESSERA_RETURN_IF_ERROR(
+          store_->SetStudyStatus(run.id, db::StudyStatus::kQueued, reason));
+      Emit(run.id, reason);
+    }
+    return absl::OkStatus();
+  }
+  if (run.options().max_trials == 0) {
+    return FinishLocked(run, db::StudyStatus::kDone,
+                        "no trials requested (trials.max_trials = 0): the "
+                        "recommendation is the calibrated model's prediction");
+  }
+  if (run.backend.empty()) run.backend = ChooseBackendLocked(run);
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Trial> trials,
+                           TrialsOf(run.id));
+  if (trials.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Agent> agents,
+                             SuitableAgents(run.backend, gpn));
+    if (agents.empty()) {
+      if (study.recommendation_json.empty()) {
+        absl::StatusOr<TrialPool> pool = PoolLocked(run, 0);
+        if (!pool.ok()) {
+          return FinishLocked(run, db::StudyStatus::kFailed,
+                              std::string(pool.status().message()));
+        }
+        TESSERA_RETURN_IF_ERROR(
+            StoreRecommendationLocked(run, *pool, trials, /*final=*/false));
+      }
+      const std::string reason = absl::StrCat(
+          "waiting for agents",
+          run.backend.empty() ? "" : absl::StrCat(" (", run.backend, ")"),
+          " with at least ", gpn, " ranks each");
+      if (study.status_reason != reason) {
+        TESSERA_RETURN_IF_ERROR(
+            store_->SetStudyStatus(run.id, db::StudyStatus::kQueued, reason));
+        Emit(run.id, reason);
+      }
+      return absl::OkStatus();
+    }
+  }
+  MarkRunnableLocked(run);
+  return AdvanceLocked(run);
+}
+
+absl::StatusOr<bool> Planner::ResolveLocked(StudyRun& run) {
+  if (run.workload.has_value()) return true;
+  const CheckedStudy& c = run.checked;
+  if (!c.agents_gpu) {
+    run.workload = c.workload;
+    run.gpu_name = c.workload.cluster.gpu.name;
+  } else {
+    // A planner that resolved it before kept it with the recommendation.
+    TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->GetStudy(run.id));
+    if (!study.recommendation_json.empty()) {
+      absl::StatusOr<v1::Recommendation> stored =
+          RecommendationFromJson(study.recommendation_json);
+      if (stored.ok() && stored->has_gpu() && !stored->gpu_name().empty()) {
+        TESSERA_ASSIGN_OR_RETURN(Workload w,
+                                 WorkloadWithGpu(c.spec, stored->gpu()));
+        w.cluster.gpu.name = stored->gpu_name();
+        run.workload = std::move(w);
+        run.gpu_name = stored->gpu_name();
+      }
+    }
+    if (!run.workload.has_value()) {
+      TESSERA_ASSIGN_OR_RETURN(
+          const std::vector<db::Agent> agents,
+          SuitableAgents(run.options().backend, run.gpus_per_node()));
+      for (const db::Agent& agent : agents) {
+        db::ProbeFilter probes_of;
+        probes_of.agent_id = agent.info.id;
+        TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Probe> probes,
+                                 store_->ListProbes(probes_of));
+        absl::StatusOr<v1::GpuSpec> gpu =
+            GpuSpecFromAgent(agent, probes, c.spec.cluster().gpu());
+        if (!gpu.ok()) continue;
+        absl::StatusOr<Workload> w = WorkloadWithGpu(c.spec, *gpu);
+        if (!w.ok()) {
+          options_.log.Warning(absl::StrCat(
+              "study ", run.id, ": the probes of agent ", agent.info.id,
+              " do not describe a usable GPU: ", w.status().message()));
+          continue;
+        }
+        w->cluster.gpu.name = AgentsGpuName(agent);
+        run.workload = *std::move(w);
+        run.gpu_name = AgentsGpuName(agent);
+        if (run.backend.empty()) run.backend = agent.info.backend;
+        Emit(run.id,
+             absl::StrFormat(
+                 "the 'agents' GPU is %s: %.4g TFLOP/s, %.3g GiB, %.4g GB/s "
+                 "copy, %.4g GB/s between agents (from agent %s's probes; "
+                 "power is a nominal %g W per rank)",
+                 run.gpu_name, run.workload->cluster.gpu.peak_dense_tflops,
+                 static_cast<double>(run.workload->cluster.gpu.memory_bytes) /
+                     (1024.0 * 1024 * 1024),
+                 run.workload->cluster.gpu.nvlink_gbs,
+                 run.workload->cluster.gpu.inter_node_gbs, agent.info.id,
+                 run.workload->cluster.gpu.tdp_w));
+        break;
+      }
+    }
+    if (!run.workload.has_value()) return false;
+  }
+  run.calibration = LatestGpuCalibration(run.gpu_name, &run.calibration_mape,
+                                         &run.calibration_samples);
+  return true;
+}
+
+std::string Planner::ChooseBackendLocked(StudyRun& run) {
+  if (!run.options().backend.empty()) return run.options().backend;
+  absl::StatusOr<std::vector<db::Trial>> trials = TrialsOf(run.id);
+  if (trials.ok()) {
+    for (const db::Trial& t : *trials) {
+      if (t.measured.has_value() && !t.measured->backend.empty()) {
+        return t.measured->backend;
+      }
+    }
+  }
+  absl::StatusOr<std::vector<db::Agent>> agents =
+      SuitableAgents("", run.gpus_per_node());
+  if (!agents.ok() || agents->empty()) return "";
+  int64_t cuda = 0;
+  int64_t cpu = 0;
+  for (const db::Agent& a : *agents) {
+    (a.info.backend == "cuda" ? cuda : cpu) += 1;
+  }
+  return cuda >= cpu ? "cuda" : "cpu";
+}
+
+void Planner::MarkRunnableLocked(StudyRun& run) {
+  Runnable r;
+  r.backend = run.backend;
+  r.ranks_per_agent = run.gpus_per_node();
+  r.model = run.checked.spec.model();
+  if (run.options().layers > 0) r.model.set_layers(run.options().layers);
+  r.seq_len = run.workload->training.seq_len;
+  r.options = run.options();
+  absl::MutexLock lock(&mu_);
+  runnable_[run.id] = std::move(r);
+}
+
+absl::StatusOr<TrialPool> Planner::PoolLocked(StudyRun& run, int64_t agents) {
+  planner::SearchOptions search = run.checked.search;
+  // Enough candidates for the budget's rung 0 and its replacements.
+  if (search.top != 0) {
+    search.top = std::max<int64_t>(search.top, 4 * run.options().max_trials);
+  }
+  absl::StatusOr<TrialPool> pool = BuildTrialPool(
+      *run.workload, run.calibration, search, agents, run.options().layers);
+  if (!pool.ok()) return InStudy(pool.status());
+  return pool;
+}
+
+absl::Status Planner::AdvanceLocked(StudyRun& run) {
+  TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->GetStudy(run.id));
+  if (db::IsFinal(study.status)) {
+    run.finished = true;
+    absl::MutexLock lock(&mu_);
+    runs_.erase(run.id);
+    runnable_.erase(run.id);
+    return absl::OkStatus();
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::vector<db::Trial> trials, TrialsOf(run.id));
+  const int64_t ok = CountOk(trials);
+  if (ok > 0 && ok != run.fitted_ok_trials) {
+    const absl::Status refit = RefitLocked(run, trials);
+    if (!refit.ok()) {
+      options_.log.Warning(absl::StrCat("study ", run.id,
+                                        ": refit failed, keeping the "
+                                        "calibration: ",
+                                        refit.message()));
+    }
+  }
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Agent> agents,
+                           SuitableAgents(run.backend, run.gpus_per_node()));
+  absl::StatusOr<TrialPool> pool =
+      PoolLocked(run, static_cast<int64_t>(agents.size()));
+  if (!pool.ok()) {
+    return FinishLocked(run, db::StudyStatus::kFailed,
+                        std::string(pool.status().message()));
+  }
+  const double budget_s = run.options().time_budget_s;
+  HalvingInput input;
+  input.options = &run.options();
+  input.trials = &trials;
+  input.pool = &pool->entries;
+  input.time_up =
+      budget_s > 0 && Now() - run.created_at >= absl::Seconds(budget_s);
+  const HalvingDecision decision = DecideNextTrials(input);
+  for (const std::string& note : decision.notes) Emit(run.id, note);
+  if (!decision.queue.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(const std::vector<int64_t> ids,
+                             store_->AddTrials(run.id, decision.queue));
+    for (int64_t id : ids) {
+      absl::StatusOr<db::Trial> t = store_->GetTrial(id);
+      if (!t.ok()) continue;
+      Emit(run.id,
+           absl::StrCat("trial ", id, " queued at rung ", t->rung, " (",
+                        t->steps, " steps, ", t->gang_size, " agent",
+                        t->gang_size == 1 ? "" : "s",
+                        "): ", LayoutKey(t->layout)),
+           &*t);
+      trials.push_back(*std::move(t));
+    }
+  }
+  if (decision.outcome == HalvingDecision::Outcome::kContinue &&
+      study.status == db::StudyStatus::kQueued) {
+    TESSERA_RETURN_IF_ERROR(
+        store_->SetStudyStatus(run.id, db::StudyStatus::kRunning, ""));
+    Emit(run.id, "running");
+  }
+  switch (decision.outcome) {
+    case HalvingDecision::Outcome::kContinue:
+      return StoreRecommendationLocked(run, *pool, trials, /*final=*/false);
+    case HalvingDecision::Outcome::kDone:
+      return FinishLocked(run, db::StudyStatus::kDone, decision.reason);
+    case HalvingDecision::Outcome::kFailed:
+      return FinishLocked(run, db::StudyStatus::kFailed, decision.reason);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Planner::FinishLocked(StudyRun& run, db::StudyStatus status,
+                                   const std::string& reason) {
+  TESSERA_RETURN_IF_ERROR(store_->CancelQueuedTrials(run.id).status());
+  std::string best;
+  if (run.workload.has_value()) {
+    TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Trial> trials,
+                             TrialsOf(run.id));
+    absl::StatusOr<TrialPool> pool = PoolLocked(run, 0);
+    if (pool.ok()) {
+      TESSERA_RETURN_IF_ERROR(
+          StoreRecommendationLocked(run, *pool, trials, /*final=*/true));
+      absl::StatusOr<v1::Recommendation> r = GetRecommendation(run.id);
+      if (r.ok() && r->has_best_throughput()) {
+        const v1::RecommendedLayout& b = r->best_throughput();
+        best = absl::StrFormat(
+            "; best throughput %.4g tokens/s (%s)", b.tokens_per_s(),
+            b.provenance() == v1::MEASURED ? "measured" : "predicted");
+      }
+    }
+  }
+  TESSERA_RETURN_IF_ERROR(store_->SetStudyStatus(run.id, status, reason));
+  run.finished = true;
+  {
+    absl::MutexLock lock(&mu_);
+    runs_.erase(run.id);
+    runnable_.erase(run.id);
+  }
+  Emit(run.id, absl::StrCat(db::StudyStatusName(status), ": ", reason, best));
+  return absl::OkStatus();
+}
+
+absl::Status Planner::StoreRecommendationLocked(
+    StudyRun& run, const TrialPool& pool, const std::vector<db::Trial>& trials,
+    bool final) {
+  RecommendationInput in;
+  in.study_id = run.id;
+  in.final = final;
+  in.workload = &*run.workload;
+  in.pool = &pool;
+  in.trials = &trials;
+  in.calibration = &run.calibration;
+  in.calibration_mape = run.calibration_mape;
+  in.calibration_samples = run.calibration_samples;
+  in.layers = run.options().layers;
+  in.history_db = options_.db_path;
+  v1::Recommendation r = BuildRecommendation(in);
+  r.set_gpu_name(run.gpu_name);
+  return store_->SetRecommendation(run.id, RecommendationToJson(r));
+}
+
+absl::StatusOr<std::pair<Workload, int64_t>> Planner::StoredStudyWorkload(
+    const db::Study& study) {
+  TESSERA_ASSIGN_OR_RETURN(
+      const v1::StudySpec spec,
+      StudySpecFromStoredJson(study.spec_json,
+                              absl::StrCat("study ", study.id)));
+  TESSERA_ASSIGN_OR_RETURN(const CheckedStudy checked, CheckStudySpec(spec));
+  if (!checked.agents_gpu) {
+    return std::make_pair(checked.workload, checked.trials.layers);
+  }
+  TESSERA_ASSIGN_OR_RETURN(const v1::Recommendation r,
+                           RecommendationFromJson(study.recommendation_json));
+  TESSERA_ASSIGN_OR_RETURN(Workload w, WorkloadWithGpu(spec, r.gpu()));
+  w.cluster.gpu.name = r.gpu_name();
+  return std::make_pair(std::move(w), checked.trials.layers);
+}
+
+absl::Status Planner::RefitLocked(StudyRun& run,
+                                  const std::vector<db::Trial>& trials) {
+  std::vector<planner::CalibrationSample> samples;
+  std::vector<db::Trial> ok;
+  if (run.checked.agents_gpu) {
+    // Agents describe their own hardware: fit to this study's trials.
+    for (auto it = trials.rbegin(); it != trials.rend(); ++it) {
+      if (it->status == db::TrialState::kOk) ok.push_back(*it);
+    }
+  } else {
+    // Every ok trial of this GPU, the newest first.
+    db::TrialFilter filter;
+    filter.gpu = run.gpu_name;
+    filter.statuses = {db::TrialState::kOk};
+    filter.sort_by = "id";
+    filter.descending = true;
+    filter.limit = options_.max_calibration_samples;
+    TESSERA_ASSIGN_OR_RETURN(ok, store_->ListTrials(filter));
+  }
+  if (static_cast<int64_t>(ok.size()) > options_.max_calibration_samples) {
+    ok.resize(options_.max_calibration_samples);
+  }
+  // Each trial with its own study's workload, when that study ran this GPU.
+  std::map<int64_t, std::optional<std::pair<Workload, int64_t>>> studies;
+  studies[run.id] = std::make_pair(*run.workload, run.options().layers);
+  for (const db::Trial& t : ok) {
+    if (studies.count(t.study_id) == 0) {
+      absl::StatusOr<db::Study> s = store_->GetStudy(t.study_id);
+      absl::StatusOr<std::pair<Workload, int64_t>> w =
+          s.ok() ? StoredStudyWorkload(*s)
+                 : absl::StatusOr<std::pair<Workload, int64_t>>(s.status());
+      studies[t.study_id] =
+          w.ok() && SameGpu(w->first.cluster.gpu, run.workload->cluster.gpu)
+              ? std::optional(*std::move(w))
+              : std::nullopt;
+    }
+    const auto& study = studies[t.study_id];
+    if (!study.has_value()) continue;
+    absl::StatusOr<planner::CalibrationSample> sample =
+        SampleOfTrial(t, study->first, study->second);
+    if (!sample.ok()) {
+      options_.log.Debug(
+          absl::StrCat("calibration: skipping ", sample.status().message()));
+      continue;
+    }
+    samples.push_back(*std::move(sample));
+  }
+  if (samples.empty()) return absl::OkStatus();
+  TESSERA_ASSIGN_OR_RETURN(
+      const planner::CalibrationFit fit,
+      planner::FitCalibration(samples, planner::Calibration{}, {}));
+  TESSERA_RETURN_IF_ERROR(
+      store_
+          ->SaveCalibration(StoredCalibration(fit, db::GpuScope(run.gpu_name)))
+          .status());
+  TESSERA_RETURN_IF_ERROR(
+      store_->SaveCalibration(StoredCalibration(fit, db::StudyScope(run.id)))
+          .status());
+  run.calibration = fit.calibration;
+  run.calibration_mape = fit.fitted_step_time_mape;
+  run.calibration_samples = fit.samples;
+  run.fitted_ok_trials = CountOk(trials);
+  for (const std::string& warning : fit.warnings) {
+    options_.log.Warning(
+        absl::StrCat("study ", run.id, ": calibration: ", warning));
+  }
+  Emit(run.id,
+       absl::StrFormat("recalibrated on %d trial%s: step-time MAPE %.1f%% "
+                       "(%.1f%% with the defaults)",
+                       fit.samples, fit.samples == 1 ? "" : "s",
+                       100 * fit.fitted_step_time_mape,
+                       100 * fit.prior_step_time_mape));
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::service
