@@ -1,0 +1,153 @@
+// Leases over time (the test drives the clock and the reaper): expiry,
+// heartbeats that extend, agents that go silent, hand-backs, cancellation.
+#include "gtest/gtest.h"
+#include "tests/service/planner/test_harness.h"
+
+namespace tessera::service::testing {
+namespace {
+
+class LeaseTest : public ::testing::Test {
+ protected:
+  void Start(absl::Duration lease_timeout = absl::Seconds(3)) {
+    PlannerOptions o = TestOptions(dir_.File("t.db"), clock_);
+    o.lease_timeout = lease_timeout;  // agent_timeout: 10 s
+    s_ = StartServer(o);
+    agent_ = std::make_unique<ScriptedAgent>(s_.channel, "cpu-a");
+    ASSERT_TRUE(agent_->Register().ok());
+    v1::SubmitStudyRequest r;
+    *r.mutable_spec() = TinySpec(1, 2);
+    r.mutable_spec()->mutable_trials()->set_max_trials(1);
+    v1::SubmitStudyResponse out;
+    ASSERT_TRUE(s_.planner->SubmitStudy(Context().get(), r, &out).ok());
+    study_ = out.study_id();
+  }
+
+  v1::Trial Only() {
+    const std::vector<v1::Trial> trials = ListTrials(s_, study_);
+    EXPECT_EQ(trials.size(), 1u);
+    return trials.empty() ? v1::Trial() : trials[0];
+  }
+
+  TempDir dir_;
+  ManualClock clock_;
+  TestServer s_;
+  std::unique_ptr<ScriptedAgent> agent_;
+  int64_t study_ = 0;
+};
+
+TEST_F(LeaseTest, AnExpiredLeaseIsRequeuedAndItsHolderToldToStop) {
+  Start();
+  std::optional<v1::TrialAssignment> a = agent_->Lease();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->lease_expiry_unix_ms(),
+            absl::ToUnixMillis(clock_.Now() + absl::Seconds(3)));
+  clock_.Advance(absl::Seconds(2));
+  s_.core().Reap();
+  EXPECT_EQ(Only().state(), v1::TRIAL_LEASED);  // not yet
+  clock_.Advance(absl::Seconds(2));
+  s_.core().Reap();
+  const v1::Trial requeued = Only();
+  EXPECT_EQ(requeued.state(), v1::TRIAL_QUEUED);
+  EXPECT_EQ(requeued.attempts(), 1);
+  // The agent still thinks it runs it: the heartbeat tells it to stop.
+  v1::HeartbeatResponse hb;
+  ASSERT_TRUE(agent_->Heartbeat({a->trial_id()}, &hb).ok());
+  ASSERT_EQ(hb.cancel_trials_size(), 1);
+  EXPECT_EQ(hb.cancel_trials(0), a->trial_id());
+  // Its late report is refused; the trial runs again and completes.
+  EXPECT_EQ(agent_->Report(a->trial_id(), OkResultJson(*a, 0.3)).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  std::optional<v1::TrialAssignment> again = agent_->Lease();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->trial_id(), a->trial_id());
+  ASSERT_TRUE(
+      agent_->Report(again->trial_id(), OkResultJson(*again, 0.3)).ok());
+  EXPECT_EQ(GetStudy(s_, study_).study().state(), v1::STUDY_DONE);
+}
+
+TEST_F(LeaseTest, HeartbeatsExtendTheLeasesOfRunningTrials) {
+  Start();
+  std::optional<v1::TrialAssignment> a = agent_->Lease();
+  ASSERT_TRUE(a.has_value());
+  for (int i = 0; i < 5; ++i) {
+    clock_.Advance(absl::Seconds(2));
+    v1::HeartbeatResponse hb;
+    ASSERT_TRUE(agent_->Heartbeat({a->trial_id()}, &hb).ok());
+    EXPECT_EQ(hb.cancel_trials_size(), 0);
+    s_.core().Reap();
+  }
+  EXPECT_EQ(Only().state(), v1::TRIAL_LEASED);
+  // A heartbeat that does not name the trial does not extend it.
+  clock_.Advance(absl::Seconds(2));
+  ASSERT_TRUE(agent_->Heartbeat({}).ok());
+  clock_.Advance(absl::Seconds(2));
+  s_.core().Reap();
+  EXPECT_EQ(Only().state(), v1::TRIAL_QUEUED);
+}
+
+TEST_F(LeaseTest, ASilentAgentIsMarkedGoneAndItsTrialRequeued) {
+  Start(/*lease_timeout=*/absl::Seconds(60));
+  std::optional<v1::TrialAssignment> a = agent_->Lease();
+  ASSERT_TRUE(a.has_value());
+  clock_.Advance(absl::Seconds(9));
+  s_.core().Reap();
+  EXPECT_EQ(Only().state(), v1::TRIAL_LEASED);
+  clock_.Advance(absl::Seconds(2));  // 11 s > the agent timeout of 10 s
+  s_.core().Reap();
+  const v1::Trial t = Only();
+  EXPECT_EQ(t.state(), v1::TRIAL_QUEUED);
+  EXPECT_EQ(t.attempts(), 1);
+  EXPECT_NE(t.reason().find("cpu-a"), std::string::npos) << t.reason();
+  // A gone agent must register again before it heartbeats or leases.
+  EXPECT_EQ(agent_->Heartbeat({}).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  v1::LeaseTrialRequest lr;
+  lr.set_agent_id("cpu-a");
+  v1::LeaseTrialResponse out;
+  auto stub = v1::AgentService::NewStub(s_.channel);
+  EXPECT_EQ(stub->LeaseTrial(Context().get(), lr, &out).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  ASSERT_TRUE(agent_->Register().ok());
+  std::optional<v1::TrialAssignment> again = agent_->Lease();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->trial_id(), a->trial_id());
+}
+
+TEST_F(LeaseTest, AHandedBackTrialIsRequeuedWithoutAnAttempt) {
+  Start();
+  std::optional<v1::TrialAssignment> a = agent_->Lease();
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(agent_->Release(a->trial_id(), "SIGTERM").ok());
+  const v1::Trial t = Only();
+  EXPECT_EQ(t.state(), v1::TRIAL_QUEUED);
+  EXPECT_EQ(t.attempts(), 0);
+  EXPECT_NE(t.reason().find("SIGTERM"), std::string::npos) << t.reason();
+  // A second hand-back of a lease it no longer holds is refused.
+  EXPECT_EQ(agent_->Release(a->trial_id(), "again").error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(agent_->Lease().has_value());
+}
+
+TEST_F(LeaseTest, CancellingTheStudyStopsItsRunningTrials) {
+  Start();
+  std::optional<v1::TrialAssignment> a = agent_->Lease();
+  ASSERT_TRUE(a.has_value());
+  v1::CancelStudyRequest cr;
+  cr.set_study_id(study_);
+  v1::CancelStudyResponse cancelled;
+  ASSERT_TRUE(s_.planner->CancelStudy(Context().get(), cr, &cancelled).ok());
+  EXPECT_EQ(cancelled.study().state(), v1::STUDY_CANCELLED);
+  v1::HeartbeatResponse hb;
+  ASSERT_TRUE(agent_->Heartbeat({a->trial_id()}, &hb).ok());
+  ASSERT_EQ(hb.cancel_trials_size(), 1);
+  EXPECT_EQ(hb.cancel_trials(0), a->trial_id());
+  // Handing it back now cancels it for good; nothing is leased again.
+  ASSERT_TRUE(agent_->Release(a->trial_id(), "cancelled").ok());
+  EXPECT_EQ(Only().state(), v1::TRIAL_CANCELLED);
+  EXPECT_FALSE(agent_->Lease().has_value());
+  // Cancelling again is harmless; a done study cannot be cancelled.
+  ASSERT_TRUE(s_.planner->CancelStudy(Context().get(), cr, &cancelled).ok());
+}
+
+}  // namespace
+}  // namespace tessera::service::testing

@@ -1,0 +1,270 @@
+// A study end to end over real gRPC with one scripted agent: rung 0 is the
+// best predicted layouts, reports refit the calibration, the best half runs
+// again eta times longer, the study ends with a labelled recommendation.
+#include <algorithm>
+#include <map>
+
+#include "gtest/gtest.h"
+#include "planner/service/trial_geometry.h"
+#include "proto/convert.h"
+#include "tests/service/planner/test_harness.h"
+
+namespace tessera::service::testing {
+namespace {
+
+std::string Key(const v1::Layout& l) { return LayoutKey(*LayoutFromProto(l)); }
+
+int64_t Submit(TestServer& s, const v1::StudySpec& spec) {
+  v1::SubmitStudyRequest r;
+  *r.mutable_spec() = spec;
+  v1::SubmitStudyResponse out;
+  const grpc::Status st = s.planner->SubmitStudy(Context().get(), r, &out);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  return out.study_id();
+}
+
+v1::Recommendation Recommendation(TestServer& s, int64_t id) {
+  v1::GetRecommendationRequest r;
+  r.set_study_id(id);
+  v1::Recommendation out;
+  const grpc::Status st =
+      s.planner->GetRecommendation(Context().get(), r, &out);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  return out;
+}
+
+v1::PlanResponse Plan(TestServer& s, const v1::StudySpec& spec) {
+  v1::PlanRequest r;
+  *r.mutable_study() = spec;
+  v1::PlanResponse out;
+  const grpc::Status st = s.planner->Plan(Context().get(), r, &out);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  return out;
+}
+
+TEST(StudyFlowTest, RungsRefitAndEndWithAMeasuredRecommendation) {
+  TempDir dir;
+  ManualClock clock;
+  TestServer s = StartServer(TestOptions(dir.File("t.db"), clock));
+  ScriptedAgent agent(s.channel, "cpu-a");
+  ASSERT_TRUE(agent.Register().ok());
+
+  v1::StudySpec spec = TinySpec(1, 2);
+  spec.mutable_trials()->set_max_trials(6);
+  spec.mutable_trials()->set_first_rung(4);
+  spec.mutable_trials()->set_stop_margin(10);  // never confidently ahead
+  // The ranking before any trial: the defaults (nothing calibrated yet).
+  const v1::PlanResponse plan = Plan(s, spec);
+  ASSERT_GE(plan.candidates_size(), 4);
+  const int64_t id = Submit(s, spec);
+
+  // Rung 0: the 4 best predicted layouts, in ranking order, 2 steps each.
+  std::vector<v1::Trial> trials = ListTrials(s, id);
+  ASSERT_EQ(trials.size(), 4u);
+  for (size_t i = 0; i < trials.size(); ++i) {
+    EXPECT_EQ(trials[i].state(), v1::TRIAL_QUEUED);
+    EXPECT_EQ(trials[i].rung(), 0);
+    EXPECT_EQ(trials[i].steps(), 2);
+    EXPECT_EQ(trials[i].warmup_steps(), 1);
+    EXPECT_EQ(trials[i].gang_size(), 1);
+    EXPECT_EQ(Key(trials[i].layout()),
+              Key(plan.candidates(static_cast<int>(i)).layout()));
+    EXPECT_DOUBLE_EQ(
+        trials[i].predicted().tokens_per_s(),
+        plan.candidates(static_cast<int>(i)).prediction().tokens_per_s());
+  }
+  EXPECT_EQ(GetStudy(s, id).study().state(), v1::STUDY_RUNNING);
+
+  // The agent runs them in queue order: each takes a little longer than
+  // predicted, the second and third least.
+  const double slower[] = {1.4, 1.1, 1.2, 1.5};
+  std::map<std::string, double> slower_of_layout;
+  std::map<std::string, double> predicted_step_s;
+  for (const v1::Trial& t : trials) {
+    predicted_step_s[Key(t.layout())] = t.predicted().step_time_s();
+  }
+  for (int i = 0; i < 4; ++i) {
+    std::optional<v1::TrialAssignment> a = agent.Lease();
+    ASSERT_TRUE(a.has_value()) << "lease " << i;
+    EXPECT_EQ(a->trial_id(), trials[static_cast<size_t>(i)].id());
+    EXPECT_EQ(a->world_size(), 2);
+    EXPECT_EQ(a->ranks_per_node(), 2);
+    EXPECT_EQ(a->gang_size(), 1);
+    EXPECT_EQ(a->global_batch(), 8);
+    EXPECT_EQ(a->seq_len(), 128);
+    EXPECT_EQ(a->backend(), "cpu");
+    EXPECT_EQ(a->model().preset(), "tiny");
+    EXPECT_EQ(a->seed(), 1234u);
+    EXPECT_DOUBLE_EQ(a->time_limit_s(), 300);
+    const std::string key = Key(a->layout());
+    slower_of_layout[key] = slower[i];
+    ASSERT_TRUE(agent
+                    .Report(a->trial_id(),
+                            OkResultJson(*a, predicted_step_s[key] * slower[i]))
+                    .ok());
+    if (i == 0) {
+      // The first result already recalibrated the GPU's coefficients.
+      absl::StatusOr<db::Calibration> c =
+          s.server->store().LatestCalibration(db::GpuScope("h100-sxm"));
+      ASSERT_TRUE(c.ok()) << c.status();
+      EXPECT_EQ(c->samples, 1);
+      EXPECT_TRUE(s.server->store().LatestCalibration(db::StudyScope(id)).ok());
+    }
+  }
+
+  // Rung 1: the best ceil(4/2) = 2 by measured tokens/s, 2 x 2 steps.
+  trials = ListTrials(s, id);
+  ASSERT_EQ(trials.size(), 6u);
+  std::vector<std::string> rung1;
+  for (const v1::Trial& t : trials) {
+    if (t.rung() == 1) {
+      EXPECT_EQ(t.steps(), 4);
+      EXPECT_EQ(t.state(), v1::TRIAL_QUEUED);
+      rung1.push_back(Key(t.layout()));
+    } else {
+      EXPECT_EQ(t.state(), v1::TRIAL_OK);
+      EXPECT_GT(t.measured().tokens_per_s(), 0);
+      EXPECT_EQ(t.measured().loss_size(), 3);
+    }
+  }
+  std::vector<std::string> fastest = {Key(trials[1].layout()),
+                                      Key(trials[2].layout())};
+  std::sort(rung1.begin(), rung1.end());
+  std::sort(fastest.begin(), fastest.end());
+  EXPECT_EQ(rung1, fastest);
+  // Its interim recommendation is not final.
+  EXPECT_FALSE(Recommendation(s, id).final());
+
+  // The finalists: the layout that was 20% slow now runs as predicted.
+  int64_t best_trial = 0;
+  double best_step_s = 0;
+  for (int i = 0; i < 2; ++i) {
+    std::optional<v1::TrialAssignment> a = agent.Lease();
+    ASSERT_TRUE(a.has_value());
+    EXPECT_EQ(a->steps(), 4);
+    const std::string key = Key(a->layout());
+    const bool best = slower_of_layout[key] == 1.2;
+    const double t = predicted_step_s[key] * (best ? 1.0 : 1.3);
+    if (best) {
+      best_trial = a->trial_id();
+      best_step_s = t;
+    }
+    ASSERT_TRUE(agent.Report(a->trial_id(), OkResultJson(*a, t)).ok());
+  }
+  ASSERT_GT(best_trial, 0);
+  EXPECT_FALSE(agent.Lease().has_value());
+  const v1::GetStudyResponse done = GetStudy(s, id);
+  EXPECT_EQ(done.study().state(), v1::STUDY_DONE);
+  EXPECT_EQ(done.study().state_reason(), "rung 1 keeps one layout");
+  EXPECT_EQ(done.study().trials_done(), 6);
+  const double best_tokens_per_s = 8 * 128 / best_step_s;
+  EXPECT_NEAR(done.study().best_tokens_per_s(), best_tokens_per_s,
+              1e-9 * best_tokens_per_s);
+
+  const v1::Recommendation r = Recommendation(s, id);
+  EXPECT_TRUE(r.final());
+  EXPECT_EQ(r.best_throughput().provenance(), v1::MEASURED);
+  EXPECT_EQ(r.best_throughput().trial_id(), best_trial);
+  EXPECT_NEAR(r.best_throughput().tokens_per_s(), best_tokens_per_s,
+              1e-9 * best_tokens_per_s);
+  EXPECT_NEAR(r.best_throughput().step_time_s(), best_step_s,
+              1e-9 * best_step_s);
+  // CPU trials never measure power: energy is the model's.
+  EXPECT_EQ(r.best_throughput().energy_provenance(), v1::PREDICTED);
+  // Full run of 1e9 tokens at the measured rate.
+  EXPECT_NEAR(r.best_throughput().full_run().days(),
+              1e9 / best_tokens_per_s / 86400, 1e-9);
+  EXPECT_NEAR(r.best_throughput().full_run().gpu_hours(),
+              2 * 1e9 / best_tokens_per_s / 3600, 1e-6);
+  // Every layout on the front is labelled: measured ones name their trial.
+  ASSERT_GE(r.pareto_size(), 1);
+  for (const v1::RecommendedLayout& p : r.pareto()) {
+    ASSERT_NE(p.provenance(), v1::PROVENANCE_UNSPECIFIED);
+    EXPECT_EQ(p.provenance() == v1::MEASURED, p.trial_id() > 0);
+    EXPECT_EQ(p.energy_provenance(), v1::PREDICTED);
+  }
+  EXPECT_EQ(r.best_energy().provenance(), v1::MEASURED);
+  // The refit explains a roughly uniform 1.0-1.5x slowdown well.
+  EXPECT_LT(r.calibration_mape(), 0.15);
+  EXPECT_EQ(r.calibration_samples(), 6);
+  EXPECT_GT(r.calibration().size(), 10u);
+  EXPECT_EQ(r.history_db(), dir.File("t.db"));
+  EXPECT_EQ(r.gpu_name(), "h100-sxm");
+  EXPECT_NE(r.best_throughput().why().find("measured by trial"),
+            std::string::npos)
+      << r.best_throughput().why();
+}
+
+TEST(StudyFlowTest, NoTrialBudgetEndsAtOnceWithThePrediction) {
+  TempDir dir;
+  ManualClock clock;
+  TestServer s = StartServer(TestOptions(dir.File("t.db"), clock));
+  v1::StudySpec spec = TinySpec(1, 2);
+  spec.mutable_trials()->set_max_trials(0);
+  const v1::PlanResponse plan = Plan(s, spec);
+  const int64_t id = Submit(s, spec);
+  const v1::GetStudyResponse st = GetStudy(s, id);
+  EXPECT_EQ(st.study().state(), v1::STUDY_DONE);
+  EXPECT_EQ(st.study().trials_total(), 0);
+  EXPECT_TRUE(ListTrials(s, id).empty());
+  const v1::Recommendation r = Recommendation(s, id);
+  EXPECT_TRUE(r.final());
+  EXPECT_EQ(r.best_throughput().provenance(), v1::PREDICTED);
+  EXPECT_EQ(r.best_throughput().energy_provenance(), v1::PREDICTED);
+  EXPECT_DOUBLE_EQ(r.best_throughput().tokens_per_s(),
+                   plan.best_throughput().prediction().tokens_per_s());
+  EXPECT_DOUBLE_EQ(r.best_energy().tokens_per_joule(),
+                   plan.best_energy().prediction().tokens_per_joule());
+  EXPECT_EQ(r.calibration_samples(), 0);
+}
+
+TEST(StudyFlowTest, ListsStudiesAndHistoryAcrossStudies) {
+  TempDir dir;
+  ManualClock clock;
+  TestServer s = StartServer(TestOptions(dir.File("t.db"), clock));
+  ScriptedAgent agent(s.channel, "cpu-a");
+  ASSERT_TRUE(agent.Register().ok());
+  v1::StudySpec spec = TinySpec(1, 2);
+  spec.mutable_trials()->set_max_trials(1);
+  const int64_t first = Submit(s, spec);
+  std::optional<v1::TrialAssignment> a = agent.Lease();
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(agent.Report(a->trial_id(), OkResultJson(*a, 0.25)).ok());
+  EXPECT_EQ(GetStudy(s, first).study().state(), v1::STUDY_DONE);
+  const int64_t second = Submit(s, spec);
+  a = agent.Lease();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->study_id(), second);
+  ASSERT_TRUE(agent.Report(a->trial_id(), OkResultJson(*a, 0.5)).ok());
+
+  // History: study 0 lists both studies' trials, filtered by layout field
+  // and sorted by measured tokens/s.
+  v1::ListTrialsRequest r;
+  r.set_sort("-tokens_per_s");
+  r.add_states(v1::TRIAL_OK);
+  r.set_tp(a->layout().tp());
+  v1::ListTrialsResponse out;
+  ASSERT_TRUE(s.planner->ListTrials(Context().get(), r, &out).ok());
+  ASSERT_EQ(out.trials_size(), 2);
+  EXPECT_EQ(out.trials(0).study_id(), first);
+  EXPECT_GT(out.trials(0).measured().tokens_per_s(),
+            out.trials(1).measured().tokens_per_s());
+  EXPECT_EQ(out.trials(0).gpu(), "h100-sxm");
+  EXPECT_EQ(out.trials(0).model(), "tiny");
+  // A bad sort key names the field.
+  r.set_sort("speed");
+  const grpc::Status bad = s.planner->ListTrials(Context().get(), r, &out);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(bad.error_message().rfind("sort: ", 0), 0u) << bad.error_message();
+
+  v1::ListStudiesRequest ls;
+  ls.set_state(v1::STUDY_DONE);
+  v1::ListStudiesResponse studies;
+  ASSERT_TRUE(s.planner->ListStudies(Context().get(), ls, &studies).ok());
+  ASSERT_EQ(studies.studies_size(), 2);
+  EXPECT_EQ(studies.studies(0).id(), second);  // newest first
+  EXPECT_EQ(studies.studies(1).trials_done(), 1);
+}
+
+}  // namespace
+}  // namespace tessera::service::testing
