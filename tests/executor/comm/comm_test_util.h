@@ -1,14 +1,16 @@
 // Helpers shared by the communicator tests: host buffers of any dtype read
 // and written as double, per-rank inputs whose sums and maxima are exact in
-// every dtype (so expected results are computed by hand, order-free), and a
-// RunRanks wrapper that fails the test on any rank's error.
+// every dtype (so expected results are computed by hand, order-free), the
+// dtypes, ops and counts the tests sweep, and what failure tests check
+// (texts in statuses, elapsed seconds).
 //
 //   HostBuffer buf(DType::kBF16, 7);
-//   buf.Fill([&](int64_t i) { return Input(rank, i); });
+//   buf.Fill([&](int64_t i) { return Input(rank, i, DType::kBF16); });
 //   TESSERA_RETURN_IF_ERROR(buf.Expect(want, "AllReduce"));
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -18,9 +20,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "executor/comm/run_ranks.h"
+#include "absl/strings/string_view.h"
+#include "executor/comm/communicator.h"
 #include "executor/tensor.h"
-#include "gtest/gtest.h"
 
 namespace tessera::executor::testing {
 
@@ -125,17 +127,16 @@ inline std::string Describe(int n, int64_t count, DType dtype, ReduceOp op,
                       in_place ? " in place" : "");
 }
 
-// Runs fn on n ranks with a timeout that turns a hang into a failure, and
-// expects every rank to succeed.
-inline void RunAllOk(int n, const RankFunction& fn,
-                     absl::Duration timeout = absl::Seconds(30)) {
-  InProcessOptions options;
-  options.timeout = timeout;
-  const std::vector<absl::Status> statuses = RunRanks(n, fn, options);
-  ASSERT_EQ(statuses.size(), static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    EXPECT_TRUE(statuses[r].ok()) << "rank " << r << ": " << statuses[r];
-  }
+using Clock = std::chrono::steady_clock;
+
+// Seconds from `start` until now.
+inline double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Whether the message of `s` contains `text`.
+inline bool Contains(const absl::Status& s, absl::string_view text) {
+  return s.message().find(text) != absl::string_view::npos;
 }
 
 constexpr DType kAllDTypes[] = {DType::kF32, DType::kBF16, DType::kI32};

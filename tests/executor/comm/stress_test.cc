@@ -1,14 +1,15 @@
-// Hundreds of mixed operations on 8 threads over the world and its tp/dp
-// splits, every result checked against a hand computation.
+// Hundreds of mixed operations on 8 ranks over the world and its tp/dp
+// splits, on every Communicator implementation, every result checked against
+// a hand computation.
 #include <cstdint>
 #include <memory>
 #include <random>
 #include <vector>
 
 #include "core/status_macros.h"
-#include "executor/comm/run_ranks.h"
 #include "gtest/gtest.h"
 #include "tests/executor/comm/comm_test_util.h"
+#include "tests/executor/comm/communicators.h"
 
 namespace tessera::executor {
 namespace {
@@ -42,8 +43,9 @@ absl::Status Step(int step, std::mt19937& plan, Communicator& world,
       buf.Fill([&](int64_t i) { return input(rank, i); });
       TESSERA_RETURN_IF_ERROR(g.AllReduce(buf.view(), buf.view(), op));
       std::vector<double> want(count);
-      for (int64_t i = 0; i < count; ++i)
+      for (int64_t i = 0; i < count; ++i) {
         want[i] = Reduced(n, i + step, dtype, op);
+      }
       return buf.Expect(want, what);
     }
     case 1: {  // AllGather
@@ -51,8 +53,9 @@ absl::Status Step(int step, std::mt19937& plan, Communicator& world,
       send.Fill([&](int64_t i) { return input(rank, i); });
       TESSERA_RETURN_IF_ERROR(g.AllGather(send.view(), recv.view()));
       std::vector<double> want(n * count);
-      for (int64_t i = 0; i < n * count; ++i)
+      for (int64_t i = 0; i < n * count; ++i) {
         want[i] = input(i / count, i % count);
+      }
       return recv.Expect(want, what);
     }
     case 2: {  // ReduceScatter
@@ -89,19 +92,25 @@ absl::Status Step(int step, std::mt19937& plan, Communicator& world,
   }
 }
 
-TEST(StressTest, MixedOperationsOnEightThreads) {
-  testing::RunAllOk(kRanks, [](int rank, Communicator& world) -> absl::Status {
-    TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> tp,
-                             world.Split(rank / 4, rank));
-    TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> dp,
-                             world.Split(rank % 4, rank));
-    std::mt19937 plan(2024);  // the same plan on every rank
-    for (int step = 0; step < kSteps; ++step) {
-      TESSERA_RETURN_IF_ERROR(Step(step, plan, world, *tp, *dp));
-    }
-    return absl::OkStatus();
-  });
+class StressTest : public ::testing::TestWithParam<testing::CommKind> {};
+
+TEST_P(StressTest, MixedOperationsOnEightRanks) {
+  testing::RunAllOk(
+      GetParam(), kRanks, [](int rank, Communicator& world) -> absl::Status {
+        TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> tp,
+                                 world.Split(rank / 4, rank));
+        TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> dp,
+                                 world.Split(rank % 4, rank));
+        std::mt19937 plan(2024);  // the same plan on every rank
+        for (int step = 0; step < kSteps; ++step) {
+          TESSERA_RETURN_IF_ERROR(Step(step, plan, world, *tp, *dp));
+        }
+        return absl::OkStatus();
+      });
 }
+
+INSTANTIATE_TEST_SUITE_P(, StressTest, ::testing::ValuesIn(testing::kCommKinds),
+                         testing::CommKindParamName);
 
 }  // namespace
 }  // namespace tessera::executor

@@ -1,8 +1,10 @@
-// TcpCommunicator's failures never hang and say what went wrong: mismatched
-// collectives fail on every rank naming both sides (and the group goes on),
-// a missing participant times out naming op, group and rank, an abort
-// reaches the other processes, a peer that closes fails what still needs
-// it, and the rendezvous rejects bad arguments and disagreeing ranks.
+// TcpCommunicator's own failure behaviour (failure_test.cc has what every
+// communicator shares): a missing participant or sender times out naming
+// op, group and rank in the TCP wording, an abort reaches the other
+// processes and their splits as "world rank <r> aborted: <cause>", a peer
+// that closes fails what still needs it, and the rendezvous rejects bad
+// arguments and disagreeing ranks, survives a stale file and binds to a
+// wildcard address.
 #include <unistd.h>
 
 #include <chrono>
@@ -17,151 +19,23 @@
 #include "core/status_macros.h"
 #include "executor/comm/internal/tcp_socket.h"
 #include "executor/comm/tcp_communicator.h"
-#include "executor/comm/tcp_run_ranks.h"
 #include "gtest/gtest.h"
+#include "tests/executor/comm/comm_test_util.h"
+#include "tests/executor/comm/communicators.h"
 
 namespace tessera::executor {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-bool Contains(const absl::Status& s, absl::string_view text) {
-  return s.message().find(text) != absl::string_view::npos;
-}
-
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// A rendezvous file path unique to this test.
-std::string RendezvousFile() {
-  static int counter = 0;
-  return absl::StrCat(::testing::TempDir(), "/tcp_failure_", ::getpid(), "_",
-                      counter++);
-}
-
-// Runs fn(rank, world) on n threads, each connected as its own rank; unlike
-// RunTcpRanks, a failure does not abort the world. The world communicator
-// is destroyed when fn returns.
-std::vector<absl::Status> RunRaw(
-    int n, const std::function<absl::Status(int, Communicator&)>& fn,
-    absl::Duration timeout = absl::Seconds(30)) {
-  TcpWorldOptions options;
-  options.rendezvous_file = RendezvousFile();
-  options.timeout = timeout;
-  std::vector<absl::Status> statuses(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      absl::StatusOr<std::unique_ptr<Communicator>> world =
-          ConnectTcpWorld(r, n, options);
-      statuses[r] = world.ok() ? fn(r, **world) : world.status();
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  return statuses;
-}
-
-// Every rank calls `call` once; all must fail with INVALID_ARGUMENT
-// containing `text`, and the group must still work afterwards.
-void ExpectMismatchOnEveryRank(
-    int n, const std::function<absl::Status(int, Communicator&)>& call,
-    absl::string_view text) {
-  const std::vector<absl::Status> statuses =
-      RunRaw(n, [&](int rank, Communicator& comm) -> absl::Status {
-        absl::Status status = call(rank, comm);
-        float x = 1;
-        TESSERA_RETURN_IF_ERROR(comm.AllReduce(Tensor{&x, DType::kF32, 1},
-                                               Tensor{&x, DType::kF32, 1},
-                                               ReduceOp::kSum));
-        if (x != n) return absl::InternalError("group broken after mismatch");
-        return status;
-      });
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(statuses[r].code(), absl::StatusCode::kInvalidArgument)
-        << "rank " << r << ": " << statuses[r];
-    EXPECT_TRUE(Contains(statuses[r], text)) << statuses[r];
-  }
-}
-
-TEST(TcpFailureTest, MismatchedCountFailsOnEveryRankNamingBothSides) {
-  ExpectMismatchOnEveryRank(
-      4,
-      [](int rank, Communicator& comm) {
-        float buf[5] = {};
-        const int64_t count = rank == 3 ? 5 : 4;
-        return comm.AllReduce(Tensor{buf, DType::kF32, count},
-                              Tensor{buf, DType::kF32, count}, ReduceOp::kSum);
-      },
-      "AllReduce #0 (f32 x 4, sum) on group world: rank 3 passed count 5 but "
-      "rank 0 passed 4");
-}
-
-TEST(TcpFailureTest, MismatchedDtypeFailsOnEveryRank) {
-  ExpectMismatchOnEveryRank(
-      3,
-      [](int rank, Communicator& comm) {
-        float buf[4] = {};
-        const DType dtype = rank == 1 ? DType::kBF16 : DType::kF32;
-        return comm.AllGather(Tensor{buf, dtype, 1}, Tensor{buf + 1, dtype, 3});
-      },
-      "rank 1 passed dtype bf16 but rank 0 passed f32");
-}
-
-TEST(TcpFailureTest, MismatchedOpRootOrCollectiveFailsOnEveryRank) {
-  ExpectMismatchOnEveryRank(
-      2,
-      [](int rank, Communicator& comm) {
-        float buf[2] = {};
-        return comm.ReduceScatter(Tensor{buf, DType::kF32, 2},
-                                  Tensor{buf + rank, DType::kF32, 1},
-                                  rank == 0 ? ReduceOp::kSum : ReduceOp::kMax);
-      },
-      "rank 1 passed op max but rank 0 passed sum");
-  ExpectMismatchOnEveryRank(
-      3,
-      [](int rank, Communicator& comm) {
-        float buf = 0;
-        return comm.Broadcast(Tensor{&buf, DType::kF32, 1}, rank == 2 ? 1 : 0);
-      },
-      "rank 2 passed root 1 but rank 0 passed 0");
-  ExpectMismatchOnEveryRank(
-      2,
-      [](int rank, Communicator& comm) {
-        float buf = 0;
-        return rank == 0 ? comm.Broadcast(Tensor{&buf, DType::kF32, 1}, 0)
-                         : comm.Barrier();
-      },
-      "rank 1 called Barrier instead");
-}
-
-TEST(TcpFailureTest, OneRanksBadArgumentsFailEveryRank) {
-  ExpectMismatchOnEveryRank(
-      3,
-      [](int rank, Communicator& comm) {
-        float send[2] = {}, recv[2] = {};
-        return comm.AllReduce(Tensor{send, DType::kF32, 2},
-                              Tensor{recv, DType::kF32, rank == 1 ? 1 : 2},
-                              ReduceOp::kSum);
-      },
-      "rank 1: recv.numel 1 != send.numel 2");
-  ExpectMismatchOnEveryRank(
-      2,
-      [](int rank, Communicator& comm) {
-        float buf[3] = {};
-        return comm.AllReduce(Tensor{buf, DType::kF32, 2},
-                              Tensor{buf + rank, DType::kF32, 2},
-                              ReduceOp::kSum);
-      },
-      "partly overlaps");
-}
+using testing::Clock;
+using testing::Contains;
+using testing::SecondsSince;
 
 TEST(TcpFailureTest, MissingParticipantTimesOutNamingOpGroupAndRank) {
   absl::Notification done;
   const Clock::time_point start = Clock::now();
   std::vector<double> waited_s(3);
-  const std::vector<absl::Status> statuses = RunRaw(
-      3,
+  const std::vector<absl::Status> statuses = testing::RunRaw(
+      testing::CommKind::kTcp, 3,
       [&](int rank, Communicator& comm) -> absl::Status {
         if (rank == 2) {  // alive, but skips the collective
           done.WaitForNotificationWithTimeout(absl::Seconds(20));
@@ -197,8 +71,8 @@ TEST(TcpFailureTest, MissingParticipantTimesOutNamingOpGroupAndRank) {
 
 TEST(TcpFailureTest, RecvTimesOutNamingThePeer) {
   absl::Notification done;
-  const std::vector<absl::Status> statuses = RunRaw(
-      2,
+  const std::vector<absl::Status> statuses = testing::RunRaw(
+      testing::CommKind::kTcp, 2,
       [&](int rank, Communicator& comm) -> absl::Status {
         if (rank == 1) {  // alive, but sends nothing
           done.WaitForNotificationWithTimeout(absl::Seconds(20));
@@ -222,8 +96,8 @@ TEST(TcpFailureTest, RecvTimesOutNamingThePeer) {
 TEST(TcpFailureTest, AbortReachesBlockedRanksInOtherWorldsAndSplits) {
   std::vector<double> waited_s(4);
   const Clock::time_point start = Clock::now();
-  const std::vector<absl::Status> statuses = RunRaw(
-      4,
+  const std::vector<absl::Status> statuses = testing::RunRaw(
+      testing::CommKind::kTcp, 4,
       [&](int rank, Communicator& comm) -> absl::Status {
         TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> pair,
                                  comm.Split(rank / 2, rank));
@@ -271,28 +145,11 @@ TEST(TcpFailureTest, AbortReachesBlockedRanksInOtherWorldsAndSplits) {
   EXPECT_LT(SecondsSince(start), 30);
 }
 
-TEST(TcpFailureTest, RunTcpRanksAbortsTheOthersOnTheFirstFailure) {
-  const std::vector<absl::Status> statuses =
-      RunTcpRanks(3, [](int rank, Communicator& comm) -> absl::Status {
-        if (rank == 1) return absl::DataLossError("bad batch");
-        return comm.Barrier();
-      });
-  EXPECT_EQ(statuses[1].code(), absl::StatusCode::kDataLoss);
-  for (int r : {0, 2}) {
-    EXPECT_EQ(statuses[r].code(), absl::StatusCode::kAborted) << statuses[r];
-    EXPECT_TRUE(Contains(statuses[r],
-                         "world rank 1 aborted: rank 1 failed: "
-                         "DATA_LOSS: bad batch"))
-        << statuses[r];
-  }
-  EXPECT_EQ(FirstFailure(statuses).code(), absl::StatusCode::kDataLoss);
-}
-
 TEST(TcpFailureTest, APeerThatClosesFailsWhatStillNeedsItPromptly) {
   const Clock::time_point start = Clock::now();
   std::latch survivors_done(2);
-  const std::vector<absl::Status> statuses = RunRaw(
-      3,
+  const std::vector<absl::Status> statuses = testing::RunRaw(
+      testing::CommKind::kTcp, 3,
       [&](int rank, Communicator& comm) -> absl::Status {
         float x = 1;
         absl::Status s = comm.Send(Tensor{&x, DType::kF32, 1}, (rank + 1) % 3);
@@ -322,7 +179,7 @@ TEST(TcpFailureTest, APeerThatClosesFailsWhatStillNeedsItPromptly) {
 
 TEST(TcpFailureTest, ConnectRejectsBadArgumentsNamingTheField) {
   TcpWorldOptions options;
-  options.rendezvous_file = RendezvousFile();
+  options.rendezvous_file = testing::UniqueRendezvousFile();
   EXPECT_TRUE(
       Contains(ConnectTcpWorld(0, 0, options).status(), "world_size 0"));
   EXPECT_TRUE(Contains(ConnectTcpWorld(2, 2, options).status(), "rank 2"));
@@ -358,7 +215,7 @@ TEST(TcpFailureTest, ConnectRejectsBadArgumentsNamingTheField) {
 
 TEST(TcpFailureTest, RanksThatDisagreeOnTheWorldSizeFailBoth) {
   TcpWorldOptions options;
-  options.rendezvous_file = RendezvousFile();
+  options.rendezvous_file = testing::UniqueRendezvousFile();
   options.timeout = absl::Seconds(20);
   absl::Status status1;
   std::thread other([&] { status1 = ConnectTcpWorld(1, 3, options).status(); });
@@ -373,7 +230,7 @@ TEST(TcpFailureTest, RanksThatDisagreeOnTheWorldSizeFailBoth) {
 
 TEST(TcpFailureTest, RendezvousWithoutRankZeroTimesOut) {
   TcpWorldOptions options;
-  options.rendezvous_file = RendezvousFile();
+  options.rendezvous_file = testing::UniqueRendezvousFile();
   options.timeout = absl::Milliseconds(500);
   const Clock::time_point start = Clock::now();
   const absl::Status s = ConnectTcpWorld(1, 2, options).status();
@@ -388,7 +245,7 @@ TEST(TcpFailureTest, StaleRendezvousFileIsRetriedAndRemovedAfterwards) {
   // rank 1 starts first and must keep re-reading it until rank 0 replaces
   // it, and rank 0 removes it once everyone has connected.
   TcpWorldOptions options;
-  options.rendezvous_file = RendezvousFile();
+  options.rendezvous_file = testing::UniqueRendezvousFile();
   options.timeout = absl::Seconds(20);
   int dead_port = 0;
   {
@@ -427,7 +284,7 @@ TEST(TcpFailureTest, WildcardBindWithAnAdvertisedHostAndAFixedPort) {
   // Every rank listens on all interfaces and tells the others 127.0.0.1;
   // rank 0 on a port chosen here (free a moment ago).
   TcpWorldOptions options;
-  options.rendezvous_file = RendezvousFile();
+  options.rendezvous_file = testing::UniqueRendezvousFile();
   options.bind_host = "0.0.0.0";
   options.advertise_host = "127.0.0.1";
   options.timeout = absl::Seconds(20);

@@ -1,7 +1,8 @@
 // The socket layer under TcpCommunicator: addresses, the atomic rendezvous
 // file, writes to a dead peer (an error, never SIGPIPE), writes to a peer
 // that does not read (DEADLINE_EXCEEDED, or CANCELLED when stopped), reads
-// that see the end of a stream, and group ids.
+// that see the end of a stream, group ids, and the collectives' message
+// kinds.
 #include "executor/comm/internal/tcp_socket.h"
 
 #include <signal.h>
@@ -147,6 +148,28 @@ TEST(TcpSocketTest, GroupIdsAreFnv1a) {
   EXPECT_EQ(GroupId(""), 0xcbf29ce484222325ULL);
   EXPECT_EQ(GroupId("a"), 0xaf63dc4c8601ec8cULL);
   EXPECT_NE(GroupId("world/split#0:color=1"), GroupId("world/split#0:color=2"));
+}
+
+TEST(TcpSocketTest, EveryCollectiveHasItsOwnMessageKind) {
+  using comm_internal::CollectiveKind;
+  const CollectiveKind kinds[] = {
+      CollectiveKind::kAllReduce,     CollectiveKind::kAllGather,
+      CollectiveKind::kReduceScatter, CollectiveKind::kBroadcast,
+      CollectiveKind::kBarrier,       CollectiveKind::kSplit};
+  std::vector<MessageKind> wire;
+  for (CollectiveKind kind : kinds) {
+    const MessageKind w = WireKind(kind);
+    EXPECT_TRUE(IsCollective(w)) << comm_internal::CollectiveName(kind);
+    EXPECT_EQ(CollectiveOf(w), kind) << comm_internal::CollectiveName(kind);
+    for (MessageKind seen : wire) EXPECT_NE(seen, w);
+    wire.push_back(w);
+  }
+  EXPECT_EQ(WireKind(CollectiveKind::kAllReduce), MessageKind::kAllReduce);
+  EXPECT_EQ(WireKind(CollectiveKind::kSplit), MessageKind::kSplit);
+  for (MessageKind other :
+       {MessageKind::kSend, MessageKind::kGoodbye, MessageKind::kAbort}) {
+    EXPECT_FALSE(IsCollective(other));
+  }
 }
 
 }  // namespace
