@@ -203,6 +203,7 @@ TEST_F(AgentTest, AReportRefusedForALostLeaseIsDropped) {
   ASSERT_TRUE(
       FakePlanner::WaitFor([&] { return planner_.reports().size() == 1; }));
   EXPECT_EQ(planner_.reports()[0].trial_id, 17);
+  StopAndJoin();
   EXPECT_EQ(agent_->trials_reported(), 1);
 }
 
