@@ -57,8 +57,8 @@ __global__ void AdamWKernel(AdamWParams p, float* master, const float* grad,
 }
 
 inline cudaError_t LaunchAdamW(const AdamWParams& p, float* master,
-                               const float* grad, float* m, float* v,
-                               int64_t n, cudaStream_t stream) {
+                               const float* grad, float* m, float* v, int64_t n,
+                               cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   const Launch l = ElementwiseLaunch(n);
   AdamWKernel<<<l.blocks, l.threads, 0, stream>>>(p, master, grad, m, v, n);

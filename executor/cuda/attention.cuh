@@ -45,15 +45,15 @@
 namespace tessera::executor::cuda {
 
 struct AttentionParams {
-  const bf16* q = nullptr;       // [batch, q_len, heads, D]
-  const bf16* k = nullptr;       // [batch, kv_len, kv_heads, D]
-  const bf16* v = nullptr;       // [batch, kv_len, kv_heads, D]
+  const bf16* q = nullptr;         // [batch, q_len, heads, D]
+  const bf16* k = nullptr;         // [batch, kv_len, kv_heads, D]
+  const bf16* v = nullptr;         // [batch, kv_len, kv_heads, D]
   const int32_t* q_pos = nullptr;  // [q_len]
   const int32_t* k_pos = nullptr;  // [kv_len]
-  float* lse = nullptr;          // [batch, heads, q_len]
+  float* lse = nullptr;            // [batch, heads, q_len]
   int64_t batch = 0, q_len = 0, kv_len = 0, heads = 0, kv_heads = 0;
-  int64_t group = 1;             // heads / kv_heads
-  float scale = 1.0f;            // 1 / sqrt(D)
+  int64_t group = 1;   // heads / kv_heads
+  float scale = 1.0f;  // 1 / sqrt(D)
   // Backward only.
   const bf16* dout = nullptr;    // [batch, q_len, heads, D]
   const float* delta = nullptr;  // [batch, heads, q_len], rowsum(dO * O)
@@ -154,7 +154,8 @@ __global__ void __launch_bounds__(kAttentionThreads)
     // Skip a tile whose every key is in every query's future (uniform: every
     // warp reduces the same positions).
     int k_min = INT_MAX;
-    for (int c = lane; c < valid_k; c += 32) k_min = min(k_min, p.k_pos[j0 + c]);
+    for (int c = lane; c < valid_k; c += 32)
+      k_min = min(k_min, p.k_pos[j0 + c]);
     k_min = __reduce_min_sync(0xffffffffu, k_min);
     if (k_min > q_max) continue;
 
@@ -534,13 +535,20 @@ cudaError_t LaunchAttentionForward(const AttentionParams& p, int head_dim,
   using attention_internal::LaunchForward;
   if (p.q_len <= 0 || p.batch <= 0 || p.heads <= 0) return cudaSuccess;
   switch (head_dim) {
-    case 16: return LaunchForward<16, OutT>(p, accumulate, out, stream);
-    case 32: return LaunchForward<32, OutT>(p, accumulate, out, stream);
-    case 64: return LaunchForward<64, OutT>(p, accumulate, out, stream);
-    case 80: return LaunchForward<80, OutT>(p, accumulate, out, stream);
-    case 96: return LaunchForward<96, OutT>(p, accumulate, out, stream);
-    case 128: return LaunchForward<128, OutT>(p, accumulate, out, stream);
-    default: return cudaErrorInvalidValue;
+    case 16:
+      return LaunchForward<16, OutT>(p, accumulate, out, stream);
+    case 32:
+      return LaunchForward<32, OutT>(p, accumulate, out, stream);
+    case 64:
+      return LaunchForward<64, OutT>(p, accumulate, out, stream);
+    case 80:
+      return LaunchForward<80, OutT>(p, accumulate, out, stream);
+    case 96:
+      return LaunchForward<96, OutT>(p, accumulate, out, stream);
+    case 128:
+      return LaunchForward<128, OutT>(p, accumulate, out, stream);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 
@@ -558,13 +566,20 @@ cudaError_t LaunchAttentionBackward(AttentionParams p, int head_dim,
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   p.delta = delta_scratch;
   switch (head_dim) {
-    case 16: return LaunchBackward<16>(p, stream);
-    case 32: return LaunchBackward<32>(p, stream);
-    case 64: return LaunchBackward<64>(p, stream);
-    case 80: return LaunchBackward<80>(p, stream);
-    case 96: return LaunchBackward<96>(p, stream);
-    case 128: return LaunchBackward<128>(p, stream);
-    default: return cudaErrorInvalidValue;
+    case 16:
+      return LaunchBackward<16>(p, stream);
+    case 32:
+      return LaunchBackward<32>(p, stream);
+    case 64:
+      return LaunchBackward<64>(p, stream);
+    case 80:
+      return LaunchBackward<80>(p, stream);
+    case 96:
+      return LaunchBackward<96>(p, stream);
+    case 128:
+      return LaunchBackward<128>(p, stream);
+    default:
+      return cudaErrorInvalidValue;
   }
 }
 

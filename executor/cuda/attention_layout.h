@@ -37,12 +37,12 @@ constexpr size_t AlignTo32(size_t bytes) { return (bytes + 31) / 32 * 32; }
 // (bf16), O = O * alpha + P V with O in shared memory (f32).
 template <int D>
 struct AttentionForwardLayout {
-  static constexpr int kRows = 64;  // query rows per block
-  static constexpr int kKeys = 64;  // keys per tile
-  static constexpr int kLdQkv = D + 8;     // bf16 row stride of Q, K, V
-  static constexpr int kLdS = kKeys + 4;   // f32 row stride of S
-  static constexpr int kLdP = kKeys + 8;   // bf16 row stride of P
-  static constexpr int kLdO = D + 4;       // f32 row stride of O
+  static constexpr int kRows = 64;        // query rows per block
+  static constexpr int kKeys = 64;        // keys per tile
+  static constexpr int kLdQkv = D + 8;    // bf16 row stride of Q, K, V
+  static constexpr int kLdS = kKeys + 4;  // f32 row stride of S
+  static constexpr int kLdP = kKeys + 8;  // bf16 row stride of P
+  static constexpr int kLdO = D + 4;      // f32 row stride of O
   static constexpr size_t kQ = 0;
   static constexpr size_t kK = kQ + AlignTo32(size_t{kRows} * kLdQkv * 2);
   static constexpr size_t kV = kK + AlignTo32(size_t{kKeys} * kLdQkv * 2);
@@ -95,24 +95,38 @@ struct AttentionBackwardLayout {
 // Shared memory a head dimension's kernels need (0 when unsupported).
 constexpr size_t AttentionForwardSmemBytes(int head_dim) {
   switch (head_dim) {
-    case 16: return AttentionForwardLayout<16>::kBytes;
-    case 32: return AttentionForwardLayout<32>::kBytes;
-    case 64: return AttentionForwardLayout<64>::kBytes;
-    case 80: return AttentionForwardLayout<80>::kBytes;
-    case 96: return AttentionForwardLayout<96>::kBytes;
-    case 128: return AttentionForwardLayout<128>::kBytes;
-    default: return 0;
+    case 16:
+      return AttentionForwardLayout<16>::kBytes;
+    case 32:
+      return AttentionForwardLayout<32>::kBytes;
+    case 64:
+      return AttentionForwardLayout<64>::kBytes;
+    case 80:
+      return AttentionForwardLayout<80>::kBytes;
+    case 96:
+      return AttentionForwardLayout<96>::kBytes;
+    case 128:
+      return AttentionForwardLayout<128>::kBytes;
+    default:
+      return 0;
   }
 }
 constexpr size_t AttentionBackwardSmemBytes(int head_dim) {
   switch (head_dim) {
-    case 16: return AttentionBackwardLayout<16>::kBytes;
-    case 32: return AttentionBackwardLayout<32>::kBytes;
-    case 64: return AttentionBackwardLayout<64>::kBytes;
-    case 80: return AttentionBackwardLayout<80>::kBytes;
-    case 96: return AttentionBackwardLayout<96>::kBytes;
-    case 128: return AttentionBackwardLayout<128>::kBytes;
-    default: return 0;
+    case 16:
+      return AttentionBackwardLayout<16>::kBytes;
+    case 32:
+      return AttentionBackwardLayout<32>::kBytes;
+    case 64:
+      return AttentionBackwardLayout<64>::kBytes;
+    case 80:
+      return AttentionBackwardLayout<80>::kBytes;
+    case 96:
+      return AttentionBackwardLayout<96>::kBytes;
+    case 128:
+      return AttentionBackwardLayout<128>::kBytes;
+    default:
+      return 0;
   }
 }
 

@@ -42,8 +42,9 @@ cudaError_t LaunchLogitsRowMax(const L* logits, int64_t tokens,
                                int64_t vocab_rows, float* row_max,
                                cudaStream_t stream) {
   if (tokens <= 0) return cudaSuccess;
-  LogitsRowMaxKernel<L><<<RowBlocks(tokens), RowThreads(vocab_rows), 0,
-                          stream>>>(logits, tokens, vocab_rows, row_max);
+  LogitsRowMaxKernel<L>
+      <<<RowBlocks(tokens), RowThreads(vocab_rows), 0, stream>>>(
+          logits, tokens, vocab_rows, row_max);
   return cudaGetLastError();
 }
 
@@ -54,8 +55,7 @@ template <typename L>
 __global__ void LogitsSumExpAndTargetKernel(const L* logits,
                                             const int32_t* targets,
                                             const float* row_max,
-                                            int64_t tokens,
-                                            int64_t vocab_begin,
+                                            int64_t tokens, int64_t vocab_begin,
                                             int64_t vocab_rows, float* stats) {
   __shared__ float shared[32];
   for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
@@ -76,12 +76,10 @@ __global__ void LogitsSumExpAndTargetKernel(const L* logits,
 }
 
 template <typename L>
-cudaError_t LaunchLogitsSumExpAndTarget(const L* logits,
-                                        const int32_t* targets,
+cudaError_t LaunchLogitsSumExpAndTarget(const L* logits, const int32_t* targets,
                                         const float* row_max, int64_t tokens,
-                                        int64_t vocab_begin,
-                                        int64_t vocab_rows, float* stats,
-                                        cudaStream_t stream) {
+                                        int64_t vocab_begin, int64_t vocab_rows,
+                                        float* stats, cudaStream_t stream) {
   if (tokens <= 0) return cudaSuccess;
   LogitsSumExpAndTargetKernel<L>
       <<<RowBlocks(tokens), RowThreads(vocab_rows), 0, stream>>>(
@@ -94,8 +92,8 @@ cudaError_t LaunchLogitsSumExpAndTarget(const L* logits,
 template <typename L, typename G>
 __global__ void CrossEntropyBackwardKernel(
     const L* logits, const int32_t* targets, const float* row_max,
-    const float* stats, int64_t tokens, int64_t vocab_begin,
-    int64_t vocab_rows, float grad_scale, float* loss, G* dlogits) {
+    const float* stats, int64_t tokens, int64_t vocab_begin, int64_t vocab_rows,
+    float grad_scale, float* loss, G* dlogits) {
   for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
     const float mx = row_max[t];
     const float sum = stats[t];
@@ -113,13 +111,12 @@ __global__ void CrossEntropyBackwardKernel(
 }
 
 template <typename L, typename G>
-cudaError_t LaunchCrossEntropyBackward(const L* logits,
-                                       const int32_t* targets,
-                                       const float* row_max,
-                                       const float* stats, int64_t tokens,
-                                       int64_t vocab_begin, int64_t vocab_rows,
-                                       float grad_scale, float* loss,
-                                       G* dlogits, cudaStream_t stream) {
+cudaError_t LaunchCrossEntropyBackward(const L* logits, const int32_t* targets,
+                                       const float* row_max, const float* stats,
+                                       int64_t tokens, int64_t vocab_begin,
+                                       int64_t vocab_rows, float grad_scale,
+                                       float* loss, G* dlogits,
+                                       cudaStream_t stream) {
   if (tokens <= 0) return cudaSuccess;
   CrossEntropyBackwardKernel<L, G>
       <<<RowBlocks(tokens), RowThreads(vocab_rows), 0, stream>>>(

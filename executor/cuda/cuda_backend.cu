@@ -1,5 +1,3 @@
-#include "executor/cuda/cuda_backend.h"
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "executor/cuda/attention_layout.h"
+#include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/cuda_status.h"
 #include "executor/cuda/device_utils.cuh"
 #include "executor/cuda/launch_config.h"
@@ -112,10 +111,11 @@ void CheckAttention(absl::string_view op, const AttentionShape& s,
                           max_shared_bytes));
   }
   if (s.q_len > std::numeric_limits<int32_t>::max() ||
-      s.kv_len > std::numeric_limits<int32_t>::max() ||
-      s.heads > 65535 || s.kv_heads > 65535 || s.batch > 65535) {
-    Fail(op, "shape beyond the kernels' grid (q_len, kv_len < 2^31; batch, "
-             "heads < 65536)");
+      s.kv_len > std::numeric_limits<int32_t>::max() || s.heads > 65535 ||
+      s.kv_heads > 65535 || s.batch > 65535) {
+    Fail(op,
+         "shape beyond the kernels' grid (q_len, kv_len < 2^31; batch, "
+         "heads < 65536)");
   }
 }
 
@@ -153,7 +153,8 @@ bool CudaDeviceAvailable(std::string* why) {
   if (e != cudaSuccess) {
     cudaGetLastError();  // not sticky: clear it for later calls
     if (why != nullptr) {
-      *why = std::string(cuda::CudaCallStatus(e, "cudaGetDeviceCount").message());
+      *why =
+          std::string(cuda::CudaCallStatus(e, "cudaGetDeviceCount").message());
     }
     return false;
   }
@@ -174,9 +175,9 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
     cudaGetLastError();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cuda backend: no CUDA device: ",
-        cuda::CudaCallStatus(e, "cudaGetDeviceCount").message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cuda backend: no CUDA device: ",
+                     cuda::CudaCallStatus(e, "cudaGetDeviceCount").message()));
   }
   if (options.device < 0 || options.device >= count) {
     return absl::FailedPreconditionError(
@@ -186,9 +187,10 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
   cudaDeviceProp prop;
   TESSERA_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, options.device));
   if (prop.major < 8) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cuda backend: ", prop.name, " has compute capability ", prop.major,
-        ".", prop.minor, "; the kernels need 8.0 or newer (bf16 tensor cores)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cuda backend: ", prop.name, " has compute capability ",
+                     prop.major, ".", prop.minor,
+                     "; the kernels need 8.0 or newer (bf16 tensor cores)"));
   }
   std::unique_ptr<CudaBackend> backend(
       new CudaBackend(options.device, options.memory_limit_bytes));
@@ -254,9 +256,9 @@ void* CudaBackend::Scratch(size_t bytes, absl::string_view op) {
   scratch_bytes_ = 0;
   if (cudaError_t e = cudaMallocAsync(&scratch_, grown, stream_);
       e != cudaSuccess) {
-    Fail(op, absl::StrCat("no device memory for ", grown,
-                          " bytes of kernel scratch: ",
-                          cuda::CudaCallStatus(e, "cudaMallocAsync").message()));
+    Fail(op, absl::StrCat(
+                 "no device memory for ", grown, " bytes of kernel scratch: ",
+                 cuda::CudaCallStatus(e, "cudaMallocAsync").message()));
   }
   scratch_bytes_ = grown;
   return scratch_;
@@ -267,8 +269,9 @@ void* CudaBackend::Scratch(size_t bytes, absl::string_view op) {
 absl::StatusOr<DeviceBuffer> CudaBackend::Allocate(int64_t numel, DType dtype,
                                                    absl::string_view what) {
   if (numel < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cuda backend: allocating ", what, ": numel = ", numel, " is negative"));
+    return absl::InvalidArgumentError(absl::StrCat("cuda backend: allocating ",
+                                                   what, ": numel = ", numel,
+                                                   " is negative"));
   }
   const int64_t elem = static_cast<int64_t>(DTypeSize(dtype));
   if (numel > std::numeric_limits<int64_t>::max() / elem - 256) {
@@ -317,12 +320,10 @@ absl::StatusOr<DeviceBuffer> CudaBackend::Allocate(int64_t numel, DType dtype,
       return absl::ResourceExhaustedError(absl::StrFormat(
           "cuda backend: allocating %s (%d x %s = %d bytes): the device is "
           "out of memory (%d bytes in use by this backend; %s)",
-          what, numel, DTypeName(dtype), bytes, in_use_before,
-          call.message()));
+          what, numel, DTypeName(dtype), bytes, in_use_before, call.message()));
     }
-    return absl::Status(call.code(),
-                        absl::StrCat("cuda backend: allocating ", what, ": ",
-                                     call.message()));
+    return absl::Status(call.code(), absl::StrCat("cuda backend: allocating ",
+                                                  what, ": ", call.message()));
   }
   TESSERA_CUDA_CHECK(
       cudaMemsetAsync(data, 0, static_cast<size_t>(bytes), stream_));
@@ -445,8 +446,7 @@ double CudaBackend::SumSquares(const Tensor& x, int64_t n) {
   CheckTensor(kOp, "x", x, kFloat, n);
   if (n == 0) return 0;
   const int64_t blocks = cuda::SumSquaresBlocks(n);
-  auto* partials =
-      static_cast<double*>(Scratch(blocks * sizeof(double), kOp));
+  auto* partials = static_cast<double*>(Scratch(blocks * sizeof(double), kOp));
   WithFloatType(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     CheckLaunch(kOp,
@@ -465,8 +465,8 @@ double CudaBackend::SumSquares(const Tensor& x, int64_t n) {
 // ---- GEMM ---------------------------------------------------------------
 
 void CudaBackend::Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
-                       int64_t k, float alpha, const Tensor& a,
-                       const Tensor& b, float beta, const Tensor& c) {
+                       int64_t k, float alpha, const Tensor& a, const Tensor& b,
+                       float beta, const Tensor& c) {
   constexpr absl::string_view kOp = "Gemm";
   CheckNonNegative(kOp, "m", m);
   CheckNonNegative(kOp, "n", n);
@@ -502,8 +502,8 @@ void CudaBackend::RmsNormForward(const Tensor& x, const Tensor& weight,
   CheckTensor(kOp, "y", y, kBF16, rows * cols);
   CheckTensor(kOp, "rstd", rstd, kF32, rows);
   CheckLaunch(kOp, cuda::LaunchRmsNormForward(
-                       Ptr<const bf16>(x), Ptr<const bf16>(weight), rows,
-                       cols, eps, Ptr<bf16>(y), Ptr<float>(rstd), stream_));
+                       Ptr<const bf16>(x), Ptr<const bf16>(weight), rows, cols,
+                       eps, Ptr<bf16>(y), Ptr<float>(rstd), stream_));
 }
 
 void CudaBackend::RmsNormBackward(const Tensor& dy, const Tensor& x,
@@ -523,11 +523,11 @@ void CudaBackend::RmsNormBackward(const Tensor& dy, const Tensor& x,
   const cuda::ColumnReducePlan plan = cuda::PlanColumnReduce(rows, cols);
   auto* partials = static_cast<float*>(
       Scratch(static_cast<size_t>(plan.scratch_floats()) * sizeof(float), kOp));
-  CheckLaunch(kOp, cuda::LaunchRmsNormBackward(
-                       Ptr<const bf16>(dy), Ptr<const bf16>(x),
-                       Ptr<const bf16>(weight), Ptr<const float>(rstd), rows,
-                       cols, Ptr<bf16>(dx), Ptr<float>(dweight), partials,
-                       stream_));
+  CheckLaunch(
+      kOp, cuda::LaunchRmsNormBackward(
+               Ptr<const bf16>(dy), Ptr<const bf16>(x), Ptr<const bf16>(weight),
+               Ptr<const float>(rstd), rows, cols, Ptr<bf16>(dx),
+               Ptr<float>(dweight), partials, stream_));
 }
 
 void CudaBackend::EmbeddingForward(const Tensor& tokens, const Tensor& table,
@@ -542,10 +542,10 @@ void CudaBackend::EmbeddingForward(const Tensor& tokens, const Tensor& table,
   CheckTensor(kOp, "tokens", tokens, kI32, n_tokens);
   CheckTensor(kOp, "table", table, kBF16, vocab_rows * hidden);
   CheckTensor(kOp, "out", out, kBF16, n_tokens * hidden);
-  CheckLaunch(kOp, cuda::LaunchEmbeddingForward(
-                       Ptr<const int32_t>(tokens), Ptr<const bf16>(table),
-                       n_tokens, vocab_begin, vocab_rows, hidden,
-                       Ptr<bf16>(out), stream_));
+  CheckLaunch(kOp,
+              cuda::LaunchEmbeddingForward(
+                  Ptr<const int32_t>(tokens), Ptr<const bf16>(table), n_tokens,
+                  vocab_begin, vocab_rows, hidden, Ptr<bf16>(out), stream_));
 }
 
 void CudaBackend::EmbeddingBackward(const Tensor& tokens, const Tensor& dout,
@@ -560,10 +560,10 @@ void CudaBackend::EmbeddingBackward(const Tensor& tokens, const Tensor& dout,
   CheckTensor(kOp, "tokens", tokens, kI32, n_tokens);
   CheckTensor(kOp, "dout", dout, kBF16, n_tokens * hidden);
   CheckTensor(kOp, "dtable", dtable, kF32, vocab_rows * hidden);
-  CheckLaunch(kOp, cuda::LaunchEmbeddingBackward(
-                       Ptr<const int32_t>(tokens), Ptr<const bf16>(dout),
-                       n_tokens, vocab_begin, vocab_rows, hidden,
-                       Ptr<float>(dtable), stream_));
+  CheckLaunch(
+      kOp, cuda::LaunchEmbeddingBackward(
+               Ptr<const int32_t>(tokens), Ptr<const bf16>(dout), n_tokens,
+               vocab_begin, vocab_rows, hidden, Ptr<float>(dtable), stream_));
 }
 
 void CudaBackend::RopeQkvForward(const Tensor& qkv, const Tensor& positions,
@@ -602,16 +602,16 @@ void CudaBackend::RopeQkvBackward(const Tensor& dq, const Tensor& dk,
     using G = decltype(tag);
     CheckLaunch(kOp, cuda::LaunchRopeQkvBackward(
                          Ptr<const G>(dq), Ptr<const G>(dk), Ptr<const G>(dv),
-                         Ptr<const int32_t>(positions), tokens, heads,
-                         kv_heads, head_dim, theta, Ptr<bf16>(dqkv), stream_));
+                         Ptr<const int32_t>(positions), tokens, heads, kv_heads,
+                         head_dim, theta, Ptr<bf16>(dqkv), stream_));
   });
 }
 
-void CudaBackend::AttentionForward(const AttentionShape& shape,
-                                   const Tensor& q, const Tensor& k,
-                                   const Tensor& v, const Tensor& q_pos,
-                                   const Tensor& k_pos, bool accumulate,
-                                   const Tensor& out, const Tensor& lse) {
+void CudaBackend::AttentionForward(const AttentionShape& shape, const Tensor& q,
+                                   const Tensor& k, const Tensor& v,
+                                   const Tensor& q_pos, const Tensor& k_pos,
+                                   bool accumulate, const Tensor& out,
+                                   const Tensor& lse) {
   constexpr absl::string_view kOp = "AttentionForward";
   CheckAttention(kOp, shape, max_shared_bytes_);
   const int64_t q_numel =
@@ -642,8 +642,8 @@ void CudaBackend::AttentionForward(const AttentionShape& shape,
   const int d = static_cast<int>(shape.head_dim);
   WithFloatType(out.dtype, [&](auto tag) {
     using O = decltype(tag);
-    CheckLaunch(kOp, cuda::LaunchAttentionForward(p, d, accumulate,
-                                                  Ptr<O>(out), stream_));
+    CheckLaunch(kOp, cuda::LaunchAttentionForward(p, d, accumulate, Ptr<O>(out),
+                                                  stream_));
   });
 }
 
@@ -737,17 +737,16 @@ void CudaBackend::LogitsRowMax(const Tensor& logits, int64_t tokens,
   CheckTensor(kOp, "row_max", row_max, kF32, tokens);
   WithFloatType(logits.dtype, [&](auto tag) {
     using L = decltype(tag);
-    CheckLaunch(kOp, cuda::LaunchLogitsRowMax(Ptr<const L>(logits), tokens,
-                                              vocab_rows, Ptr<float>(row_max),
-                                              stream_));
+    CheckLaunch(
+        kOp, cuda::LaunchLogitsRowMax(Ptr<const L>(logits), tokens, vocab_rows,
+                                      Ptr<float>(row_max), stream_));
   });
 }
 
 void CudaBackend::LogitsSumExpAndTarget(const Tensor& logits,
                                         const Tensor& targets,
                                         const Tensor& row_max, int64_t tokens,
-                                        int64_t vocab_begin,
-                                        int64_t vocab_rows,
+                                        int64_t vocab_begin, int64_t vocab_rows,
                                         const Tensor& stats) {
   constexpr absl::string_view kOp = "LogitsSumExpAndTarget";
   CheckNonNegative(kOp, "tokens", tokens);

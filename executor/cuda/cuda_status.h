@@ -33,7 +33,8 @@ absl::Status CublasCallStatus(cublasStatus_t status, absl::string_view call);
 
 // Prints "<where>: <call>: <error>" to stderr and aborts unless `error` is
 // cudaSuccess.
-void CheckCuda(cudaError_t error, absl::string_view call, absl::string_view where);
+void CheckCuda(cudaError_t error, absl::string_view call,
+               absl::string_view where);
 void CheckCublas(cublasStatus_t status, absl::string_view call,
                  absl::string_view where);
 
@@ -47,18 +48,18 @@ void CheckCublas(cublasStatus_t status, absl::string_view call,
 #define TESSERA_CUDA_WHERE __FILE__ ":" TESSERA_CUDA_STRINGIFY(__LINE__)
 
 // Returns the call's error as a Status from the enclosing function.
-#define TESSERA_CUDA_RETURN_IF_ERROR(call)                                   \
-  do {                                                                       \
-    const ::absl::Status tessera_cuda_status_ =                              \
-        ::tessera::executor::cuda::CudaCallStatus((call), #call);            \
-    if (!tessera_cuda_status_.ok()) return tessera_cuda_status_;             \
+#define TESSERA_CUDA_RETURN_IF_ERROR(call)                        \
+  do {                                                            \
+    const ::absl::Status tessera_cuda_status_ =                   \
+        ::tessera::executor::cuda::CudaCallStatus((call), #call); \
+    if (!tessera_cuda_status_.ok()) return tessera_cuda_status_;  \
   } while (false)
 
-#define TESSERA_CUBLAS_RETURN_IF_ERROR(call)                                 \
-  do {                                                                       \
-    const ::absl::Status tessera_cublas_status_ =                            \
-        ::tessera::executor::cuda::CublasCallStatus((call), #call);          \
-    if (!tessera_cublas_status_.ok()) return tessera_cublas_status_;         \
+#define TESSERA_CUBLAS_RETURN_IF_ERROR(call)                         \
+  do {                                                               \
+    const ::absl::Status tessera_cublas_status_ =                    \
+        ::tessera::executor::cuda::CublasCallStatus((call), #call);  \
+    if (!tessera_cublas_status_.ok()) return tessera_cublas_status_; \
   } while (false)
 
 // Aborts with the call, its error and the source line when it fails.

@@ -59,9 +59,9 @@ absl::Status CheckCounts(const TrialConfig& c) {
         "be negative");
   }
   if (c.process_rank >= c.ranks) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "trial.rank: ", c.process_rank, " is not below the ", c.ranks,
-        " ranks"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("trial.rank: ", c.process_rank, " is not below the ",
+                     c.ranks, " ranks"));
   }
   if (c.process_rank >= 0 && c.rendezvous_file.empty()) {
     return absl::InvalidArgumentError(
@@ -235,12 +235,13 @@ TrialResult RunThreadRanks(const TrialConfig& c, const EngineConfig& ec,
     return Failed(r, TrialStatusFor(peak.status()), peak.status().message());
   }
   std::string power_note;
-  std::unique_ptr<NvmlPowerMeter> meter = OpenMeter(dev->pci_bus_id, &power_note);
+  std::unique_ptr<NvmlPowerMeter> meter =
+      OpenMeter(dev->pci_bus_id, &power_note);
   EnergyWindow window(meter.get());
   const double peak_per_rank = peak->tflops / static_cast<double>(c.ranks);
   r.peak_tflops = peak_per_rank;
-  r.peak_tflops_source = absl::StrCat(peak->source, ", / ", c.ranks,
-                                      " ranks sharing the GPU");
+  r.peak_tflops_source =
+      absl::StrCat(peak->source, ", / ", c.ranks, " ranks sharing the GPU");
   r.device = absl::StrCat(dev->name, " (", c.ranks,
                           " ranks as threads on one GPU; ", power_note, ")");
 
@@ -253,13 +254,12 @@ TrialResult RunThreadRanks(const TrialConfig& c, const EngineConfig& ec,
       [&](int rank, Communicator& world) -> absl::Status {
         TESSERA_ASSIGN_OR_RETURN(
             std::unique_ptr<CudaBackend> backend,
-            CudaBackend::Create({.device = 0,
-                                 .memory_limit_bytes = c.memory_limit_bytes}));
+            CudaBackend::Create(
+                {.device = 0, .memory_limit_bytes = c.memory_limit_bytes}));
         DeviceSyncCommunicator synced(&world, backend.get());
         absl::Status s = [&]() -> absl::Status {
-          TESSERA_ASSIGN_OR_RETURN(
-              std::unique_ptr<RankEngine> engine,
-              RankEngine::Create(ec, *backend, synced));
+          TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<RankEngine> engine,
+                                   RankEngine::Create(ec, *backend, synced));
           return RunSteps(c, *engine, synced, deadline, nullptr,
                           rank == 0 ? &window : nullptr, &records[rank]);
         }();
@@ -285,15 +285,14 @@ TrialResult RunProcessRank(const TrialConfig& c, const EngineConfig& ec,
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
     cudaGetLastError();
-    return Failed(r, TrialStatus::kInvalid,
-                  absl::StrCat("no CUDA device was found (",
-                               cuda::CudaCallStatus(e, "cudaGetDeviceCount")
-                                   .message(),
-                               ")"));
+    return Failed(
+        r, TrialStatus::kInvalid,
+        absl::StrCat("no CUDA device was found (",
+                     cuda::CudaCallStatus(e, "cudaGetDeviceCount").message(),
+                     ")"));
   }
-  const int64_t local = c.ranks_per_host > 0
-                            ? c.process_rank % c.ranks_per_host
-                            : c.process_rank;
+  const int64_t local =
+      c.ranks_per_host > 0 ? c.process_rank % c.ranks_per_host : c.process_rank;
   const int device = static_cast<int>(local % count);
   absl::StatusOr<DeviceInfo> dev = Describe(device);
   if (!dev.ok()) return Failed(r, TrialStatus::kCrash, dev.status().message());
@@ -306,16 +305,16 @@ TrialResult RunProcessRank(const TrialConfig& c, const EngineConfig& ec,
   NcclWorldOptions options;
   options.rendezvous_file = c.rendezvous_file;
   if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
-  absl::StatusOr<std::unique_ptr<NcclCommunicator>> world =
-      ConnectNcclWorld(static_cast<int>(c.process_rank),
-                       static_cast<int>(c.ranks), device,
-                       (*backend)->stream(), options);
+  absl::StatusOr<std::unique_ptr<NcclCommunicator>> world = ConnectNcclWorld(
+      static_cast<int>(c.process_rank), static_cast<int>(c.ranks), device,
+      (*backend)->stream(), options);
   if (!world.ok()) {
     return Failed(r, TrialStatusFor(world.status()), world.status().message());
   }
   NcclCommunicator& nccl = **world;
   std::string power_note;
-  std::unique_ptr<NvmlPowerMeter> meter = OpenMeter(dev->pci_bus_id, &power_note);
+  std::unique_ptr<NvmlPowerMeter> meter =
+      OpenMeter(dev->pci_bus_id, &power_note);
   EnergyWindow window(meter.get());
   absl::StatusOr<GpuPeak> peak = PeakFor(dev->name, device, backend->get());
   if (!peak.ok()) {
@@ -323,14 +322,16 @@ TrialResult RunProcessRank(const TrialConfig& c, const EngineConfig& ec,
   }
 
   RankRecord mine;
-  const StepTimings timings = [&]() -> absl::StatusOr<std::pair<double, double>> {
+  const StepTimings timings =
+      [&]() -> absl::StatusOr<std::pair<double, double>> {
     TESSERA_ASSIGN_OR_RETURN(CommTimings t, nccl.TakeTimings());
     return std::make_pair(t.comm_s, t.exposed_s);
   };
   std::unique_ptr<RankEngine> engine;
   absl::Status failure = [&]() -> absl::Status {
     TESSERA_ASSIGN_OR_RETURN(engine, RankEngine::Create(ec, **backend, nccl));
-    TESSERA_RETURN_IF_ERROR(nccl.TakeTimings().status());  // setup is not a step
+    TESSERA_RETURN_IF_ERROR(
+        nccl.TakeTimings().status());  // setup is not a step
     return RunSteps(c, *engine, nccl, deadline, timings, &window, &mine);
   }();
   mine.peak_bytes = (*backend)->peak_bytes();
@@ -403,9 +404,8 @@ TrialResult RunCudaTrial(const TrialConfig& c) {
     }
     data = std::move(*file);
   }
-  const EngineConfig engine_config{c.model,        *layout, c.seq_len,
-                                   c.global_batch, c.seed,  c.adamw,
-                                   data.get()};
+  const EngineConfig engine_config{c.model, *layout, c.seq_len, c.global_batch,
+                                   c.seed,  c.adamw, data.get()};
   if (absl::Status s = CheckEngineConfig(engine_config, c.ranks); !s.ok()) {
     return Failed(r, TrialStatus::kInvalid, s.message());
   }

@@ -1,5 +1,3 @@
-#include "executor/cuda/device_memory_ops.h"
-
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -7,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "executor/cuda/cuda_status.h"
+#include "executor/cuda/device_memory_ops.h"
 #include "executor/cuda/device_utils.cuh"
 #include "executor/cuda/launch_config.h"
 
@@ -81,9 +80,9 @@ absl::StatusOr<std::shared_ptr<DeviceMemoryOps>> DeviceMemoryOps::Create(
         cuda::CudaCallStatus(e, "cudaGetDeviceCount").message());
   }
   if (device < 0 || device >= count) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "device memory ops: device ", device, " does not exist (", count,
-        " visible)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("device memory ops: device ", device, " does not exist (",
+                     count, " visible)"));
   }
   return std::shared_ptr<DeviceMemoryOps>(new DeviceMemoryOps(device));
 }
@@ -130,9 +129,8 @@ absl::StatusOr<void*> DeviceMemoryOps::Allocate(size_t bytes) {
   if (e != cudaSuccess) {
     cudaGetLastError();
     const absl::Status s = cuda::CudaCallStatus(e, "cudaMallocAsync");
-    return absl::Status(s.code(),
-                        absl::StrCat("device staging buffer of ", bytes,
-                                     " bytes: ", s.message()));
+    return absl::Status(s.code(), absl::StrCat("device staging buffer of ",
+                                               bytes, " bytes: ", s.message()));
   }
   return buffer;
 }
@@ -165,8 +163,8 @@ absl::Status DeviceMemoryOps::Reduce(absl::Span<const void* const> srcs,
   }
   if (srcs.size() > static_cast<size_t>(kMaxSources)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("reduce: ", srcs.size(), " sources, at most ",
-                     kMaxSources, " on one device"));
+        absl::StrCat("reduce: ", srcs.size(), " sources, at most ", kMaxSources,
+                     " on one device"));
   }
   if (count < 0) {
     return absl::InvalidArgumentError(absl::StrCat("reduce: count ", count));

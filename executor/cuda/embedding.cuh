@@ -21,10 +21,10 @@
 namespace tessera::executor::cuda {
 
 // out[t,:] = table[tokens[t] - vocab_begin, :] when local, else 0.
-__global__ void EmbeddingForwardKernel(const int32_t* tokens,
-                                       const bf16* table, int64_t n_tokens,
-                                       int64_t vocab_begin, int64_t vocab_rows,
-                                       int64_t hidden, bf16* out) {
+__global__ void EmbeddingForwardKernel(const int32_t* tokens, const bf16* table,
+                                       int64_t n_tokens, int64_t vocab_begin,
+                                       int64_t vocab_rows, int64_t hidden,
+                                       bf16* out) {
   for (int64_t idx = GridIndex(); idx < n_tokens * hidden;
        idx += GridStride()) {
     const int64_t t = idx / hidden, c = idx % hidden;
@@ -47,9 +47,8 @@ inline cudaError_t LaunchEmbeddingForward(const int32_t* tokens,
 }
 
 // dtable[tokens[t] - vocab_begin, :] += dout[t, :] for local tokens.
-__global__ void EmbeddingBackwardKernel(const int32_t* tokens,
-                                        const bf16* dout, int64_t n_tokens,
-                                        int64_t vocab_begin,
+__global__ void EmbeddingBackwardKernel(const int32_t* tokens, const bf16* dout,
+                                        int64_t n_tokens, int64_t vocab_begin,
                                         int64_t vocab_rows, int64_t hidden,
                                         float* dtable) {
   for (int64_t idx = GridIndex(); idx < n_tokens * hidden;

@@ -29,7 +29,8 @@ ColumnMajorGemm ColumnMajorGemmFor(bool trans_a, bool trans_b, int64_t m,
 int AlignmentBytes(const void* pointer) {
   const uintptr_t address = reinterpret_cast<uintptr_t>(pointer);
   int alignment = 1;
-  while (alignment < 256 && (address & static_cast<uintptr_t>(alignment)) == 0) {
+  while (alignment < 256 &&
+         (address & static_cast<uintptr_t>(alignment)) == 0) {
     alignment *= 2;
   }
   return alignment;

@@ -24,12 +24,21 @@ struct PeakRule {
 const std::vector<PeakRule>& Rules() {
   static const std::vector<PeakRule>* rules = new std::vector<PeakRule>{
       // NVIDIA H100 datasheet: PCIe 756 TFLOP/s dense BF16; NVL 835.
-      {{"H100", "PCIE"}, {}, nullptr, 756.0,
+      {{"H100", "PCIE"},
+       {},
+       nullptr,
+       756.0,
        "NVIDIA H100 datasheet, PCIe: 756 TFLOP/s dense BF16"},
-      {{"H100", "NVL"}, {}, nullptr, 835.0,
+      {{"H100", "NVL"},
+       {},
+       nullptr,
+       835.0,
        "NVIDIA H100 datasheet, NVL: 835 TFLOP/s dense BF16"},
       // NVIDIA H200 datasheet: H200 NVL 835.5 TFLOP/s dense BF16.
-      {{"H200", "NVL"}, {}, nullptr, 835.5,
+      {{"H200", "NVL"},
+       {},
+       nullptr,
+       835.5,
        "NVIDIA H200 datasheet, NVL: 835.5 TFLOP/s dense BF16"},
       {{"H200"}, {}, "h200-sxm", 0, nullptr},
       // GH200 datasheet: the Hopper GPU at H100 SXM's 989 TFLOP/s.
@@ -39,13 +48,22 @@ const std::vector<PeakRule>& Rules() {
       {{"A100", "80GB"}, {}, "a100-sxm-80g", 0, nullptr},
       {{"A100"}, {}, "a100-sxm-40g", 0, nullptr},
       // NVIDIA L40S datasheet: 362.05 TFLOP/s dense BF16.
-      {{"L40S"}, {}, nullptr, 362.05,
+      {{"L40S"},
+       {},
+       nullptr,
+       362.05,
        "NVIDIA L40S datasheet: 362.05 TFLOP/s dense BF16"},
       // NVIDIA L4 datasheet: 121 TFLOP/s dense BF16.
-      {{"L4"}, {"L40"}, nullptr, 121.0,
+      {{"L4"},
+       {"L40"},
+       nullptr,
+       121.0,
        "NVIDIA L4 datasheet: 121 TFLOP/s dense BF16"},
       // NVIDIA A10 datasheet: 125 TFLOP/s dense BF16.
-      {{"A10"}, {"A100", "A10G"}, nullptr, 125.0,
+      {{"A10"},
+       {"A100", "A10G"},
+       nullptr,
+       125.0,
        "NVIDIA A10 datasheet: 125 TFLOP/s dense BF16"},
   };
   return *rules;

@@ -5,7 +5,8 @@
 // NOT_FOUND: the trial then measures a bf16 GEMM and says so (an achievable
 // rate, not a peak).
 //
-//   absl::StatusOr<GpuPeak> peak = DenseBf16PeakForDevice("NVIDIA H100 80GB HBM3");
+//   absl::StatusOr<GpuPeak> peak = DenseBf16PeakForDevice("NVIDIA H100 80GB
+//   HBM3");
 //   // peak->tflops == 989.4, peak->source == "core/gpu.h preset h100-sxm ..."
 #pragma once
 

@@ -59,21 +59,27 @@ class CublasLtMatmul {
                    float alpha, const void* a, const void* b, float beta,
                    void* c, cudaDataType_t c_type, cudaStream_t stream) {
     const ColumnMajorGemm g = ColumnMajorGemmFor(trans_a, trans_b, m, n, k);
-    const Key key{trans_a,           trans_b,          m,
-                  n,                 k,                static_cast<int>(c_type),
-                  AlignmentBytes(b), AlignmentBytes(a), AlignmentBytes(c)};
+    const Key key{trans_a,
+                  trans_b,
+                  m,
+                  n,
+                  k,
+                  static_cast<int>(c_type),
+                  AlignmentBytes(b),
+                  AlignmentBytes(a),
+                  AlignmentBytes(c)};
     auto it = plans_.find(key);
     if (it == plans_.end()) {
       Plan plan;
-      absl::Status s = plan.Create(handle_, g, c_type, std::get<6>(key),
-                                   std::get<7>(key), std::get<8>(key),
-                                   workspace_bytes_);
+      absl::Status s =
+          plan.Create(handle_, g, c_type, std::get<6>(key), std::get<7>(key),
+                      std::get<8>(key), workspace_bytes_);
       if (!s.ok()) {
         plan.Destroy();
         return absl::Status(
-            s.code(), absl::StrCat("GEMM m=", m, " n=", n, " k=", k,
-                                   " trans_a=", trans_a, " trans_b=", trans_b,
-                                   ": ", s.message()));
+            s.code(),
+            absl::StrCat("GEMM m=", m, " n=", n, " k=", k, " trans_a=", trans_a,
+                         " trans_b=", trans_b, ": ", s.message()));
       }
       it = plans_.emplace(key, plan).first;
     }
@@ -98,11 +104,11 @@ class CublasLtMatmul {
 
     absl::Status Create(cublasLtHandle_t handle, const ColumnMajorGemm& g,
                         cudaDataType_t c_type, int align_first,
-                        int align_second, int align_c,
-                        size_t workspace_bytes) {
+                        int align_second, int align_c, size_t workspace_bytes) {
       TESSERA_CUBLAS_RETURN_IF_ERROR(
           cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-      const cublasOperation_t op_first = g.first.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+      const cublasOperation_t op_first =
+          g.first.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
       const cublasOperation_t op_second =
           g.second.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
       TESSERA_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(

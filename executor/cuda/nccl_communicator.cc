@@ -38,15 +38,14 @@ absl::Status NcclStatus(ncclResult_t r, absl::string_view call,
                         ncclComm_t comm) {
   if (r == ncclSuccess) return absl::OkStatus();
   const char* detail = ncclGetLastError(comm);
-  return absl::Status(
-      NcclCode(r),
-      absl::StrCat(call, ": ", ncclGetErrorString(r),
-                   detail != nullptr && detail[0] != '\0'
-                       ? absl::StrCat(" (", detail, ")")
-                       : std::string()));
+  return absl::Status(NcclCode(r),
+                      absl::StrCat(call, ": ", ncclGetErrorString(r),
+                                   detail != nullptr && detail[0] != '\0'
+                                       ? absl::StrCat(" (", detail, ")")
+                                       : std::string()));
 }
 
-#define TESSERA_NCCL_RETURN_IF_ERROR(call, comm)                            \
+#define TESSERA_NCCL_RETURN_IF_ERROR(call, comm) \
   TESSERA_RETURN_IF_ERROR(NcclStatus((call), #call, (comm)))
 
 absl::StatusOr<ncclDataType_t> NcclType(DType dtype) {
@@ -92,8 +91,8 @@ namespace nccl_internal {
 class NcclContext {
  public:
   struct Record {
-    cudaEvent_t start = nullptr, end = nullptr;       // on the op's stream
-    cudaEvent_t arrive = nullptr, resume = nullptr;   // on the compute stream
+    cudaEvent_t start = nullptr, end = nullptr;      // on the op's stream
+    cudaEvent_t arrive = nullptr, resume = nullptr;  // on the compute stream
     bool waited = false;  // the compute stream waits for it
   };
 
@@ -177,9 +176,9 @@ class NcclContext {
 
   absl::StatusOr<CommTimings> Take() {
     if (unwaited_ > 0) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "nccl timings: ", unwaited_,
-          " started collectives were never waited for"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("nccl timings: ", unwaited_,
+                       " started collectives were never waited for"));
     }
     CommTimings t;
     for (Record& r : records_) {
@@ -231,6 +230,11 @@ absl::Status NcclCommunicator::Init() {
       cudaDeviceGetStreamPriorityRange(&least, &greatest));
   TESSERA_CUDA_RETURN_IF_ERROR(
       cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
+  TESSERA_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithPriority(
+      &down_stream_, cudaStreamNonBlocking, greatest));
+  // The same ranks again, for messages to lower ranks (see the header).
+  TESSERA_NCCL_RETURN_IF_ERROR(
+      ncclCommSplit(comm_, /*color=*/0, /*key=*/rank_, &down_, nullptr), comm_);
   TESSERA_CUDA_RETURN_IF_ERROR(cudaMalloc(&barrier_buffer_, sizeof(int32_t)));
   TESSERA_CUDA_RETURN_IF_ERROR(cudaMemset(barrier_buffer_, 0, sizeof(int32_t)));
   return absl::OkStatus();
@@ -238,28 +242,31 @@ absl::Status NcclCommunicator::Init() {
 
 NcclCommunicator::~NcclCommunicator() {
   cudaSetDevice(context_->device());
-  if (comm_ != nullptr) {
+  for (ncclComm_t comm : {down_, comm_}) {
+    if (comm == nullptr) continue;
     if (context_->aborting()) {
-      ncclCommAbort(comm_);
+      ncclCommAbort(comm);
     } else {
-      ncclCommDestroy(comm_);  // finishes the issued work first
+      ncclCommDestroy(comm);  // finishes the issued work first
     }
   }
-  if (stream_ != nullptr) {
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
+  for (cudaStream_t stream : {down_stream_, stream_}) {
+    if (stream == nullptr) continue;
+    cudaStreamSynchronize(stream);
+    cudaStreamDestroy(stream);
   }
   if (barrier_buffer_ != nullptr) cudaFree(barrier_buffer_);
   cudaGetLastError();
 }
 
-absl::StatusOr<int64_t> NcclCommunicator::BeginOp() {
-  TESSERA_RETURN_IF_ERROR(context_->OrderAfterCompute(stream_));
-  return context_->Open(stream_);
+absl::StatusOr<int64_t> NcclCommunicator::BeginOp(cudaStream_t stream) {
+  TESSERA_RETURN_IF_ERROR(context_->OrderAfterCompute(stream));
+  return context_->Open(stream);
 }
 
-absl::Status NcclCommunicator::EndOp(int64_t index, Waiter waiter) {
-  TESSERA_RETURN_IF_ERROR(context_->Close(index, stream_));
+absl::Status NcclCommunicator::EndOp(int64_t index, Waiter waiter,
+                                     cudaStream_t stream) {
+  TESSERA_RETURN_IF_ERROR(context_->Close(index, stream));
   switch (waiter) {
     case Waiter::kComputeNow:
       return context_->ComputeWaits(index);
@@ -274,32 +281,35 @@ absl::Status NcclCommunicator::EndOp(int64_t index, Waiter waiter) {
 
 template <typename Fn>
 absl::StatusOr<int64_t> NcclCommunicator::RunOp(Waiter waiter,
+                                                cudaStream_t stream,
                                                 Fn&& nccl_call) {
-  TESSERA_ASSIGN_OR_RETURN(int64_t index, BeginOp());
+  TESSERA_ASSIGN_OR_RETURN(int64_t index, BeginOp(stream));
   TESSERA_RETURN_IF_ERROR(nccl_call());
-  TESSERA_RETURN_IF_ERROR(EndOp(index, waiter));
+  TESSERA_RETURN_IF_ERROR(EndOp(index, waiter, stream));
   return index;
 }
 
 // ---- Collectives --------------------------------------------------------
 
-absl::StatusOr<PendingComm> NcclCommunicator::StartAllReduce(
-    const Tensor& send, const Tensor& recv, ReduceOp op) {
+absl::StatusOr<PendingComm> NcclCommunicator::StartAllReduce(const Tensor& send,
+                                                             const Tensor& recv,
+                                                             ReduceOp op) {
   TESSERA_RETURN_IF_ERROR(CheckBuffer("send", send));
   TESSERA_RETURN_IF_ERROR(CheckBuffer("recv", recv));
   TESSERA_RETURN_IF_ERROR(CheckSameDType(send, recv));
   if (send.numel != recv.numel) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "nccl AllReduce: recv.numel ", recv.numel, " != send.numel ",
-        send.numel));
+    return absl::InvalidArgumentError(
+        absl::StrCat("nccl AllReduce: recv.numel ", recv.numel,
+                     " != send.numel ", send.numel));
   }
   TESSERA_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(send.dtype));
-  TESSERA_ASSIGN_OR_RETURN(int64_t index, RunOp(Waiter::kComputeLater, [&] {
-    return NcclStatus(
-        ncclAllReduce(send.data, recv.data, static_cast<size_t>(send.numel),
-                      type, NcclOp(op), comm_, stream_),
-        "ncclAllReduce", comm_);
-  }));
+  TESSERA_ASSIGN_OR_RETURN(
+      int64_t index, RunOp(Waiter::kComputeLater, stream_, [&] {
+        return NcclStatus(
+            ncclAllReduce(send.data, recv.data, static_cast<size_t>(send.numel),
+                          type, NcclOp(op), comm_, stream_),
+            "ncclAllReduce", comm_);
+      }));
   return PendingComm{index};
 }
 
@@ -309,17 +319,18 @@ absl::StatusOr<PendingComm> NcclCommunicator::StartAllGather(
   TESSERA_RETURN_IF_ERROR(CheckBuffer("recv", recv));
   TESSERA_RETURN_IF_ERROR(CheckSameDType(send, recv));
   if (recv.numel != static_cast<int64_t>(size_) * send.numel) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "nccl AllGather: recv.numel ", recv.numel, " != group size ", size_,
-        " x send.numel ", send.numel));
+    return absl::InvalidArgumentError(
+        absl::StrCat("nccl AllGather: recv.numel ", recv.numel,
+                     " != group size ", size_, " x send.numel ", send.numel));
   }
   TESSERA_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(send.dtype));
-  TESSERA_ASSIGN_OR_RETURN(int64_t index, RunOp(Waiter::kComputeLater, [&] {
-    return NcclStatus(
-        ncclAllGather(send.data, recv.data, static_cast<size_t>(send.numel),
-                      type, comm_, stream_),
-        "ncclAllGather", comm_);
-  }));
+  TESSERA_ASSIGN_OR_RETURN(
+      int64_t index, RunOp(Waiter::kComputeLater, stream_, [&] {
+        return NcclStatus(
+            ncclAllGather(send.data, recv.data, static_cast<size_t>(send.numel),
+                          type, comm_, stream_),
+            "ncclAllGather", comm_);
+      }));
   return PendingComm{index};
 }
 
@@ -329,17 +340,18 @@ absl::StatusOr<PendingComm> NcclCommunicator::StartReduceScatter(
   TESSERA_RETURN_IF_ERROR(CheckBuffer("recv", recv));
   TESSERA_RETURN_IF_ERROR(CheckSameDType(send, recv));
   if (send.numel != static_cast<int64_t>(size_) * recv.numel) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "nccl ReduceScatter: send.numel ", send.numel, " != group size ",
-        size_, " x recv.numel ", recv.numel));
+    return absl::InvalidArgumentError(
+        absl::StrCat("nccl ReduceScatter: send.numel ", send.numel,
+                     " != group size ", size_, " x recv.numel ", recv.numel));
   }
   TESSERA_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(send.dtype));
-  TESSERA_ASSIGN_OR_RETURN(int64_t index, RunOp(Waiter::kComputeLater, [&] {
-    return NcclStatus(ncclReduceScatter(send.data, recv.data,
-                                        static_cast<size_t>(recv.numel), type,
-                                        NcclOp(op), comm_, stream_),
-                      "ncclReduceScatter", comm_);
-  }));
+  TESSERA_ASSIGN_OR_RETURN(
+      int64_t index, RunOp(Waiter::kComputeLater, stream_, [&] {
+        return NcclStatus(ncclReduceScatter(send.data, recv.data,
+                                            static_cast<size_t>(recv.numel),
+                                            type, NcclOp(op), comm_, stream_),
+                          "ncclReduceScatter", comm_);
+      }));
   return PendingComm{index};
 }
 
@@ -354,8 +366,8 @@ absl::Status NcclCommunicator::Wait(PendingComm& pending) {
   return absl::OkStatus();
 }
 
-absl::Status NcclCommunicator::AllReduce(const Tensor& send,
-                                         const Tensor& recv, ReduceOp op) {
+absl::Status NcclCommunicator::AllReduce(const Tensor& send, const Tensor& recv,
+                                         ReduceOp op) {
   TESSERA_ASSIGN_OR_RETURN(PendingComm p, StartAllReduce(send, recv, op));
   return Wait(p);
 }
@@ -379,13 +391,13 @@ absl::Status NcclCommunicator::Broadcast(const Tensor& buf, int root) {
         "nccl Broadcast: root ", root, " outside the group of ", size_));
   }
   TESSERA_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(buf.dtype));
-  return RunOp(Waiter::kComputeNow, [&] {
-           return NcclStatus(
-               ncclBroadcast(buf.data, buf.data,
-                             static_cast<size_t>(buf.numel), type, root,
-                             comm_, stream_),
-               "ncclBroadcast", comm_);
-         })
+  return RunOp(Waiter::kComputeNow, stream_,
+               [&] {
+                 return NcclStatus(ncclBroadcast(buf.data, buf.data,
+                                                 static_cast<size_t>(buf.numel),
+                                                 type, root, comm_, stream_),
+                                   "ncclBroadcast", comm_);
+               })
       .status();
 }
 
@@ -399,9 +411,14 @@ absl::Status NcclCommunicator::Send(const Tensor& buf, int peer) {
   }
   TESSERA_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(buf.dtype));
   const size_t count = static_cast<size_t>(buf.numel);
+  if (peer == rank_ && group_depth_ == 0) {
+    return absl::InvalidArgumentError(
+        "nccl Send: to this rank itself only inside GroupStart/GroupEnd");
+  }
   if (group_depth_ > 0) {  // goes out with the group, which compute waits for
-    return NcclStatus(ncclSend(buf.data, count, type, peer, comm_, stream_),
-                      "ncclSend", comm_);
+    return NcclStatus(
+        ncclSend(buf.data, count, type, peer, CommTo(peer), stream_),
+        "ncclSend", CommTo(peer));
   }
   // Eager: send a copy, so the compute stream need not wait for the peer.
   void* staging = nullptr;
@@ -418,14 +435,16 @@ absl::Status NcclCommunicator::Send(const Tensor& buf, int peer) {
     TESSERA_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
         staging, buf.data, buf.bytes(), cudaMemcpyDeviceToDevice, compute));
   }
-  TESSERA_RETURN_IF_ERROR(RunOp(Waiter::kNobody, [&] {
-                            return NcclStatus(ncclSend(staging, count, type,
-                                                       peer, comm_, stream_),
-                                              "ncclSend", comm_);
-                          }).status());
+  ncclComm_t comm = CommTo(peer);
+  cudaStream_t stream = StreamTo(peer);
+  TESSERA_RETURN_IF_ERROR(
+      RunOp(Waiter::kNobody, stream, [&] {
+        return NcclStatus(ncclSend(staging, count, type, peer, comm, stream),
+                          "ncclSend", comm);
+      }).status());
   // Freed in stream order once the send is out.
   if (staging != nullptr) {
-    TESSERA_CUDA_RETURN_IF_ERROR(cudaFreeAsync(staging, stream_));
+    TESSERA_CUDA_RETURN_IF_ERROR(cudaFreeAsync(staging, stream));
   }
   return absl::OkStatus();
 }
@@ -438,21 +457,30 @@ absl::Status NcclCommunicator::Recv(const Tensor& buf, int peer) {
   }
   TESSERA_ASSIGN_OR_RETURN(ncclDataType_t type, NcclType(buf.dtype));
   const size_t count = static_cast<size_t>(buf.numel);
-  if (group_depth_ > 0) {
-    return NcclStatus(ncclRecv(buf.data, count, type, peer, comm_, stream_),
-                      "ncclRecv", comm_);
+  if (peer == rank_ && group_depth_ == 0) {
+    return absl::InvalidArgumentError(
+        "nccl Recv: from this rank itself only inside GroupStart/GroupEnd");
   }
-  return RunOp(Waiter::kComputeNow, [&] {
-           return NcclStatus(
-               ncclRecv(buf.data, count, type, peer, comm_, stream_),
-               "ncclRecv", comm_);
-         })
+  // A message from a lower rank travels on the communicator of messages to
+  // higher ranks, and the other way round.
+  ncclComm_t comm = peer > rank_ ? down_ : comm_;
+  if (group_depth_ > 0) {
+    return NcclStatus(ncclRecv(buf.data, count, type, peer, comm, stream_),
+                      "ncclRecv", comm);
+  }
+  cudaStream_t stream = peer > rank_ ? down_stream_ : stream_;
+  return RunOp(Waiter::kComputeNow, stream,
+               [&] {
+                 return NcclStatus(
+                     ncclRecv(buf.data, count, type, peer, comm, stream),
+                     "ncclRecv", comm);
+               })
       .status();
 }
 
 absl::Status NcclCommunicator::GroupStart() {
   if (group_depth_ == 0) {
-    TESSERA_ASSIGN_OR_RETURN(group_record_, BeginOp());
+    TESSERA_ASSIGN_OR_RETURN(group_record_, BeginOp(stream_));
   }
   TESSERA_NCCL_RETURN_IF_ERROR(ncclGroupStart(), comm_);
   ++group_depth_;
@@ -468,7 +496,7 @@ absl::Status NcclCommunicator::GroupEnd() {
   if (--group_depth_ > 0) return absl::OkStatus();
   const int64_t record = group_record_;
   group_record_ = -1;
-  return EndOp(record, Waiter::kComputeNow);
+  return EndOp(record, Waiter::kComputeNow, stream_);
 }
 
 absl::Status NcclCommunicator::Barrier() {
@@ -481,8 +509,8 @@ absl::Status NcclCommunicator::Barrier() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Split(
-    int color, int key) {
+absl::StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Split(int color,
+                                                                      int key) {
   TESSERA_CUDA_RETURN_IF_ERROR(cudaSetDevice(context_->device()));
   ncclComm_t child = nullptr;
   TESSERA_NCCL_RETURN_IF_ERROR(
@@ -493,7 +521,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> NcclCommunicator::Split(
     return absl::InvalidArgumentError(
         absl::StrCat("nccl Split: color ", color, " (must be >= 0)"));
   }
-  std::unique_ptr<NcclCommunicator> split(new NcclCommunicator(child, context_));
+  std::unique_ptr<NcclCommunicator> split(
+      new NcclCommunicator(child, context_));
   TESSERA_RETURN_IF_ERROR(split->Init());
   return std::unique_ptr<Communicator>(std::move(split));
 }
@@ -510,12 +539,11 @@ absl::StatusOr<std::unique_ptr<NcclCommunicator>> ConnectNcclWorld(
     int rank, int world_size, int device, cudaStream_t compute_stream,
     const NcclWorldOptions& options) {
   if (world_size < 1 || rank < 0 || rank >= world_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "nccl world: rank ", rank, " of ", world_size, " ranks"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("nccl world: rank ", rank, " of ", world_size, " ranks"));
   }
   if (options.rendezvous_file.empty()) {
-    return absl::InvalidArgumentError(
-        "nccl world: rendezvous_file: required");
+    return absl::InvalidArgumentError("nccl world: rendezvous_file: required");
   }
   TESSERA_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
   ncclUniqueId id;

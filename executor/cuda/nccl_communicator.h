@@ -13,8 +13,16 @@
 //   - Send outside a group copies the buffer to a staging buffer on the
 //     compute stream and sends from there; the compute stream does not wait
 //     (an eager send, as the in-process and TCP communicators' are).
+//   - An NCCL send of more than its buffers hold blocks its stream until the
+//     peer receives, and operations of one stream run in order. So point-to-
+//     point traffic travels by direction: to higher ranks on the group's
+//     communicator and stream, to lower ranks on a duplicate (ncclCommSplit
+//     with one color) with a stream of its own. On either, messages flow one
+//     way, so "A sends to B, B sends to A, then each receives" (interleaved
+//     pipelines wrap around) cannot wait in a cycle.
 //   - Sends and receives between GroupStart and GroupEnd go out together
-//     (ncclGroupStart/End); the compute stream waits for the whole group.
+//     (ncclGroupStart/End, on the group's stream); the compute stream waits
+//     for the whole group.
 // Barrier blocks the host until every rank has arrived.
 //
 // Timing. Each operation records events on its stream (start, end) and, when
@@ -134,26 +142,35 @@ class NcclCommunicator final : public Communicator {
       int rank, int world_size, int device, cudaStream_t compute_stream,
       const NcclWorldOptions& options);
 
-  NcclCommunicator(ncclComm* comm, std::shared_ptr<nccl_internal::NcclContext>
-                                       context);
+  NcclCommunicator(ncclComm* comm,
+                   std::shared_ptr<nccl_internal::NcclContext> context);
   absl::Status Init();
-  // Orders this communicator's stream after the compute stream and opens a
-  // timing record; returns its index.
-  absl::StatusOr<int64_t> BeginOp();
+  // Orders `stream` after the compute stream and opens a timing record;
+  // returns its index.
+  absl::StatusOr<int64_t> BeginOp(cudaStream_t stream);
   // Who waits for an operation: the compute stream at once (synchronous
   // calls), at Wait() (Start* calls), or nobody (eager sends).
   enum class Waiter { kComputeNow, kComputeLater, kNobody };
-  // Closes record `index` on this stream and arranges the wait.
-  absl::Status EndOp(int64_t index, Waiter waiter);
-  // BeginOp, the NCCL call(s), EndOp.
+  // Closes record `index` on `stream` and arranges the wait.
+  absl::Status EndOp(int64_t index, Waiter waiter, cudaStream_t stream);
+  // BeginOp, the NCCL call(s) on `stream`, EndOp.
   template <typename Fn>
-  absl::StatusOr<int64_t> RunOp(Waiter waiter, Fn&& nccl_call);
+  absl::StatusOr<int64_t> RunOp(Waiter waiter, cudaStream_t stream,
+                                Fn&& nccl_call);
+  // The communicator and stream of point-to-point traffic with `peer`
+  // outside a group.
+  ncclComm* CommTo(int peer) const { return peer < rank_ ? down_ : comm_; }
+  cudaStream_t StreamTo(int peer) const {
+    return peer < rank_ ? down_stream_ : stream_;
+  }
 
-  ncclComm* comm_;
+  ncclComm* comm_;            // collectives; messages to higher ranks
+  ncclComm* down_ = nullptr;  // messages to lower ranks
   std::shared_ptr<nccl_internal::NcclContext> context_;
   int rank_ = 0;
   int size_ = 1;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t down_stream_ = nullptr;
   void* barrier_buffer_ = nullptr;  // one int32 on the device
   int group_depth_ = 0;
   int64_t group_record_ = -1;

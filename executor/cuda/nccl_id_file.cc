@@ -58,29 +58,28 @@ absl::StatusOr<std::vector<uint8_t>> ParseNcclIdFile(absl::string_view text,
   }
   int file_world = 0;
   if (!absl::SimpleAtoi(lines[0].substr(kMagic.size()), &file_world)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("nccl id file: bad world size '",
-                     lines[0].substr(kMagic.size()), "'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "nccl id file: bad world size '", lines[0].substr(kMagic.size()), "'"));
   }
   if (file_world != world_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "nccl id file: written for a world of ", file_world,
-        " ranks, this rank was started for ", world_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("nccl id file: written for a world of ", file_world,
+                     " ranks, this rank was started for ", world_size));
   }
   const absl::string_view hex = absl::StripAsciiWhitespace(lines[1]);
   if (hex.size() != 2 * kNcclIdBytes ||
       (lines.size() == 3 && !absl::StripAsciiWhitespace(lines[2]).empty())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "nccl id file: expected ", 2 * kNcclIdBytes, " hex digits, got ",
-        hex.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("nccl id file: expected ", 2 * kNcclIdBytes,
+                     " hex digits, got ", hex.size()));
   }
   std::vector<uint8_t> id(kNcclIdBytes);
   for (size_t i = 0; i < kNcclIdBytes; ++i) {
     const int hi = HexValue(hex[2 * i]), lo = HexValue(hex[2 * i + 1]);
     if (hi < 0 || lo < 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("nccl id file: '", hex.substr(2 * i, 2),
-                       "' at byte ", i, " is not hex"));
+          absl::StrCat("nccl id file: '", hex.substr(2 * i, 2), "' at byte ", i,
+                       " is not hex"));
     }
     id[i] = static_cast<uint8_t>(hi * 16 + lo);
   }
@@ -108,9 +107,9 @@ absl::StatusOr<std::vector<uint8_t>> AwaitNcclId(const std::string& path,
       return ParseNcclIdFile(content, world_size);
     }
     if (absl::Now() >= deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "nccl rendezvous: rank 0 did not publish its id in ", path,
-          " within ", absl::FormatDuration(timeout)));
+      return absl::DeadlineExceededError(
+          absl::StrCat("nccl rendezvous: rank 0 did not publish its id in ",
+                       path, " within ", absl::FormatDuration(timeout)));
     }
     absl::SleepFor(poll);
   }

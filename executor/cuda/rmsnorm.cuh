@@ -87,7 +87,8 @@ __global__ void RmsNormWeightPartialsKernel(const bf16* dy, const bf16* x,
   if (c >= cols) return;
   const int64_t chunk = blockIdx.y;
   const int64_t begin = chunk * rows_per_chunk;
-  const int64_t end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
+  const int64_t end =
+      begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
   float sum = 0.0f;
   for (int64_t r = begin; r < end; ++r) {
     sum += ToFloat(dy[r * cols + c]) * ToFloat(x[r * cols + c]) * rstd[r];

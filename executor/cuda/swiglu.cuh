@@ -66,9 +66,8 @@ inline cudaError_t LaunchSwiGluBackward(const bf16* dout, const bf16* gate_up,
                                         bf16* dgate_up, cudaStream_t stream) {
   if (tokens <= 0) return cudaSuccess;
   const Launch l = ElementwiseLaunch(tokens * ffn);
-  SwiGluBackwardKernel<<<l.blocks, l.threads, 0, stream>>>(dout, gate_up,
-                                                           tokens, ffn,
-                                                           dgate_up);
+  SwiGluBackwardKernel<<<l.blocks, l.threads, 0, stream>>>(
+      dout, gate_up, tokens, ffn, dgate_up);
   return cudaGetLastError();
 }
 

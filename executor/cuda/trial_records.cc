@@ -65,21 +65,22 @@ void SummariseSteps(const TrialShape& trial,
       compute_s.push_back(step_s - exposed);
     }
   }
-  for (const RankRecord& rr : ranks) r.peak_memory_bytes.push_back(rr.peak_bytes);
+  for (const RankRecord& rr : ranks)
+    r.peak_memory_bytes.push_back(rr.peak_bytes);
   r.steps = static_cast<int64_t>(measured_s.size());
   if (measured_s.empty()) return;
   r.step_time_s = {Percentile(measured_s, 0.5), Percentile(measured_s, 0.1),
                    Percentile(measured_s, 0.9)};
-  const double tokens =
-      static_cast<double>(trial.global_batch) * static_cast<double>(trial.seq_len);
+  const double tokens = static_cast<double>(trial.global_batch) *
+                        static_cast<double>(trial.seq_len);
   r.tokens_per_s = tokens / r.step_time_s.median;
   r.tokens_per_s_per_gpu = r.tokens_per_s / static_cast<double>(trial.ranks);
   // Model FLOPs over the step time (core/model_flops.h; MFU's definition).
   r.tflops_per_gpu =
       ModelFlopsPerStep(trial.model, trial.global_batch, trial.seq_len) /
       r.step_time_s.median / static_cast<double>(trial.ranks) / 1e12;
-  r.mfu = peak_tflops_per_rank > 0 ? r.tflops_per_gpu / peak_tflops_per_rank
-                                   : 0;
+  r.mfu =
+      peak_tflops_per_rank > 0 ? r.tflops_per_gpu / peak_tflops_per_rank : 0;
   r.compute_s = Percentile(compute_s, 0.5);
   r.comm_s = Percentile(comm_s, 0.5);
   r.exposed_comm_s = Percentile(exposed_s, 0.5);

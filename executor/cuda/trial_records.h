@@ -81,8 +81,8 @@ void SummariseSteps(const TrialShape& trial,
 // measured steps over all GPUs' energy) when `gpus` records carry energy;
 // leaves both absent otherwise (never a made-up number).
 void SummarisePower(const TrialShape& trial,
-                    const std::vector<RankRecord>& ranks, int64_t measured_steps,
-                    TrialResult& result);
+                    const std::vector<RankRecord>& ranks,
+                    int64_t measured_steps, TrialResult& result);
 
 // Every rank's record (all ranks ran `steps` steps), gathered over `world`
 // through a buffer of `backend` (device memory on CUDA), with one extra
