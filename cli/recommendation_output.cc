@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/service_names.h"
+#include "cli/text_table.h"
 #include "google/protobuf/util/message_differencer.h"
 
 namespace tessera::cli {
@@ -28,13 +29,14 @@ void PrintRecommendedLayout(absl::string_view title,
                             const v1::RecommendedLayout& r, std::ostream& out) {
   out << title << ": " << FullLayout(r.layout()) << "\n";
   out << absl::StrFormat(
-      "  %s: %.0f tokens/s, step %.3f s, MFU %.1f%%, %.1f GiB per GPU, "
-      "exposed comm %.3f s, bubble %.3f s\n",
-      Label(r), r.tokens_per_s(), r.step_time_s(), 100 * r.mfu(),
-      r.memory_gib_per_gpu(), r.exposed_comm_s(), r.bubble_s());
+      "  %s: %.0f tokens/s, step %s s, MFU %.1f%%, %.1f GiB per GPU, "
+      "exposed comm %s s, bubble %s s\n",
+      Label(r), r.tokens_per_s(), Readable(r.step_time_s()), 100 * r.mfu(),
+      r.memory_gib_per_gpu(), Readable(r.exposed_comm_s()),
+      Readable(r.bubble_s()));
   if (r.tokens_per_joule() > 0) {
-    out << absl::StrFormat("  energy: %.3f tokens/J (%s)\n",
-                           r.tokens_per_joule(),
+    out << absl::StrFormat("  energy: %s tokens/J (%s)\n",
+                           Readable(r.tokens_per_joule()),
                            ProvenanceName(r.energy_provenance()));
   } else {
     out << "  energy: not measured, not predicted\n";
@@ -42,15 +44,16 @@ void PrintRecommendedLayout(absl::string_view title,
   if (r.provenance() == v1::MEASURED && r.has_predicted()) {
     const v1::Prediction& p = r.predicted();
     out << absl::StrFormat(
-        "  the calibrated model predicted: %.0f tokens/s, step %.3f s, MFU "
+        "  the calibrated model predicted: %.0f tokens/s, step %s s, MFU "
         "%.1f%%, %.0f W per GPU\n",
-        p.tokens_per_s(), p.step_time_s(), 100 * p.mfu(), p.watts_per_gpu());
+        p.tokens_per_s(), Readable(p.step_time_s()), 100 * p.mfu(),
+        p.watts_per_gpu());
   }
   if (r.has_full_run()) {
     out << absl::StrFormat(
-        "  full run: %.2f days, %.1f MWh, %.0f GPU-hours (%s tokens/s)\n",
-        r.full_run().days(), r.full_run().energy_mwh(),
-        r.full_run().gpu_hours(), ProvenanceName(r.provenance()));
+        "  full run: %s days, %s MWh, %s GPU-hours (from %s tokens/s)\n",
+        Readable(r.full_run().days()), Readable(r.full_run().energy_mwh()),
+        Readable(r.full_run().gpu_hours()), ProvenanceName(r.provenance()));
   } else {
     out << "  full run: the study gives no token budget "
            "(training.total_tokens)\n";
@@ -85,8 +88,8 @@ void PrintRecommendation(const v1::Recommendation& r, std::ostream& out) {
       out << "pareto front (tokens/s against tokens/J): " << r.pareto_size()
           << " layout" << (r.pareto_size() == 1 ? "" : "s") << "\n";
       for (const v1::RecommendedLayout& p : r.pareto()) {
-        out << absl::StrFormat("  %12.0f tokens/s %8.3f tokens/J  %-9s  %s\n",
-                               p.tokens_per_s(), p.tokens_per_joule(),
+        out << absl::StrFormat("  %12.0f tokens/s %8s tokens/J  %-9s  %s\n",
+                               p.tokens_per_s(), Readable(p.tokens_per_joule()),
                                ProvenanceName(p.provenance()),
                                CompactLayout(p.layout()));
       }

@@ -1,9 +1,11 @@
 #include "cli/text_table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
 namespace tessera::cli {
@@ -74,6 +76,12 @@ void TextTable::Print(std::ostream& out) const {
   for (const TableColumn& column : columns_) header.push_back(column.title);
   print_row(header);
   for (const std::vector<std::string>& row : rows_) print_row(row);
+}
+
+std::string Readable(double value) {
+  if (value == 0) return "0";
+  if (std::abs(value) >= 100) return absl::StrFormat("%.0f", value);
+  return absl::StrFormat("%.3g", value);
 }
 
 std::string CsvField(absl::string_view text) {

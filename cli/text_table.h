@@ -53,6 +53,10 @@ size_t DisplayWidth(absl::string_view text);
 // line breaks become spaces.
 std::string Truncate(absl::string_view text, size_t max_width);
 
+// A number for people: three significant digits ("0.41", "12.3",
+// "0.000123"), whole from 100 up ("12345", not "1.23e+04"); "0" for zero.
+std::string Readable(double value);
+
 // One CSV field, quoted when it holds a comma, a quote or a line break.
 std::string CsvField(absl::string_view text);
 

@@ -148,9 +148,8 @@ void PrintHistoryTable(const std::vector<LayoutHistory>& groups,
         g.median_watts_per_gpu.has_value()
             ? absl::StrFormat("%.0f", *g.median_watts_per_gpu)
             : kNotMeasured,
-        g.best_tokens_per_joule.has_value()
-            ? absl::StrFormat("%.3f", *g.best_tokens_per_joule)
-            : kNotMeasured,
+        g.best_tokens_per_joule.has_value() ? Readable(*g.best_tokens_per_joule)
+                                            : kNotMeasured,
         absl::StrJoin(g.study_ids, ","),
         FormatUnixMs(g.last_unix_ms),
     });

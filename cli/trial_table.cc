@@ -56,7 +56,7 @@ void PrintTrialTable(const Trials& trials, std::ostream& out) {
         IfMeasured(t, absl::StrFormat("%.1f%%", 100 * m.mfu())),
         IfMeasured(t,
                    absl::StrFormat("%.1f GiB", m.peak_memory_bytes() / kGiB)),
-        IfMeasured(t, absl::StrFormat("%.3f s", m.exposed_comm_s())),
+        IfMeasured(t, absl::StrCat(Readable(m.exposed_comm_s()), " s")),
         t.has_measured() && m.has_watts_per_gpu()
             ? absl::StrFormat("%.0f W", m.watts_per_gpu())
             : kNotMeasured,

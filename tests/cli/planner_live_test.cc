@@ -11,15 +11,23 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "core/trial_result.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "planner/service/server.h"
+#include "proto/convert.h"
+#include "tessera/v1/service.grpc.pb.h"
 #include "tests/cli/cli_test_util.h"
 
 namespace tessera::cli {
@@ -44,6 +52,127 @@ std::string TinyStudy(const std::string& name, const std::string& trials) {
     "trials": )",
                       trials, "}");
 }
+
+// An output stream another thread can read while a command writes to it.
+class SharedText : public std::streambuf {
+ public:
+  std::string text() const {
+    absl::MutexLock lock(&mu_);
+    return text_;
+  }
+
+ protected:
+  int overflow(int c) override {
+    if (c == traits_type::eof()) return traits_type::not_eof(c);
+    absl::MutexLock lock(&mu_);
+    text_.push_back(static_cast<char>(c));
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    absl::MutexLock lock(&mu_);
+    text_.append(s, static_cast<size_t>(n));
+    return n;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::string text_;
+};
+
+// An agent that speaks the real AgentService protocol, driven by the test
+// instead of running tessera-trial: it registers CPU ranks, leases trials
+// and reports the results the test chooses, as tessera-trial's JSON.
+class ScriptedAgent {
+ public:
+  ScriptedAgent(const std::string& address, std::string id, int64_t ranks)
+      : id_(std::move(id)),
+        ranks_(ranks),
+        stub_(v1::AgentService::NewStub(grpc::CreateChannel(
+            address, grpc::InsecureChannelCredentials()))) {}
+
+  grpc::Status Register() {
+    grpc::ClientContext context;
+    v1::RegisterRequest request;
+    v1::AgentInfo* info = request.mutable_agent();
+    info->set_agent_id(id_);
+    info->set_hostname("scripted");
+    info->set_backend("cpu");
+    info->set_gpu_name("scripted cpu");
+    info->set_gpu_count(ranks_);
+    info->set_memory_bytes(int64_t{64} << 30);
+    info->set_interconnect("shared-memory");
+    info->set_address("127.0.0.1");
+    v1::RegisterResponse response;
+    return stub_->Register(&context, request, &response);
+  }
+
+  // The next trial, polling for up to 10 s; nullopt when none came.
+  std::optional<v1::TrialAssignment> Lease() {
+    for (int i = 0; i < 100; ++i) {
+      grpc::ClientContext context;
+      v1::LeaseTrialRequest request;
+      request.set_agent_id(id_);
+      v1::LeaseTrialResponse response;
+      const grpc::Status s = stub_->LeaseTrial(&context, request, &response);
+      if (!s.ok()) {
+        ADD_FAILURE() << "LeaseTrial: " << s.error_message();
+        return std::nullopt;
+      }
+      if (response.has_assignment()) return response.assignment();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return std::nullopt;
+  }
+
+  // Reports an ok run of `a` at `tokens_per_s`, with power when `watts`.
+  grpc::Status ReportOk(const v1::TrialAssignment& a, double tokens_per_s,
+                        std::optional<double> watts) {
+    TrialResult r;
+    r.status = TrialStatus::kOk;
+    r.layout = *LayoutFromProto(a.layout());
+    r.backend = "cpu";
+    r.model = "tiny";
+    r.device = "scripted cpu";
+    r.ranks = a.world_size();
+    r.global_batch = a.global_batch();
+    r.seq_len = a.seq_len();
+    r.warmup_steps = a.warmup_steps();
+    r.steps = a.steps();
+    const double step_s =
+        static_cast<double>(a.global_batch() * a.seq_len()) / tokens_per_s;
+    r.step_time_s = {step_s, 0.95 * step_s, 1.05 * step_s};
+    r.tokens_per_s = tokens_per_s;
+    r.tokens_per_s_per_gpu = tokens_per_s / r.ranks;
+    r.tflops_per_gpu = 1.5;
+    r.mfu = 0.25;
+    r.peak_tflops = 6;
+    r.peak_tflops_source = "scripted";
+    r.peak_memory_bytes.assign(r.ranks, int64_t{1} << 30);
+    r.compute_s = 0.7 * step_s;
+    r.comm_s = 0.4 * step_s;
+    r.exposed_comm_s = 0.3 * step_s;
+    if (watts.has_value()) {
+      r.watts_per_gpu = *watts;
+      r.tokens_per_joule = tokens_per_s / (*watts * r.ranks);
+    }
+    for (int64_t i = 0; i < a.warmup_steps() + a.steps(); ++i) {
+      r.loss.push_back(10.0 - 0.1 * i);
+      r.step_times_s.push_back(step_s);
+    }
+    grpc::ClientContext context;
+    v1::ReportTrialRequest request;
+    request.set_agent_id(id_);
+    request.set_trial_id(a.trial_id());
+    request.set_result_json(TrialResultToJson(r).dump());
+    v1::ReportTrialResponse response;
+    return stub_->ReportTrial(&context, request, &response);
+  }
+
+ private:
+  std::string id_;
+  int64_t ranks_;
+  std::unique_ptr<v1::AgentService::Stub> stub_;
+};
 
 class PlannerLiveTest : public testing::Test {
  protected:
@@ -166,6 +295,144 @@ TEST_F(PlannerLiveTest, WithoutAgentsTheStudyWaitsAndNoTrialIsQueued) {
   EXPECT_NE(r.err.find("tessera trials: sort: 'speed' is not one of"),
             std::string::npos)
       << r.err;
+}
+
+// An agent runs the study's two trials while `watch` follows it: the
+// progress arrives as events, the study ends with a measured
+// recommendation, and trials, best and history show what was reported.
+TEST_F(PlannerLiveTest, TrialsReportedByAnAgentReachEveryCommand) {
+  ScriptedAgent agent(server_->address(), "scripted-0", 8);
+  const grpc::Status registered = agent.Register();
+  ASSERT_TRUE(registered.ok()) << registered.error_message();
+  const int64_t id = Submit("measured", R"({"max_trials": 2})");
+  ASSERT_GT(id, 0);
+  const std::string sid = absl::StrCat(id);
+
+  // watch, in a thread; the trials run once it has its first event.
+  SharedText watch_out, watch_err;
+  std::ostream watch_out_stream(&watch_out), watch_err_stream(&watch_err);
+  int watch_status = -1;
+  std::thread watcher([&] {
+    watch_status = RunTessera({"watch", sid, "--planner", server_->address()},
+                              watch_out_stream, watch_err_stream);
+  });
+  // However the test ends, the watch ends first: a study that is not done
+  // is cancelled, which ends its stream.
+  bool done = false;
+  absl::Cleanup stop_watch = [&] {
+    if (!watcher.joinable()) return;
+    if (!done) Run({"cancel", sid});
+    watcher.join();
+  };
+  for (int i = 0; i < 200 && watch_out.text().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(watch_out.text(), "") << watch_err.text();
+  const std::optional<v1::TrialAssignment> first = agent.Lease();
+  ASSERT_TRUE(first.has_value());
+  // The first trial measures 80% of its prediction, with power; the
+  // second half as much, without.
+  CliRun r = Run({"trials", "--study", sid, "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  json trials = json::parse(r.out);
+  ASSERT_EQ(trials.size(), 2u) << r.out;
+  double predicted_first = 0;
+  for (const json& t : trials) {
+    if (t["id"] == first->trial_id()) {
+      EXPECT_EQ(t["state"], "running");
+      predicted_first = t["predicted"]["tokens_per_s"].get<double>();
+    } else {
+      EXPECT_EQ(t["state"], "queued");
+    }
+  }
+  ASSERT_GT(predicted_first, 0);
+  const double first_tokens_per_s = 0.8 * predicted_first;
+  grpc::Status s = agent.ReportOk(*first, first_tokens_per_s, 400.0);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const std::optional<v1::TrialAssignment> second = agent.Lease();
+  ASSERT_TRUE(second.has_value());
+  const double second_tokens_per_s = 0.5 * first_tokens_per_s;
+  s = agent.ReportOk(*second, second_tokens_per_s, std::nullopt);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+
+  // The budget is spent: the study ends and so does the watch. (Should it
+  // not, stop_watch cancels the study and the test fails below.)
+  for (int i = 0; i < 100 && !done; ++i) {
+    const json study = json::parse(Run({"studies", "--json"}).out).at(0);
+    done = study["state"] == "done";
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::move(stop_watch).Invoke();
+  ASSERT_TRUE(done);
+  CliRun watched;
+  watched.status = watch_status;
+  watched.out = watch_out.text();
+  watched.err = watch_err.text();
+
+  const std::string a = absl::StrCat(first->trial_id());
+  const std::string b = absl::StrCat(second->trial_id());
+  EXPECT_EQ(watched.status, 0) << watched.err << watched.out;
+  EXPECT_EQ(watched.err, "");
+  for (const std::string& expected : std::vector<std::string>{
+           "trial " + a + " ok: ", "trial " + b + " ok: ",
+           " 2/2 trials, 0 running, rung 0; best ", "\nstudy " + sid + " done",
+           "MEASURED (trial " + a + "): ", "calibration: step-time MAPE "}) {
+    EXPECT_NE(watched.out.find(expected), std::string::npos) << expected << "\n"
+                                                             << watched.out;
+  }
+
+  // trials: what the agent reported, power measured for one only.
+  r = Run({"trials", "--study", sid, "--sort", "-tokens_per_s", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  trials = json::parse(r.out);
+  ASSERT_EQ(trials.size(), 2u);
+  EXPECT_EQ(trials[0]["id"], first->trial_id());
+  EXPECT_EQ(trials[0]["state"], "ok");
+  EXPECT_DOUBLE_EQ(trials[0]["measured"]["tokens_per_s"].get<double>(),
+                   first_tokens_per_s);
+  EXPECT_EQ(trials[0]["measured"]["watts_per_gpu"], 400.0);
+  EXPECT_EQ(trials[0]["agents"], json::array({"scripted-0"}));
+  EXPECT_DOUBLE_EQ(trials[1]["measured"]["tokens_per_s"].get<double>(),
+                   second_tokens_per_s);
+  EXPECT_TRUE(trials[1]["measured"]["watts_per_gpu"].is_null());
+  r = Run({"trials", "--study", sid, "--sort", "-tokens_per_s"});
+  std::vector<std::string> rows;
+  for (size_t at = 0, next; (next = r.out.find('\n', at)) != std::string::npos;
+       at = next + 1) {
+    rows.push_back(r.out.substr(at, next - at));
+  }
+  ASSERT_EQ(rows.size(), 3u) << r.out;
+  EXPECT_NE(rows[1].find(" 400 W "), std::string::npos) << rows[1];
+  EXPECT_NE(rows[1].find(" 25.0% "), std::string::npos) << rows[1];
+  EXPECT_NE(rows[1].find(" 1.0 GiB "), std::string::npos) << rows[1];
+  EXPECT_NE(rows[2].find("—"), std::string::npos) << rows[2];  // no power
+  EXPECT_EQ(rows[2].find(" W "), std::string::npos) << rows[2];
+
+  // best: the measured layout, labelled with its trial.
+  r = Run({"best", sid, "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json best = json::parse(r.out);
+  EXPECT_EQ(best["final"], true);
+  EXPECT_EQ(best["recommended"]["provenance"], "MEASURED");
+  EXPECT_EQ(best["recommended"]["trial_id"], first->trial_id());
+  EXPECT_DOUBLE_EQ(best["recommended"]["tokens_per_s"].get<double>(),
+                   first_tokens_per_s);
+  EXPECT_EQ(best["recommended"]["layout"], trials[0]["layout"]);
+  EXPECT_EQ(best["calibration_samples"], 2);
+
+  // history: one group per layout, each with its one ok trial.
+  r = Run({"history", "--model", "tiny", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json history = json::parse(r.out);
+  ASSERT_EQ(history.size(), 2u) << r.out;
+  EXPECT_EQ(history[0]["trials"], json::array({first->trial_id()}));
+  EXPECT_DOUBLE_EQ(history[0]["best_tokens_per_s"].get<double>(),
+                   first_tokens_per_s);
+  EXPECT_EQ(history[0]["median_watts_per_gpu"], 400.0);
+  EXPECT_EQ(history[0]["studies"], json::array({id}));
+  EXPECT_TRUE(history[1]["median_watts_per_gpu"].is_null());
+  r = Run({"history", "--tp", "64"});
+  EXPECT_EQ(Lines(r.out), 1) << r.out;  // no such layout: the header alone
 }
 
 TEST_F(PlannerLiveTest, NoTrialsEndsAtOnceWithAPredictedRecommendation) {

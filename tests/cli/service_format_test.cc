@@ -172,6 +172,16 @@ TEST(CsvTest, NumbersReadBackExactly) {
   EXPECT_EQ(CsvNumber(std::nullopt), "");
 }
 
+TEST(TextTableTest, ReadableNumbers) {
+  EXPECT_EQ(Readable(0), "0");
+  EXPECT_EQ(Readable(0.41), "0.41");
+  EXPECT_EQ(Readable(12.34), "12.3");
+  EXPECT_EQ(Readable(0.000123456), "0.000123");
+  EXPECT_EQ(Readable(99.94), "99.9");
+  EXPECT_EQ(Readable(12345.6), "12346");
+  EXPECT_EQ(Readable(-250.4), "-250");
+}
+
 TEST(ServiceNamesTest, StatesRoundTrip) {
   for (v1::StudyState s : {v1::STUDY_QUEUED, v1::STUDY_RUNNING, v1::STUDY_DONE,
                            v1::STUDY_CANCELLED, v1::STUDY_FAILED}) {
@@ -507,11 +517,11 @@ TEST(RecommendationOutputTest, LabelsEveryNumber) {
   for (const char* expected :
        {"study 7 recommendation:\n",
         "best throughput: tp=2,sp=0,pp=1,vpp=1,cp=1,dp=4,zero=3,",
-        "  MEASURED (trial 12): 51234 tokens/s, step 0.410 s, MFU 41.2%, "
-        "30.1 GiB per GPU",
+        "  MEASURED (trial 12): 51234 tokens/s, step 0.41 s, MFU 41.2%, "
+        "30.1 GiB per GPU, exposed comm 0 s, bubble 0 s\n",
         "  energy: 0.812 tokens/J (MEASURED)\n",
         "  the calibrated model predicted: 49000 tokens/s",
-        "  full run: 12.30 days, 45.6 MWh, 12345 GPU-hours (MEASURED "
+        "  full run: 12.3 days, 45.6 MWh, 12345 GPU-hours (from MEASURED "
         "tokens/s)\n",
         "  why: exposed comm 12% of the step\n",
         "best energy: the same layout\n",
