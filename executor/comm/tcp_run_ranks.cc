@@ -7,10 +7,10 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "executor/comm/internal/rank_threads.h"
 
 namespace tessera::executor {
 namespace {
@@ -54,32 +54,17 @@ std::vector<absl::Status> RunTcpRanks(int n, const RankFunction& fn,
     folder = *std::move(created);
     options.rendezvous_file = folder->file();
   }
-  std::vector<absl::Status> statuses(n);
-  std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (int rank = 0; rank < n; ++rank) {
-    threads.emplace_back([&, rank] {
-      absl::StatusOr<std::unique_ptr<Communicator>> world =
-          ConnectTcpWorld(rank, n, options);
-      if (!world.ok()) {
-        statuses[rank] = world.status();
-        return;
-      }
-      auto& tcp = static_cast<TcpCommunicator&>(**world);
-      absl::Status status = fn(rank, tcp);
-      // A rank that returns ABORTED was itself aborted by another: it is
-      // not a new cause (unless nothing aborted the world yet).
-      if (!status.ok() && (status.code() != absl::StatusCode::kAborted ||
-                           tcp.abort_status().ok())) {
-        tcp.Abort(absl::Status(
-            status.code(),
-            absl::StrCat("rank ", rank, " failed: ", status.ToString())));
-      }
-      statuses[rank] = std::move(status);
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  return statuses;
+  return comm_internal::RunOnThreads(n, [&](int rank) -> absl::Status {
+    absl::StatusOr<std::unique_ptr<Communicator>> world =
+        ConnectTcpWorld(rank, n, options);
+    if (!world.ok()) return world.status();
+    auto& tcp = static_cast<TcpCommunicator&>(**world);
+    absl::Status status = fn(rank, tcp);
+    const absl::Status cause =
+        comm_internal::AbortCause(rank, status, tcp.abort_status());
+    if (!cause.ok()) tcp.Abort(cause);
+    return status;
+  });
 }
 
 }  // namespace tessera::executor

@@ -4,30 +4,14 @@
 
 #include <atomic>
 #include <memory>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "executor/comm/internal/rank_threads.h"
 #include "executor/comm/tcp_communicator.h"
 #include "executor/comm/tcp_run_ranks.h"
 
 namespace tessera::executor::testing {
-namespace {
-
-// Runs rank_fn(r) on threads r = 0..n-1 and returns what each returned.
-std::vector<absl::Status> OnThreads(
-    int n, const std::function<absl::Status(int rank)>& rank_fn) {
-  std::vector<absl::Status> statuses(n);
-  std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] { statuses[r] = rank_fn(r); });
-  }
-  for (std::thread& thread : threads) thread.join();
-  return statuses;
-}
-
-}  // namespace
 
 absl::string_view CommKindName(CommKind kind) {
   return kind == CommKind::kInProcess ? "InProcess" : "Tcp";
@@ -75,7 +59,7 @@ std::vector<absl::Status> RunInProcessRaw(
   absl::StatusOr<std::unique_ptr<InProcessWorld>> world =
       InProcessWorld::Create(n, options);
   if (!world.ok()) return {world.status()};
-  return OnThreads(n, [&](int r) { return fn(r, **world); });
+  return comm_internal::RunOnThreads(n, [&](int r) { return fn(r, **world); });
 }
 
 std::vector<absl::Status> RunRaw(CommKind kind, int n, const RankFunction& fn,
@@ -91,7 +75,7 @@ std::vector<absl::Status> RunRaw(CommKind kind, int n, const RankFunction& fn,
   TcpWorldOptions options;
   options.rendezvous_file = UniqueRendezvousFile();
   options.timeout = timeout;
-  return OnThreads(n, [&](int r) -> absl::Status {
+  return comm_internal::RunOnThreads(n, [&](int r) -> absl::Status {
     absl::StatusOr<std::unique_ptr<Communicator>> world =
         ConnectTcpWorld(r, n, options);
     return world.ok() ? fn(r, **world) : world.status();
