@@ -17,16 +17,16 @@ namespace {
 
 using testing::CommKind;
 using testing::Describe;
+using testing::ForEveryReduction;
+using testing::GarbageBuffer;
 using testing::HostBuffer;
 using testing::Input;
+using testing::InputBuffer;
 using testing::kAllDTypes;
-using testing::kAllOps;
 using testing::kCommKinds;
 using testing::kCounts;
 using testing::Reduced;
 using testing::RunAllOk;
-
-constexpr double kGarbage = 99;
 
 // (implementation, group size).
 class CollectivesTest
@@ -36,37 +36,23 @@ TEST_P(CollectivesTest, AllReduce) {
   const CommKind kind = std::get<0>(GetParam());
   const int n = std::get<1>(GetParam());
   RunAllOk(kind, n, [n](int rank, Communicator& comm) -> absl::Status {
-    for (int64_t count : kCounts) {
-      for (DType dtype : kAllDTypes) {
-        for (ReduceOp op : kAllOps) {
-          std::vector<double> want(count);
-          for (int64_t i = 0; i < count; ++i) {
-            want[i] = Reduced(n, i, dtype, op);
-          }
-          for (bool in_place : {false, true}) {
-            const std::string what = absl::StrCat(
-                "AllReduce ", Describe(n, count, dtype, op, in_place));
-            HostBuffer send(dtype, count);
-            send.Fill([&](int64_t i) { return Input(rank, i, dtype); });
-            HostBuffer recv(dtype, count);
-            recv.Fill([](int64_t) { return kGarbage; });
-            HostBuffer& out = in_place ? send : recv;
-            TESSERA_RETURN_IF_ERROR(
-                comm.AllReduce(send.view(), out.view(), op));
-            TESSERA_RETURN_IF_ERROR(out.Expect(want, what));
-            if (!in_place) {
-              std::vector<double> input(count);
-              for (int64_t i = 0; i < count; ++i) {
-                input[i] = Input(rank, i, dtype);
-              }
-              TESSERA_RETURN_IF_ERROR(
-                  send.Expect(input, what + " (send kept)"));
-            }
-          }
-        }
+    return ForEveryReduction([&](int64_t count, DType dtype, ReduceOp op,
+                                 bool in_place) -> absl::Status {
+      const std::string what =
+          absl::StrCat("AllReduce ", Describe(n, count, dtype, op, in_place));
+      std::vector<double> input(count), want(count);
+      for (int64_t i = 0; i < count; ++i) {
+        input[i] = Input(rank, i, dtype);
+        want[i] = Reduced(n, i, dtype, op);
       }
-    }
-    return absl::OkStatus();
+      HostBuffer send = InputBuffer(rank, dtype, count);
+      HostBuffer recv = GarbageBuffer(dtype, count);
+      HostBuffer& out = in_place ? send : recv;
+      TESSERA_RETURN_IF_ERROR(comm.AllReduce(send.view(), out.view(), op));
+      TESSERA_RETURN_IF_ERROR(out.Expect(want, what));
+      if (in_place) return absl::OkStatus();
+      return send.Expect(input, what + " (send kept)");
+    });
   });
 }
 
@@ -86,10 +72,8 @@ TEST_P(CollectivesTest, AllGather) {
           const std::string what =
               absl::StrCat("AllGather ",
                            Describe(n, count, dtype, ReduceOp::kSum, in_place));
-          HostBuffer recv(dtype, n * count);
-          recv.Fill([](int64_t) { return kGarbage; });
-          HostBuffer own(dtype, count);
-          own.Fill([&](int64_t i) { return Input(rank, i, dtype); });
+          HostBuffer recv = GarbageBuffer(dtype, n * count);
+          HostBuffer own = InputBuffer(rank, dtype, count);
           Tensor send = own.view();
           if (in_place) {  // NCCL's in-place form: send is this rank's block
             send = recv.view().Slice(rank * count, count);
@@ -110,39 +94,30 @@ TEST_P(CollectivesTest, ReduceScatter) {
   const CommKind kind = std::get<0>(GetParam());
   const int n = std::get<1>(GetParam());
   RunAllOk(kind, n, [n](int rank, Communicator& comm) -> absl::Status {
-    for (int64_t count : kCounts) {
-      for (DType dtype : kAllDTypes) {
-        for (ReduceOp op : kAllOps) {
-          std::vector<double> want(count);
-          for (int64_t i = 0; i < count; ++i) {
-            want[i] = Reduced(n, rank * count + i, dtype, op);
-          }
-          for (bool in_place : {false, true}) {
-            const std::string what = absl::StrCat(
-                "ReduceScatter ", Describe(n, count, dtype, op, in_place));
-            HostBuffer send(dtype, n * count);
-            send.Fill([&](int64_t i) { return Input(rank, i, dtype); });
-            HostBuffer recv(dtype, count);
-            recv.Fill([](int64_t) { return kGarbage; });
-            if (in_place) {  // recv is this rank's block of send
-              const Tensor block = send.view().Slice(rank * count, count);
-              TESSERA_RETURN_IF_ERROR(
-                  comm.ReduceScatter(send.view(), block, op));
-              HostBuffer copy(dtype, count);
-              for (int64_t i = 0; i < count; ++i) {
-                copy.Set(i, send.Get(rank * count + i));
-              }
-              TESSERA_RETURN_IF_ERROR(copy.Expect(want, what));
-            } else {
-              TESSERA_RETURN_IF_ERROR(
-                  comm.ReduceScatter(send.view(), recv.view(), op));
-              TESSERA_RETURN_IF_ERROR(recv.Expect(want, what));
-            }
-          }
-        }
+    return ForEveryReduction([&](int64_t count, DType dtype, ReduceOp op,
+                                 bool in_place) -> absl::Status {
+      const std::string what = absl::StrCat(
+          "ReduceScatter ", Describe(n, count, dtype, op, in_place));
+      std::vector<double> want(count);
+      for (int64_t i = 0; i < count; ++i) {
+        want[i] = Reduced(n, rank * count + i, dtype, op);
       }
-    }
-    return absl::OkStatus();
+      HostBuffer send = InputBuffer(rank, dtype, n * count);
+      if (!in_place) {
+        HostBuffer recv = GarbageBuffer(dtype, count);
+        TESSERA_RETURN_IF_ERROR(
+            comm.ReduceScatter(send.view(), recv.view(), op));
+        return recv.Expect(want, what);
+      }
+      // In place: recv is this rank's block of send.
+      const Tensor block = send.view().Slice(rank * count, count);
+      TESSERA_RETURN_IF_ERROR(comm.ReduceScatter(send.view(), block, op));
+      HostBuffer copy(dtype, count);
+      for (int64_t i = 0; i < count; ++i) {
+        copy.Set(i, send.Get(rank * count + i));
+      }
+      return copy.Expect(want, what);
+    });
   });
 }
 
@@ -153,8 +128,7 @@ TEST_P(CollectivesTest, BroadcastFromEveryRoot) {
     for (int64_t count : kCounts) {
       for (DType dtype : kAllDTypes) {
         for (int root = 0; root < n; ++root) {
-          HostBuffer buf(dtype, count);
-          buf.Fill([&](int64_t i) { return Input(rank, i, dtype); });
+          HostBuffer buf = InputBuffer(rank, dtype, count);
           std::vector<double> want(count);
           for (int64_t i = 0; i < count; ++i) want[i] = Input(root, i, dtype);
           TESSERA_RETURN_IF_ERROR(comm.Broadcast(buf.view(), root));

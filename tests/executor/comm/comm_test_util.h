@@ -127,6 +127,20 @@ inline std::string Describe(int n, int64_t count, DType dtype, ReduceOp op,
                       in_place ? " in place" : "");
 }
 
+// `numel` elements of rank `rank`'s input: Input(rank, i, dtype).
+inline HostBuffer InputBuffer(int rank, DType dtype, int64_t numel) {
+  HostBuffer buf(dtype, numel);
+  buf.Fill([&](int64_t i) { return Input(rank, i, dtype); });
+  return buf;
+}
+
+// `numel` elements that no correct result holds (99), to be overwritten.
+inline HostBuffer GarbageBuffer(DType dtype, int64_t numel) {
+  HostBuffer buf(dtype, numel);
+  buf.Fill([](int64_t) { return 99; });
+  return buf;
+}
+
 using Clock = std::chrono::steady_clock;
 
 // Seconds from `start` until now.
@@ -144,5 +158,24 @@ constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMax};
 // Zero, one, odd counts below and above the group size, and one that spans
 // more than one block of the host reduction (1024 elements).
 constexpr int64_t kCounts[] = {0, 1, 7, 13, 2051};
+
+// Runs check(count, dtype, op, in_place) for every count of kCounts, dtype,
+// op, and in place or not (a reduction's sweep); the first error stops it.
+inline absl::Status ForEveryReduction(
+    const std::function<absl::Status(int64_t count, DType dtype, ReduceOp op,
+                                     bool in_place)>& check) {
+  for (int64_t count : kCounts) {
+    for (DType dtype : kAllDTypes) {
+      for (ReduceOp op : kAllOps) {
+        for (bool in_place : {false, true}) {
+          if (absl::Status s = check(count, dtype, op, in_place); !s.ok()) {
+            return s;
+          }
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace tessera::executor::testing
