@@ -102,7 +102,15 @@ int FollowStudy(PlannerClient& client, int64_t study_id, bool redraw,
       printer.Finish();
       return ReportError(err, command, s);
     }
-    if (!give_up.has_value()) give_up = absl::Now() + reconnect_for;
+    if (!give_up.has_value()) {
+      give_up = absl::Now() + reconnect_for;
+      printer.Finish();
+      err << command << ": lost the stream of study " << study_id << " ("
+          << (s.ok() ? "it ended before the study did" : s.message())
+          << "); reconnecting for up to " << absl::FormatDuration(reconnect_for)
+          << "\n"
+          << std::flush;
+    }
     if (absl::Now() >= *give_up) {
       printer.Finish();
       return ReportError(err, command,

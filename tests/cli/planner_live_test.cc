@@ -435,6 +435,60 @@ TEST_F(PlannerLiveTest, TrialsReportedByAnAgentReachEveryCommand) {
   EXPECT_EQ(Lines(r.out), 1) << r.out;  // no such layout: the header alone
 }
 
+// The planner stops and starts again on the same address and database
+// while `watch` follows a study: the watch says so once, picks the stream up
+// again, and ends when the study does.
+TEST_F(PlannerLiveTest, WatchResumesAcrossAPlannerRestart) {
+  const int64_t id = Submit("restart", R"({"max_trials": 3})");
+  ASSERT_GT(id, 0);
+  const std::string sid = absl::StrCat(id);
+  const std::string address = server_->address();
+  SharedText watch_out, watch_err;
+  std::ostream watch_out_stream(&watch_out), watch_err_stream(&watch_err);
+  int watch_status = -1;
+  std::thread watcher([&] {
+    watch_status =
+        RunTessera({"watch", sid, "--planner", address, "--reconnect", "30"},
+                   watch_out_stream, watch_err_stream);
+  });
+  // On a failed assertion: cancelling ends the watch (or, with no planner,
+  // --reconnect's 30 s do).
+  absl::Cleanup join = [&] {
+    if (server_ != nullptr) Run({"cancel", sid});
+    watcher.join();
+  };
+  for (int i = 0; i < 200 && watch_out.text().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(watch_out.text(), "") << watch_err.text();
+
+  server_.reset();  // shuts the server down, ending the watch's stream
+  for (int i = 0; i < 200 && watch_err.text().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(watch_err.text().rfind(
+                "tessera watch: lost the stream of study " + sid + " (", 0),
+            0u)
+      << watch_err.text();
+  service::PlannerOptions options;
+  options.db_path = (dir_ / "planner.db").string();
+  options.log = service::Log(service::LogLevel::kOff);
+  absl::StatusOr<std::unique_ptr<service::PlannerServer>> again =
+      service::PlannerServer::Start(address, options);
+  ASSERT_TRUE(again.ok()) << again.status();
+  server_ = std::move(*again);
+
+  const CliRun cancelled = Run({"cancel", sid});
+  EXPECT_EQ(cancelled.status, 0) << cancelled.err;
+  std::move(join).Cancel();
+  watcher.join();
+  EXPECT_EQ(watch_status, 4) << watch_err.text();
+  EXPECT_EQ(Lines(watch_err.text()), 1) << watch_err.text();
+  EXPECT_NE(watch_out.text().find("\nstudy " + sid + " cancelled"),
+            std::string::npos)
+      << watch_out.text();
+}
+
 TEST_F(PlannerLiveTest, NoTrialsEndsAtOnceWithAPredictedRecommendation) {
   const int64_t id = Submit("predicted-only", R"({"max_trials": 0})");
   ASSERT_GT(id, 0);
