@@ -29,6 +29,7 @@ absl::StatusOr<std::unique_ptr<Planner>> Planner::Create(
   }
   std::unique_ptr<Planner> planner(new Planner(store, std::move(options)));
   planner->ResumeStudies();
+  planner->advancer_ = std::thread([p = planner.get()] { p->RunAdvancer(); });
   if (planner->options_.reaper_period > absl::ZeroDuration()) {
     planner->reaper_ = std::thread([p = planner.get()] { p->RunReaper(); });
   }
@@ -42,6 +43,44 @@ Planner::~Planner() {
     reaper_wake_.SignalAll();
   }
   if (reaper_.joinable()) reaper_.join();
+  {
+    absl::MutexLock lock(&advance_mu_);
+    advance_stopping_ = true;
+  }
+  // What it had not done yet is decided again from the store at restart.
+  if (advancer_.joinable()) advancer_.join();
+}
+
+void Planner::RequestAdvance(int64_t study_id) {
+  absl::MutexLock lock(&advance_mu_);
+  if (advance_stopping_) return;
+  if (advance_queued_.insert(study_id).second) {
+    advance_queue_.push_back(study_id);
+  }
+}
+
+void Planner::RunAdvancer() {
+  while (true) {
+    int64_t study_id = 0;
+    {
+      absl::MutexLock lock(&advance_mu_);
+      advance_mu_.Await(absl::Condition(this, &Planner::AdvancerHasWork));
+      if (advance_stopping_) return;
+      study_id = advance_queue_.front();
+      advance_queue_.pop_front();
+      advance_queued_.erase(study_id);
+      advance_busy_ = true;
+    }
+    std::shared_ptr<StudyRun> run = FindRun(study_id);
+    if (run != nullptr) Advance(run);
+    absl::MutexLock lock(&advance_mu_);
+    advance_busy_ = false;
+  }
+}
+
+void Planner::WaitForAdvances() {
+  absl::MutexLock lock(&advance_mu_);
+  advance_mu_.Await(absl::Condition(this, &Planner::AdvancerIdle));
 }
 
 absl::Time Planner::Now() const {
@@ -106,7 +145,7 @@ void Planner::Reap() {
       // Its study ended while it ran: nothing may run it again.
       (void)store_->CancelQueuedTrials(trial->study_id);
     } else {
-      AdvanceStudyOf(trial_id);
+      RequestAdvance(trial->study_id);
     }
   }
   // Time budgets, and studies that wait for agents.
@@ -118,7 +157,7 @@ void Planner::Reap() {
   for (const std::shared_ptr<StudyRun>& run : runs) {
     const double budget_s = run->options().time_budget_s;
     if (budget_s > 0 && now - run->created_at >= absl::Seconds(budget_s)) {
-      Advance(run);
+      RequestAdvance(run->id);
     }
   }
   StartWaitingStudies();

@@ -5,11 +5,14 @@
 // stores it, and starts it: the GPU is resolved (the "agents" preset waits
 // for probes), the layouts are ranked with the GPU's latest calibration, and
 // rung 0 is queued (halving.h), sized to the agents there are
-// (trial_geometry.h). Each report refits the calibration from every ok trial
-// of the GPU (recalibration.h), re-ranks, updates the recommendation
-// (recommendation.h) and lets successive halving queue the next trials or end
-// the study. Everything the decisions use is read from the store, so a
-// planner started on the same file resumes every study where it stood.
+// (trial_geometry.h). After each report (stored before the RPC returns) the
+// advancer thread refits the calibration from every ok trial of the GPU
+// (recalibration.h), re-ranks, updates the recommendation (recommendation.h)
+// and lets successive halving queue the next trials or end the study;
+// reports that arrive while it works on a study are taken together, so a
+// refit's cost does not limit how fast results are taken. Everything the
+// decisions use is read from the store, so a planner started on the same
+// file resumes every study where it stood.
 //
 // Agents: Register / Heartbeat / ReportProbes; LeaseTrial gives an idle
 // agent the next queued trial that fits it (running studies oldest first,
@@ -28,9 +31,11 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,6 +113,11 @@ class Planner {
   // later ones), so that no call is left waiting.
   void StopWaits() { rendezvous_.Stop(); }
 
+  // Blocks until every study advance requested so far has run (reports and
+  // the reaper only request them: a worker thread refits, re-ranks and
+  // decides, one study at a time, coalescing requests for the same study).
+  void WaitForAdvances();
+
   const PlannerOptions& options() const { return options_; }
 
  private:
@@ -181,7 +191,16 @@ class Planner {
       const db::Agent& agent, absl::Time now);
   // After a trial left the leased state (reported, re-queued, released).
   void TrialLeaseEnded(int64_t trial_id);
-  void AdvanceStudyOf(int64_t trial_id);
+  // Asks the advancer to advance the study (once, however often asked
+  // before it gets to it).
+  void RequestAdvance(int64_t study_id);
+  void RunAdvancer();
+  bool AdvancerIdle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(advance_mu_) {
+    return advance_queue_.empty() && !advance_busy_;
+  }
+  bool AdvancerHasWork() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(advance_mu_) {
+    return advance_stopping_ || !advance_queue_.empty();
+  }
 
   db::TrialStore* const store_;
   const PlannerOptions options_;
@@ -198,6 +217,14 @@ class Planner {
       ABSL_GUARDED_BY(mu_);
   // Serializes lease decisions (they read the queue, then lease).
   absl::Mutex lease_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+
+  // The advancer: studies to advance, in request order, each once.
+  mutable absl::Mutex advance_mu_;
+  std::deque<int64_t> advance_queue_ ABSL_GUARDED_BY(advance_mu_);
+  std::set<int64_t> advance_queued_ ABSL_GUARDED_BY(advance_mu_);
+  bool advance_busy_ ABSL_GUARDED_BY(advance_mu_) = false;
+  bool advance_stopping_ ABSL_GUARDED_BY(advance_mu_) = false;
+  std::thread advancer_;
 
   absl::Mutex reaper_mu_;
   absl::CondVar reaper_wake_;

@@ -1,6 +1,8 @@
 // Planner: the AgentService side. Registration, heartbeats, probes, leasing
 // (gangs included), reports, hand-backs and the rendezvous relay.
 #include <algorithm>
+#include <map>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -108,19 +110,44 @@ absl::StatusOr<v1::RegisterResponse> Planner::Register(
 
 absl::StatusOr<v1::HeartbeatResponse> Planner::Heartbeat(
     const v1::HeartbeatRequest& request) {
-  TESSERA_RETURN_IF_ERROR(RequireAgentId(request.agent_id()));
+  const std::string& agent_id = request.agent_id();
+  TESSERA_RETURN_IF_ERROR(RequireAgentId(agent_id));
   const absl::Time now = Now();
-  TESSERA_RETURN_IF_ERROR(store_->Heartbeat(request.agent_id(), now));
-  v1::HeartbeatResponse out;
-  for (int64_t trial_id : request.running_trials()) {
-    absl::StatusOr<db::Trial> trial = store_->GetTrial(trial_id);
-    bool stop = !trial.ok() || FindRun(trial->study_id) == nullptr;
-    if (!stop) {
-      stop = !store_
-                  ->ExtendLease(trial_id, request.agent_id(),
-                                now + options_.lease_timeout)
-                  .ok();
+  TESSERA_RETURN_IF_ERROR(store_->Heartbeat(agent_id, now));
+  const absl::Time expires_at = now + options_.lease_timeout;
+  db::TrialFilter held_filter;
+  held_filter.leased_to = agent_id;
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Trial> held,
+                           store_->ListTrials(held_filter));
+  const std::set<int64_t> running(request.running_trials().begin(),
+                                  request.running_trials().end());
+  // Only the leases of trials the agent runs are extended: one it forgot
+  // (it restarted) expires and runs again elsewhere.
+  bool runs_all_it_holds = true;
+  for (const db::Trial& t : held) {
+    runs_all_it_holds = runs_all_it_holds && running.count(t.id) > 0;
+  }
+  std::set<int64_t> extended;
+  if (runs_all_it_holds && !held.empty()) {
+    // The usual case: one write, not synced on its own (see the store).
+    TESSERA_ASSIGN_OR_RETURN(const std::vector<int64_t> ids,
+                             store_->ExtendLeasesOf(agent_id, expires_at));
+    extended.insert(ids.begin(), ids.end());
+  } else {
+    for (const db::Trial& t : held) {
+      if (running.count(t.id) > 0 &&
+          store_->ExtendLease(t.id, agent_id, expires_at).ok()) {
+        extended.insert(t.id);
+      }
     }
+  }
+  // Stop what it no longer holds, and trials of studies that ended.
+  std::map<int64_t, int64_t> study_of;
+  for (const db::Trial& t : held) study_of[t.id] = t.study_id;
+  v1::HeartbeatResponse out;
+  for (int64_t trial_id : running) {
+    const bool stop =
+        extended.count(trial_id) == 0 || FindRun(study_of[trial_id]) == nullptr;
     if (stop) out.add_cancel_trials(trial_id);
   }
   return out;
@@ -335,7 +362,7 @@ absl::Status Planner::ReportTrial(const v1::ReportTrialRequest& request) {
                       db::TrialStateName(trial->status), ": ", what),
          &*trial);
   }
-  AdvanceStudyOf(request.trial_id());
+  if (trial.ok()) RequestAdvance(trial->study_id);
   return absl::OkStatus();
 }
 
@@ -370,13 +397,6 @@ void Planner::TrialLeaseEnded(int64_t trial_id) {
                list.end());
     it = list.empty() ? pending_.erase(it) : std::next(it);
   }
-}
-
-void Planner::AdvanceStudyOf(int64_t trial_id) {
-  absl::StatusOr<db::Trial> trial = store_->GetTrial(trial_id);
-  if (!trial.ok()) return;
-  std::shared_ptr<StudyRun> run = FindRun(trial->study_id);
-  if (run != nullptr) Advance(run);
 }
 
 void Planner::Rendezvous(const v1::RendezvousRequest& request,

@@ -48,7 +48,7 @@ TEST(AgentsPresetTest, TheGpuIsBuiltFromTheFirstAgentsProbes) {
             grpc::StatusCode::FAILED_PRECONDITION);
 
   // An agent registers: still no probes, still queued.
-  ScriptedAgent agent(s.channel, "cpu-a", "cpu", 2);
+  ScriptedAgent agent(s, "cpu-a", "cpu", 2);
   ASSERT_TRUE(agent.Register().ok());
   EXPECT_EQ(GetStudy(s, id).study().state(), v1::STUDY_QUEUED);
   ASSERT_TRUE(agent

@@ -28,8 +28,8 @@ class GangTest : public ::testing::Test {
  protected:
   void SetUp() override {
     s_ = StartServer(TestOptions(dir_.File("t.db"), clock_));
-    a_ = std::make_unique<ScriptedAgent>(s_.channel, "agent-a", "cpu", 1);
-    b_ = std::make_unique<ScriptedAgent>(s_.channel, "agent-b", "cpu", 1);
+    a_ = std::make_unique<ScriptedAgent>(s_, "agent-a", "cpu", 1);
+    b_ = std::make_unique<ScriptedAgent>(s_, "agent-b", "cpu", 1);
     ASSERT_TRUE(a_->Register().ok());
     ASSERT_TRUE(b_->Register().ok());
     study_ = Submit(s_, TwoNodeSpec());
@@ -114,7 +114,7 @@ TEST_F(GangTest, RendezvousRelaysRankZerosDataToTheGang) {
   EXPECT_EQ(b_->Publish(id, "x").error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
   // An agent outside the gang may neither publish, fetch nor report.
-  ScriptedAgent c(s_.channel, "agent-c", "cpu", 1);
+  ScriptedAgent c(s_, "agent-c", "cpu", 1);
   ASSERT_TRUE(c.Register().ok());
   EXPECT_EQ(c.Publish(id, "x").error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);

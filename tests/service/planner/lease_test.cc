@@ -12,7 +12,7 @@ class LeaseTest : public ::testing::Test {
     PlannerOptions o = TestOptions(dir_.File("t.db"), clock_);
     o.lease_timeout = lease_timeout;  // agent_timeout: 10 s
     s_ = StartServer(o);
-    agent_ = std::make_unique<ScriptedAgent>(s_.channel, "cpu-a");
+    agent_ = std::make_unique<ScriptedAgent>(s_, "cpu-a");
     ASSERT_TRUE(agent_->Register().ok());
     v1::SubmitStudyRequest r;
     *r.mutable_spec() = TinySpec(1, 2);
@@ -42,10 +42,10 @@ TEST_F(LeaseTest, AnExpiredLeaseIsRequeuedAndItsHolderToldToStop) {
   EXPECT_EQ(a->lease_expiry_unix_ms(),
             absl::ToUnixMillis(clock_.Now() + absl::Seconds(3)));
   clock_.Advance(absl::Seconds(2));
-  s_.core().Reap();
+  s_.Reap();
   EXPECT_EQ(Only().state(), v1::TRIAL_LEASED);  // not yet
   clock_.Advance(absl::Seconds(2));
-  s_.core().Reap();
+  s_.Reap();
   const v1::Trial requeued = Only();
   EXPECT_EQ(requeued.state(), v1::TRIAL_QUEUED);
   EXPECT_EQ(requeued.attempts(), 1);
@@ -74,14 +74,14 @@ TEST_F(LeaseTest, HeartbeatsExtendTheLeasesOfRunningTrials) {
     v1::HeartbeatResponse hb;
     ASSERT_TRUE(agent_->Heartbeat({a->trial_id()}, &hb).ok());
     EXPECT_EQ(hb.cancel_trials_size(), 0);
-    s_.core().Reap();
+    s_.Reap();
   }
   EXPECT_EQ(Only().state(), v1::TRIAL_LEASED);
   // A heartbeat that does not name the trial does not extend it.
   clock_.Advance(absl::Seconds(2));
   ASSERT_TRUE(agent_->Heartbeat({}).ok());
   clock_.Advance(absl::Seconds(2));
-  s_.core().Reap();
+  s_.Reap();
   EXPECT_EQ(Only().state(), v1::TRIAL_QUEUED);
 }
 
@@ -90,10 +90,10 @@ TEST_F(LeaseTest, ASilentAgentIsMarkedGoneAndItsTrialRequeued) {
   std::optional<v1::TrialAssignment> a = agent_->Lease();
   ASSERT_TRUE(a.has_value());
   clock_.Advance(absl::Seconds(9));
-  s_.core().Reap();
+  s_.Reap();
   EXPECT_EQ(Only().state(), v1::TRIAL_LEASED);
   clock_.Advance(absl::Seconds(2));  // 11 s > the agent timeout of 10 s
-  s_.core().Reap();
+  s_.Reap();
   const v1::Trial t = Only();
   EXPECT_EQ(t.state(), v1::TRIAL_QUEUED);
   EXPECT_EQ(t.attempts(), 1);

@@ -23,7 +23,7 @@ TEST(RestartTest, TheStudyContinuesAndCompletesOnTheSameFile) {
   std::string running_result;
   {
     TestServer s = StartServer(options);
-    ScriptedAgent agent(s.channel, "cpu-a");
+    ScriptedAgent agent(s, "cpu-a");
     ASSERT_TRUE(agent.Register().ok());
     v1::SubmitStudyRequest r;
     *r.mutable_spec() = spec;
@@ -44,7 +44,7 @@ TEST(RestartTest, TheStudyContinuesAndCompletesOnTheSameFile) {
   }
 
   TestServer s = StartServer(options);
-  ScriptedAgent agent(s.channel, "cpu-a");
+  ScriptedAgent agent(s, "cpu-a");
   EXPECT_EQ(GetStudy(s, study).study().state(), v1::STUDY_RUNNING);
   EXPECT_EQ(GetStudy(s, study).study().trials_done(), 2);
   // The agent's lease survived; its report lands once.
@@ -104,7 +104,7 @@ TEST(RestartTest, AStudyWaitingForAgentsStartsAfterTheRestart) {
     EXPECT_TRUE(ListTrials(s, study).empty());
   }
   TestServer s = StartServer(options);
-  ScriptedAgent agent(s.channel, "cpu-a");
+  ScriptedAgent agent(s, "cpu-a");
   ASSERT_TRUE(agent.Register().ok());
   EXPECT_EQ(GetStudy(s, study).study().state(), v1::STUDY_RUNNING);
   EXPECT_EQ(ListTrials(s, study).size(), 4u);

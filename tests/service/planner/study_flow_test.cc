@@ -46,7 +46,7 @@ TEST(StudyFlowTest, RungsRefitAndEndWithAMeasuredRecommendation) {
   TempDir dir;
   ManualClock clock;
   TestServer s = StartServer(TestOptions(dir.File("t.db"), clock));
-  ScriptedAgent agent(s.channel, "cpu-a");
+  ScriptedAgent agent(s, "cpu-a");
   ASSERT_TRUE(agent.Register().ok());
 
   v1::StudySpec spec = TinySpec(1, 2);
@@ -222,7 +222,7 @@ TEST(StudyFlowTest, ListsStudiesAndHistoryAcrossStudies) {
   TempDir dir;
   ManualClock clock;
   TestServer s = StartServer(TestOptions(dir.File("t.db"), clock));
-  ScriptedAgent agent(s.channel, "cpu-a");
+  ScriptedAgent agent(s, "cpu-a");
   ASSERT_TRUE(agent.Register().ok());
   v1::StudySpec spec = TinySpec(1, 2);
   spec.mutable_trials()->set_max_trials(1);
@@ -264,6 +264,53 @@ TEST(StudyFlowTest, ListsStudiesAndHistoryAcrossStudies) {
   ASSERT_EQ(studies.studies_size(), 2);
   EXPECT_EQ(studies.studies(0).id(), second);  // newest first
   EXPECT_EQ(studies.studies(1).trials_done(), 1);
+}
+
+TEST(StudyFlowTest, TheTimeBudgetEndsTheStudyWithWhatWasMeasured) {
+  TempDir dir;
+  ManualClock clock;
+  TestServer s = StartServer(TestOptions(dir.File("t.db"), clock));
+  ScriptedAgent agent(s, "cpu-a");
+  ASSERT_TRUE(agent.Register().ok());
+  v1::StudySpec spec = TinySpec(1, 2);
+  spec.mutable_trials()->set_time_budget_s(60);
+  spec.mutable_trials()->set_stop_margin(10);
+  const int64_t id = Submit(s, spec);
+  std::optional<v1::TrialAssignment> a = agent.Lease();
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(agent.Report(a->trial_id(), OkResultJson(*a, 0.01)).ok());
+  std::optional<v1::TrialAssignment> b = agent.Lease();
+  ASSERT_TRUE(b.has_value());
+  clock.Advance(absl::Seconds(59));
+  ASSERT_TRUE(agent.Heartbeat({b->trial_id()}).ok());
+  s.Reap();
+  EXPECT_EQ(GetStudy(s, id).study().state(), v1::STUDY_RUNNING);
+  clock.Advance(absl::Seconds(2));
+  s.Reap();
+  const v1::GetStudyResponse st = GetStudy(s, id);
+  EXPECT_EQ(st.study().state(), v1::STUDY_DONE);
+  EXPECT_EQ(st.study().state_reason(), "the time budget of 60 s is spent");
+  // The queued trials never run; the running one is told to stop.
+  const std::vector<v1::Trial> trials = ListTrials(s, id);
+  EXPECT_GE(trials.size(), 4u);
+  for (const v1::Trial& t : trials) {
+    if (t.id() == a->trial_id()) {
+      EXPECT_EQ(t.state(), v1::TRIAL_OK);
+    } else if (t.id() == b->trial_id()) {
+      EXPECT_EQ(t.state(), v1::TRIAL_LEASED);
+    } else {
+      EXPECT_EQ(t.state(), v1::TRIAL_CANCELLED) << t.id();
+    }
+  }
+  v1::HeartbeatResponse hb;
+  ASSERT_TRUE(agent.Heartbeat({b->trial_id()}, &hb).ok());
+  ASSERT_EQ(hb.cancel_trials_size(), 1);
+  EXPECT_EQ(hb.cancel_trials(0), b->trial_id());
+  EXPECT_FALSE(agent.Lease().has_value());
+  const v1::Recommendation r = Recommendation(s, id);
+  EXPECT_TRUE(r.final());
+  EXPECT_EQ(r.best_throughput().provenance(), v1::MEASURED);
+  EXPECT_EQ(r.best_throughput().trial_id(), a->trial_id());
 }
 
 }  // namespace

@@ -92,9 +92,10 @@ std::unique_ptr<grpc::ClientContext> Context() {
   return c;
 }
 
-ScriptedAgent::ScriptedAgent(std::shared_ptr<grpc::Channel> channel,
-                             std::string id, std::string backend, int64_t ranks)
-    : stub_(v1::AgentService::NewStub(channel)),
+ScriptedAgent::ScriptedAgent(TestServer& server, std::string id,
+                             std::string backend, int64_t ranks)
+    : stub_(v1::AgentService::NewStub(server.channel)),
+      planner_(&server.core()),
       id_(std::move(id)),
       backend_(std::move(backend)),
       ranks_(ranks) {}
@@ -149,7 +150,9 @@ grpc::Status ScriptedAgent::Report(int64_t trial_id,
   r.set_trial_id(trial_id);
   r.set_result_json(result_json);
   v1::ReportTrialResponse response;
-  return stub_->ReportTrial(Context().get(), r, &response);
+  const grpc::Status s = stub_->ReportTrial(Context().get(), r, &response);
+  planner_->WaitForAdvances();
+  return s;
 }
 
 grpc::Status ScriptedAgent::Release(int64_t trial_id,
@@ -159,7 +162,9 @@ grpc::Status ScriptedAgent::Release(int64_t trial_id,
   r.set_trial_id(trial_id);
   r.set_reason(reason);
   v1::ReleaseTrialResponse response;
-  return stub_->ReleaseTrial(Context().get(), r, &response);
+  const grpc::Status s = stub_->ReleaseTrial(Context().get(), r, &response);
+  planner_->WaitForAdvances();
+  return s;
 }
 
 grpc::Status ScriptedAgent::Publish(int64_t trial_id, const std::string& data) {

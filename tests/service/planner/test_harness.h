@@ -53,6 +53,11 @@ struct TestServer {
   std::unique_ptr<v1::PlannerService::Stub> planner;
 
   Planner& core() { return server->planner(); }
+  // One reaper pass and the study advances it asked for.
+  void Reap() {
+    core().Reap();
+    core().WaitForAdvances();
+  }
 };
 
 TestServer StartServer(const PlannerOptions& options);
@@ -60,11 +65,12 @@ TestServer StartServer(const PlannerOptions& options);
 // A tiny Llama on nodes x gpus_per_node H100s, trials on cpu agents.
 v1::StudySpec TinySpec(int64_t nodes, int64_t gpus_per_node);
 
-// An AgentService client.
+// An AgentService client of `server`. After a report or a hand-back it
+// waits for the planner's advancer, so that the next lease sees its effect.
 class ScriptedAgent {
  public:
-  ScriptedAgent(std::shared_ptr<grpc::Channel> channel, std::string id,
-                std::string backend = "cpu", int64_t ranks = 2);
+  ScriptedAgent(TestServer& server, std::string id, std::string backend = "cpu",
+                int64_t ranks = 2);
 
   grpc::Status Register();
   grpc::Status Heartbeat(const std::vector<int64_t>& running,
@@ -81,6 +87,7 @@ class ScriptedAgent {
 
  private:
   std::unique_ptr<v1::AgentService::Stub> stub_;
+  Planner* planner_;
   std::string id_;
   std::string backend_;
   int64_t ranks_;

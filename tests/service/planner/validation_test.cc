@@ -106,7 +106,7 @@ TEST_F(ValidationTest, AnUnknownStudyIsNotFound) {
 }
 
 TEST_F(ValidationTest, AMalformedResultIsRefusedAndNothingWritten) {
-  ScriptedAgent agent(s_.channel, "cpu-a");
+  ScriptedAgent agent(s_, "cpu-a");
   ASSERT_TRUE(agent.Register().ok());
   v1::StudySpec spec = TinySpec(1, 2);
   spec.mutable_trials()->set_max_trials(1);
@@ -135,7 +135,7 @@ TEST_F(ValidationTest, AMalformedResultIsRefusedAndNothingWritten) {
 }
 
 TEST_F(ValidationTest, AgentCallsNameWhatIsWrong) {
-  ScriptedAgent nobody(s_.channel, "nobody");
+  ScriptedAgent nobody(s_, "nobody");
   v1::LeaseTrialRequest lease;
   lease.set_agent_id("nobody");
   v1::LeaseTrialResponse out;
@@ -143,12 +143,12 @@ TEST_F(ValidationTest, AgentCallsNameWhatIsWrong) {
   EXPECT_EQ(stub->LeaseTrial(Context().get(), lease, &out).error_code(),
             grpc::StatusCode::NOT_FOUND);
   EXPECT_EQ(nobody.Heartbeat({}).error_code(), grpc::StatusCode::NOT_FOUND);
-  ScriptedAgent empty(s_.channel, "no-ranks", "cpu", 0);
+  ScriptedAgent empty(s_, "no-ranks", "cpu", 0);
   const grpc::Status s = empty.Register();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(s.error_message().rfind("agent.gpu_count: ", 0), 0u)
       << s.error_message();
-  ScriptedAgent tpu(s_.channel, "tpu-a", "tpu", 4);
+  ScriptedAgent tpu(s_, "tpu-a", "tpu", 4);
   EXPECT_EQ(tpu.Register().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }
 

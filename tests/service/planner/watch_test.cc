@@ -30,7 +30,7 @@ TEST(WatchTest, StreamsTheStudyUntilItIsDone) {
   TempDir dir;
   ManualClock clock;
   TestServer s = StartServer(TestOptions(dir.File("t.db"), clock));
-  ScriptedAgent agent(s.channel, "cpu-a");
+  ScriptedAgent agent(s, "cpu-a");
   ASSERT_TRUE(agent.Register().ok());
   v1::StudySpec spec = TinySpec(1, 2);
   spec.mutable_trials()->set_max_trials(2);
