@@ -24,6 +24,9 @@ bool Holds(const db::Trial& trial, absl::string_view agent_id) {
                    agent_id) != trial.lease_agent_ids.end();
 }
 
+// Queued trials of one study looked at per lease decision.
+constexpr int64_t kLeaseLookahead = 64;
+
 absl::Status RequireAgentId(absl::string_view agent_id) {
   if (agent_id.empty()) {
     return absl::InvalidArgumentError("agent_id: required");
@@ -243,19 +246,29 @@ absl::StatusOr<v1::LeaseTrialResponse> Planner::LeaseTrial(
 
 absl::StatusOr<std::optional<v1::TrialAssignment>> Planner::LeaseNext(
     const db::Agent& agent, absl::Time now) {
-  db::TrialFilter filter;
-  filter.statuses = {db::TrialState::kQueued};
-  TESSERA_ASSIGN_OR_RETURN(std::vector<db::Trial> queued,
-                           store_->ListTrials(filter));
-  std::sort(queued.begin(), queued.end(), LeaseOrder);
+  // The started studies this agent can serve, oldest first.
   std::map<int64_t, Runnable> runnable;
   {
     absl::MutexLock lock(&mu_);
-    for (const db::Trial& t : queued) {
-      auto it = runnable_.find(t.study_id);
-      if (it != runnable_.end()) runnable.emplace(t.study_id, it->second);
+    for (const auto& [id, r] : runnable_) {
+      if (Fits(agent, r)) runnable.emplace(id, r);
     }
   }
+  // Their queued trials, lowest rungs first (a bounded look at each study's
+  // queue: the trials it would lease next).
+  std::vector<db::Trial> queued;
+  for (const auto& [study_id, r] : runnable) {
+    db::TrialFilter filter;
+    filter.study_id = study_id;
+    filter.statuses = {db::TrialState::kQueued};
+    filter.sort_by = "rung";
+    filter.limit = kLeaseLookahead;
+    TESSERA_ASSIGN_OR_RETURN(std::vector<db::Trial> some,
+                             store_->ListTrials(filter));
+    queued.insert(queued.end(), std::make_move_iterator(some.begin()),
+                  std::make_move_iterator(some.end()));
+  }
+  std::sort(queued.begin(), queued.end(), LeaseOrder);
   const absl::Time expires_at = now + options_.lease_timeout;
   for (const db::Trial& t : queued) {
     auto r = runnable.find(t.study_id);
