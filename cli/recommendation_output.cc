@@ -1,9 +1,11 @@
 #include "cli/recommendation_output.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "cli/service_names.h"
 #include "cli/text_table.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -61,6 +63,28 @@ void PrintRecommendedLayout(absl::string_view title,
   if (!r.why().empty()) out << "  why: " << r.why() << "\n";
 }
 
+std::string GpuLine(const v1::Recommendation& r) {
+  std::string line = absl::StrCat("predicted for ", r.gpu_name());
+  const v1::GpuSpec& g = r.gpu();
+  std::vector<std::string> figures;
+  if (g.has_peak_dense_tflops()) {
+    figures.push_back(
+        absl::StrCat(Readable(g.peak_dense_tflops()), " TFLOP/s dense"));
+  }
+  if (g.has_memory_bytes()) {
+    figures.push_back(absl::StrFormat(
+        "%.1f GiB", g.memory_bytes() / (1024.0 * 1024.0 * 1024.0)));
+  }
+  if (g.has_hbm_gbs()) {
+    figures.push_back(absl::StrCat(Readable(g.hbm_gbs()), " GB/s memory"));
+  }
+  if (g.has_tdp_w()) figures.push_back(absl::StrCat(Readable(g.tdp_w()), " W"));
+  if (!figures.empty()) {
+    absl::StrAppend(&line, " (", absl::StrJoin(figures, ", "), ")");
+  }
+  return line;
+}
+
 std::string CalibrationLine(const v1::Recommendation& r) {
   if (r.calibration_samples() == 0) {
     return "calibration: the cost model's defaults (no trial measured yet)";
@@ -96,6 +120,7 @@ void PrintRecommendation(const v1::Recommendation& r, std::ostream& out) {
     }
   }
   out << CalibrationLine(r) << "\n";
+  if (!r.gpu_name().empty()) out << GpuLine(r) << "\n";
   if (!r.history_db().empty()) {
     out << "history: " << r.history_db() << " (tessera trials --study "
         << r.study_id() << ", tessera history)\n";

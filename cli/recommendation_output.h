@@ -8,14 +8,16 @@
 //   // best throughput: tp=2,sp=0,pp=1,vpp=1,cp=1,dp=4,zero=3,...
 //   //   MEASURED (trial 12): 51234 tokens/s, step 0.41 s, MFU 41.2%, ...
 //   //   energy: 0.812 tokens/J (MEASURED)
-//   //   full run: 12.30 days, 45.6 MWh, 12345 GPU-hours
+//   //   full run: 12.3 days, 45.6 MWh, 12345 GPU-hours (from MEASURED ...)
 //   //   why: exposed comm 12% of the step; bubble 3%
 //   // best energy: the same layout
 //   // calibration: step-time MAPE 7.2% over 5 trials
+//   // predicted for h100-sxm (989 TFLOP/s dense, 79.6 GiB, ...)
 //   // history: /var/lib/tessera/planner.db (tessera trials --study 7)
 #pragma once
 
 #include <ostream>
+#include <string>
 
 #include "absl/strings/string_view.h"
 #include "tessera/v1/service.pb.h"
@@ -29,10 +31,14 @@ void PrintRecommendedLayout(absl::string_view title,
                             std::ostream& out);
 
 // Both best layouts ("best energy: the same layout" when they agree), the
-// Pareto front, the calibration and the history, or "no recommendation yet"
-// when the planner has none.
+// Pareto front, the calibration, the GPU the predictions used and the
+// history, or "no recommendation yet" when the planner has none.
 void PrintRecommendation(const v1::Recommendation& recommendation,
                          std::ostream& out);
+
+// "predicted for h100-sxm (989 TFLOP/s dense, 79.6 GiB, 3350 GB/s memory,
+// 700 W)": the GPU figures the predictions used, as far as stated.
+std::string GpuLine(const v1::Recommendation& recommendation);
 
 // "calibration: step-time MAPE 7.2% over 5 trials" or "calibration: the
 // cost model's defaults (no trial measured yet)".

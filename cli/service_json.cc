@@ -24,6 +24,20 @@ json FullRunJson(const v1::FullRun& run) {
               {"gpu_hours", run.gpu_hours()}};
 }
 
+// The figures the message states (a preset's name, optional overrides).
+json GpuJson(const v1::GpuSpec& g) {
+  json j = json::object();
+  if (!g.preset().empty()) j["preset"] = g.preset();
+  if (g.has_peak_dense_tflops()) j["peak_dense_tflops"] = g.peak_dense_tflops();
+  if (g.has_memory_bytes()) j["memory_bytes"] = g.memory_bytes();
+  if (g.has_hbm_gbs()) j["hbm_gbs"] = g.hbm_gbs();
+  if (g.has_nvlink_gbs()) j["nvlink_gbs"] = g.nvlink_gbs();
+  if (g.has_inter_node_gbs()) j["inter_node_gbs"] = g.inter_node_gbs();
+  if (g.has_tdp_w()) j["tdp_w"] = g.tdp_w();
+  if (g.has_idle_w()) j["idle_w"] = g.idle_w();
+  return j;
+}
+
 }  // namespace
 
 json LayoutProtoJson(const v1::Layout& l) {
@@ -166,7 +180,9 @@ json RecommendationJson(const v1::Recommendation& r) {
       {"calibration", std::move(calibration)},
       {"calibration_mape", r.calibration_mape()},
       {"calibration_samples", r.calibration_samples()},
-      {"history_db", r.history_db()}};
+      {"history_db", r.history_db()},
+      {"gpu_name", r.gpu_name()},
+      {"gpu", r.has_gpu() ? GpuJson(r.gpu()) : json(nullptr)}};
 }
 
 }  // namespace tessera::cli

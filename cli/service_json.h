@@ -30,7 +30,9 @@
 //        "energy_mwh", "gpu_hours"}|null, "why"}
 //   recommendation: {"study_id", "final", "best_throughput": R|null,
 //        "best_energy": R|null, "pareto": [R...], "calibration": {name:
-//        value}, "calibration_mape", "calibration_samples", "history_db"}
+//        value}, "calibration_mape", "calibration_samples", "history_db",
+//        "gpu_name", "gpu": {"preset", "peak_dense_tflops", "memory_bytes",
+//        ... as the message states them}|null}
 //   with L = core/layout_json.h's object, P = cli/plan_output.h's prediction.
 #pragma once
 
@@ -39,10 +41,16 @@
 
 namespace tessera::cli {
 
+// L: core's LayoutToJson of the layout, or its fields as they are when it
+// is out of core's range.
 nlohmann::json LayoutProtoJson(const v1::Layout& layout);
+// The shapes above; a field the message does not set is null (or 0 where
+// the .proto says 0 means none).
 nlohmann::json StudyJson(const v1::StudySummary& study);
 nlohmann::json TrialMetricsJson(const v1::TrialMetrics& metrics);
 nlohmann::json TrialJson(const v1::Trial& trial);
+// trial_id is null unless MEASURED; tokens_per_joule and energy_provenance
+// are null when the planner has no energy figure (0).
 nlohmann::json RecommendedLayoutJson(const v1::RecommendedLayout& layout);
 nlohmann::json RecommendationJson(const v1::Recommendation& recommendation);
 

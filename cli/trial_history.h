@@ -39,6 +39,8 @@ struct LayoutHistory {
   int64_t last_unix_ms = 0;  // the latest finished (else created) time
 };
 
+// One group per model, GPU, GPU count and layout (CompactLayout) of
+// `trials`, best first (see above); numbers over the ok trials only.
 std::vector<LayoutHistory> GroupByLayout(const Trials& trials);
 
 // The median of `values` (the mean of the middle two for an even count);
@@ -50,6 +52,8 @@ std::optional<double> Median(std::vector<double> values);
 // last.
 void PrintHistoryTable(const std::vector<LayoutHistory>& groups,
                        std::ostream& out);
+// The same columns with raw numbers (empty when absent), plus best_trial_id
+// and trial_ids; ids space-separated.
 void PrintHistoryCsv(const std::vector<LayoutHistory>& groups,
                      std::ostream& out);
 // [{"layout": L, "model", "gpu", "gpus", "trials": [ids], "studies": [ids],

@@ -26,7 +26,12 @@ inline constexpr size_t kReasonWidth = 40;
 // The table's placeholder for a number that was not measured.
 inline constexpr char kNotMeasured[] = "—";
 
+// The header and one row per trial, in the order given.
 void PrintTrialTable(const Trials& trials, std::ostream& out);
+// A header line (id, study_id, rung, state, layout, steps, tokens_per_s,
+// mfu, peak_memory_bytes, exposed_comm_s, watts_per_gpu,
+// predicted_tokens_per_s, reason, model, gpu, created) and one line per
+// trial.
 void PrintTrialCsv(const Trials& trials, std::ostream& out);
 
 // The shortest text that reads back as `value` ("0.1", "51234.5", "1e+12");

@@ -533,8 +533,12 @@ TEST_F(PlannerLiveTest, NoTrialsEndsAtOnceWithAPredictedRecommendation) {
   EXPECT_NE(r.out.find("study " + sid + " recommendation:\nbest throughput: "),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("calibration: "), std::string::npos);
-  EXPECT_NE(r.out.find("history: "), std::string::npos);
+  EXPECT_NE(r.out.find("\ncalibration: the cost model's defaults"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\npredicted for h100-sxm ("), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\nhistory: "), std::string::npos);
   // Not a terminal: every progress line is a whole line.
   EXPECT_EQ(r.out.find('\r'), std::string::npos);
   EXPECT_NE(r.out.find("study " + sid + " done ["), std::string::npos) << r.out;

@@ -442,6 +442,12 @@ TEST(ServiceJsonTest, StudyAndRecommendation) {
   EXPECT_EQ(rj["calibration"]["compute_efficiency"], 0.61);
   EXPECT_EQ(rj["calibration_samples"], 5);
   EXPECT_EQ(rj["history_db"], "/tmp/planner.db");
+  EXPECT_TRUE(rj["gpu"].is_null());
+  r.set_gpu_name("agents/cpu/x");
+  r.mutable_gpu()->set_peak_dense_tflops(1.5);
+  const json with_gpu = RecommendationJson(r);
+  EXPECT_EQ(with_gpu["gpu_name"], "agents/cpu/x");
+  EXPECT_EQ(with_gpu["gpu"], json({{"peak_dense_tflops", 1.5}}));
   EXPECT_TRUE(rj["pareto"].is_array());
 }
 
@@ -511,6 +517,10 @@ TEST(RecommendationOutputTest, LabelsEveryNumber) {
   r.set_calibration_mape(0.072);
   r.set_calibration_samples(5);
   r.set_history_db("/var/lib/tessera/planner.db");
+  r.set_gpu_name("h100-sxm");
+  r.mutable_gpu()->set_peak_dense_tflops(989.4);
+  r.mutable_gpu()->set_memory_bytes(int64_t{80} << 30);
+  r.mutable_gpu()->set_tdp_w(700);
   std::ostringstream out;
   PrintRecommendation(r, out);
   const std::string text = out.str();
@@ -526,6 +536,7 @@ TEST(RecommendationOutputTest, LabelsEveryNumber) {
         "  why: exposed comm 12% of the step\n",
         "best energy: the same layout\n",
         "calibration: step-time MAPE 7.2% over 5 trials\n",
+        "predicted for h100-sxm (989 TFLOP/s dense, 80.0 GiB, 700 W)\n",
         "history: /var/lib/tessera/planner.db (tessera trials --study 7"}) {
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n"
                                                       << text;
