@@ -9,6 +9,11 @@
 #   bench/cuda/run_1b.sh --micro-batches 4,8 --torch-modes eager --skip-build
 #   bench/cuda/run_1b.sh --dry-run             # print the commands only
 #
+# A device call has 10 minutes; split the work across calls (the results
+# accumulate in --results-dir, deploy/gpu/README.md shows how):
+#   run_1b.sh --torch-modes eager --results-dir bench/cuda/results
+#   run_1b.sh --skip-tessera --torch-modes compile --results-dir bench/cuda/results
+#
 # Model (bench/cuda/torch_llama.py is the same model and step):
 #   layers 16, hidden 2048, heads 16 (head_dim 128), kv_heads 8, ffn 5632,
 #   vocab 32000, untied: 886,114,304 parameters; seq_len 2048; one GPU, so
@@ -31,6 +36,7 @@ prefix=""
 results_dir=""
 out="$here/RESULTS.md"
 skip_build=0
+skip_tessera=0
 dry_run=0
 python="${PYTHON:-python3}"
 
@@ -48,6 +54,8 @@ usage: $0 [options]
   --results-dir DIR      where the JSON results go (default: <build-dir>/results)
   --out FILE             the table page (default $out)
   --skip-build           use the binaries already in --build-dir
+  --skip-tessera         run only PyTorch (and the table), keeping the
+                         Tessera results already in --results-dir
   --dry-run              print the commands instead of running them
 EOF
 }
@@ -69,6 +77,7 @@ while [[ $# -gt 0 ]]; do
     --results-dir) results_dir="${2:?}"; shift 2 ;;
     --out) out="${2:?}"; shift 2 ;;
     --skip-build) skip_build=1; shift ;;
+    --skip-tessera) skip_tessera=1; skip_build=1; shift ;;
     --dry-run) dry_run=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) die_usage "unknown argument '$1'" ;;
@@ -131,6 +140,7 @@ model_flags=(--layers "$layers" --hidden "$hidden" --heads "$heads"
   --kv-heads "$kv_heads" --ffn-hidden "$ffn" --vocab "$vocab"
   --seq-len "$seq_len")
 for mb in "${mbs[@]}"; do
+  [[ $skip_tessera -eq 1 ]] && break
   echo "== Tessera, micro-batch $mb" >&2
   run "$trial" "${model_flags[@]}" --ranks 1 --global-batch "$mb" \
     --layout "micro_batch=$mb" --warmup "$warmup" --steps "$steps" \

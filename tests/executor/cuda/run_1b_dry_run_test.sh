@@ -36,6 +36,13 @@ out="$("$script" --dry-run --skip-build --torch-modes none --micro-batches 1 2>&
 grep -q "^cmake" <<<"$out" && fail "--skip-build still builds"
 grep -q "torch_llama.py" <<<"$out" && fail "--torch-modes none still runs PyTorch"
 
+# --skip-tessera: PyTorch only, no build, and the table over what is there.
+out="$("$script" --dry-run --skip-tessera --torch-modes compile --micro-batches 4 2>&1)"
+grep -q "^cmake" <<<"$out" && fail "--skip-tessera still builds"
+grep -q "tessera-cuda-trial --layers" <<<"$out" && fail "--skip-tessera still runs Tessera"
+grep -q -- "--mode compile" <<<"$out" || fail "--skip-tessera runs no PyTorch"
+grep -q "results_table.py" <<<"$out" || fail "--skip-tessera makes no table"
+
 # Malformed arguments: exit 2 with the usage.
 for bad in "--micro-batches 0,2" "--micro-batches 2,,4" "--steps 0" \
   "--torch-modes jit" "--frobnicate"; do
