@@ -45,8 +45,10 @@ namespace tessera::agents {
 
 struct AgentOptions {
   v1::AgentInfo info;  // agent_id, hostname, backend, GPUs, address...
+  // A name found on PATH or an absolute path (children start in their
+  // trial's folder, where a relative one would not resolve).
   std::string trial_binary = "tessera-trial";
-  std::string work_dir;  // trials and probes get folders under it (exists)
+  std::string work_dir;  // absolute; trials and probes get folders under it
   absl::Duration drain_timeout = absl::Seconds(30);
   absl::Duration probe_time_limit = absl::Minutes(5);
   BackoffOptions backoff;  // reconnecting, reporting

@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -191,7 +192,12 @@ int Main(const std::vector<std::string>& args) {
   info.set_driver(hw->driver);
   info.set_interconnect(hw->interconnect);
   info.set_address(f.address.value_or("127.0.0.1"));
+  // Children run in their trial's folder: relative paths would not resolve
+  // there.
   options.trial_binary = f.trial_binary.value_or(DefaultTrialBinary());
+  if (options.trial_binary.find('/') != std::string::npos) {
+    options.trial_binary = std::filesystem::absolute(options.trial_binary);
+  }
   if (f.drain_timeout_s.has_value()) {
     options.drain_timeout = absl::Seconds(*f.drain_timeout_s);
   }
@@ -206,7 +212,7 @@ int Main(const std::vector<std::string>& args) {
   }
   EventLog log(log_file, info.agent_id());
   if (f.work_dir.has_value()) {
-    options.work_dir = *f.work_dir;
+    options.work_dir = std::filesystem::absolute(*f.work_dir);
   } else {
     const char* tmp = std::getenv("TMPDIR");
     absl::StatusOr<std::string> dir = MakeUniqueDirectory(
