@@ -17,6 +17,15 @@ namespace tessera::service {
 
 absl::StatusOr<int64_t> Planner::SubmitStudy(const v1::StudySpec& spec) {
   TESSERA_ASSIGN_OR_RETURN(CheckedStudy checked, CheckStudySpec(spec));
+  if (!checked.agents_gpu) {
+    // A global batch no layout reaches is the spec's error (as `tessera
+    // plan` says); the "agents" GPU is checked when it is known.
+    planner::SearchOptions reach;
+    reach.top = 1;
+    absl::StatusOr<planner::SearchResult> r =
+        planner::SearchLayouts(checked.workload, planner::Calibration{}, reach);
+    if (!r.ok()) return InStudy(r.status());
+  }
   db::NewStudy s;
   s.name = checked.spec.name();
   s.spec_json = StudySpecToJson(checked.spec);

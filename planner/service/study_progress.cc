@@ -85,6 +85,11 @@ absl::Status Planner::StartLocked(StudyRun& run) {
     return absl::OkStatus();
   }
   if (run.options().max_trials == 0) {
+    absl::StatusOr<TrialPool> pool = PoolLocked(run, 0);
+    if (!pool.ok()) {
+      return FinishLocked(run, db::StudyStatus::kFailed,
+                          std::string(pool.status().message()));
+    }
     return FinishLocked(run, db::StudyStatus::kDone,
                         "no trials requested (trials.max_trials = 0): the "
                         "recommendation is the calibrated model's prediction");

@@ -37,6 +37,15 @@ TEST_F(ValidationTest, AMalformedSpecNamesTheFieldAndWritesNothing) {
        "study.training.global_batch: "},
       {[](v1::StudySpec& s) { s.mutable_search()->set_top(-1); },
        "study.search.top: "},
+      // tiny on 64 GPUs of 2-token sequences: tp <= 8 heads, pp <= 4
+      // layers, cp 1, so dp >= 2 cannot split 7 sequences.
+      {[](v1::StudySpec& s) {
+         s.mutable_cluster()->set_nodes(8);
+         s.mutable_cluster()->set_gpus_per_node(8);
+         s.mutable_training()->set_seq_len(2);
+         s.mutable_training()->set_global_batch(7);
+       },
+       "study.training.global_batch: "},
       {[](v1::StudySpec& s) { s.mutable_trials()->set_eta(1); },
        "study.trials.eta: "},
       {[](v1::StudySpec& s) { s.mutable_trials()->set_backend("tpu"); },
