@@ -40,8 +40,7 @@ int Main(const std::vector<std::string>& args) {
   f.AddInt("seq-len", "N", "tokens per sequence", &seq_len);
   f.AddInt("warmup", "N", "warm-up steps (default 10)", &warmup);
   f.AddInt("steps", "N", "measured steps (default 50)", &steps);
-  f.AddString("json", "FILE", "where to write the result ('-': stdout)",
-              &json);
+  f.AddString("json", "FILE", "where to write the result ('-': stdout)", &json);
   f.AddInt("memory-limit", "BYTES", "per-rank memory limit (0: none)",
            &memory_limit);
   f.AddDouble("time-limit-s", "S", "the trial's time limit", &time_limit_s);
