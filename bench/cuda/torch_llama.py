@@ -183,11 +183,17 @@ if torch is not None:
             return x + self.w_down(F.silu(gate) * up)
 
     class Llama(nn.Module):
-        def __init__(self, cfg, attention=None):
+        def __init__(self, cfg, attention=None, max_seq_len=4096):
             super().__init__()
             if attention is None:
                 attention = sdpa_attention if HAVE_SDPA else naive_attention
             self.cfg = cfg
+            # RoPE tables once (buffers follow .to(device); torch.compile
+            # sees constants, not a host computation per step).
+            cos, sin = rope_tables(max_seq_len, cfg.head_dim, cfg.rope_theta,
+                                   "cpu")
+            self.register_buffer("rope_cos", cos, persistent=False)
+            self.register_buffer("rope_sin", sin, persistent=False)
             self.embed = nn.Embedding(cfg.vocab, cfg.hidden)
             self.blocks = nn.ModuleList(
                 [Block(cfg, attention) for _ in range(cfg.layers)])
@@ -198,8 +204,8 @@ if torch is not None:
                     nn.init.normal_(p, std=0.02)
 
         def forward(self, tokens, targets):
-            cos, sin = rope_tables(tokens.shape[1], self.cfg.head_dim,
-                                   self.cfg.rope_theta, tokens.device)
+            s = tokens.shape[1]
+            cos, sin = self.rope_cos[:s], self.rope_sin[:s]
             x = self.embed(tokens)
             for block in self.blocks:
                 x = block(x, cos, sin)
@@ -241,7 +247,7 @@ def benchmark(args):
     cfg = Config(args.layers, args.hidden, args.heads, args.kv_heads,
                  args.ffn, args.vocab)
     torch.manual_seed(1234)
-    model = Llama(cfg).to(device)
+    model = Llama(cfg, max_seq_len=args.seq_len).to(device)
     opt = make_optimizer(model)
     step_model = torch.compile(model) if args.mode == "compile" else model
     gen = torch.Generator(device="cpu").manual_seed(7)
