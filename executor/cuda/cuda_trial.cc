@@ -176,9 +176,9 @@ std::unique_ptr<NvmlPowerMeter> OpenMeter(const std::string& pci_bus_id,
   return std::move(*meter);
 }
 
-// Per-step communication of a rank: the NCCL communicator's event timings
-// when there is one, else what the engine timed on the host (all exposed).
-using StepTimings = std::function<absl::StatusOr<std::pair<double, double>>()>;
+// A rank's (communication, exposed communication) of the step just run.
+using StepTimings =
+    std::function<absl::StatusOr<std::pair<double, double>>(const StepResult&)>;
 
 // Runs the warm-up and measured steps on one rank, filling *record; the
 // measured window opens after a barrier past the warm-up and closes after a
@@ -198,12 +198,8 @@ absl::Status RunSteps(const TrialConfig& c, RankEngine& engine,
           "time limit of %.1f s passed after %d steps", c.time_limit_s, i));
     }
     TESSERA_ASSIGN_OR_RETURN(StepResult step, engine.Step());
-    StepRecord s{step.loss, step.step_time_s, step.comm_s, step.comm_s};
-    if (timings) {
-      TESSERA_ASSIGN_OR_RETURN(auto comm, timings());
-      s.comm_s = comm.first;
-      s.exposed_comm_s = comm.second;
-    }
+    TESSERA_ASSIGN_OR_RETURN(auto comm, timings(step));
+    StepRecord s{step.loss, step.step_time_s, comm.first, comm.second};
     record->steps.push_back(s);
     if (!std::isfinite(step.loss)) {
       return absl::DataLossError(
@@ -257,10 +253,21 @@ TrialResult RunThreadRanks(const TrialConfig& c, const EngineConfig& ec,
             CudaBackend::Create(
                 {.device = 0, .memory_limit_bytes = c.memory_limit_bytes}));
         DeviceSyncCommunicator synced(&world, backend.get());
+        // The engine's host time in collectives, less the waits for this
+        // rank's own kernels; all of it exposed (host-synchronous).
+        double synced_before = 0;
+        const StepTimings timings = [&](const StepResult& step)
+            -> absl::StatusOr<std::pair<double, double>> {
+          const double waited = synced.sync_seconds() - synced_before;
+          synced_before = synced.sync_seconds();
+          const double comm = std::max(0.0, step.comm_s - waited);
+          return std::make_pair(comm, comm);
+        };
         absl::Status s = [&]() -> absl::Status {
           TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<RankEngine> engine,
                                    RankEngine::Create(ec, *backend, synced));
-          return RunSteps(c, *engine, synced, deadline, nullptr,
+          synced_before = synced.sync_seconds();
+          return RunSteps(c, *engine, synced, deadline, timings,
                           rank == 0 ? &window : nullptr, &records[rank]);
         }();
         records[rank].peak_bytes = backend->peak_bytes();
@@ -323,7 +330,7 @@ TrialResult RunProcessRank(const TrialConfig& c, const EngineConfig& ec,
 
   RankRecord mine;
   const StepTimings timings =
-      [&]() -> absl::StatusOr<std::pair<double, double>> {
+      [&](const StepResult&) -> absl::StatusOr<std::pair<double, double>> {
     TESSERA_ASSIGN_OR_RETURN(CommTimings t, nccl.TakeTimings());
     return std::make_pair(t.comm_s, t.exposed_s);
   };

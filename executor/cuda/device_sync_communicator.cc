@@ -1,54 +1,64 @@
 #include "executor/cuda/device_sync_communicator.h"
 
+#include <chrono>
+
 namespace tessera::executor {
+
+void DeviceSyncCommunicator::Sync() {
+  const auto start = std::chrono::steady_clock::now();
+  backend_->Synchronize();
+  *sync_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+}
 
 absl::Status DeviceSyncCommunicator::AllReduce(const Tensor& send,
                                                const Tensor& recv,
                                                ReduceOp op) {
-  backend_->Synchronize();
+  Sync();
   return inner_->AllReduce(send, recv, op);
 }
 
 absl::Status DeviceSyncCommunicator::AllGather(const Tensor& send,
                                                const Tensor& recv) {
-  backend_->Synchronize();
+  Sync();
   return inner_->AllGather(send, recv);
 }
 
 absl::Status DeviceSyncCommunicator::ReduceScatter(const Tensor& send,
                                                    const Tensor& recv,
                                                    ReduceOp op) {
-  backend_->Synchronize();
+  Sync();
   return inner_->ReduceScatter(send, recv, op);
 }
 
 absl::Status DeviceSyncCommunicator::Broadcast(const Tensor& buf, int root) {
-  backend_->Synchronize();
+  Sync();
   return inner_->Broadcast(buf, root);
 }
 
 absl::Status DeviceSyncCommunicator::Send(const Tensor& buf, int peer) {
-  backend_->Synchronize();
+  Sync();
   return inner_->Send(buf, peer);
 }
 
 absl::Status DeviceSyncCommunicator::Recv(const Tensor& buf, int peer) {
-  backend_->Synchronize();
+  Sync();
   return inner_->Recv(buf, peer);
 }
 
 absl::Status DeviceSyncCommunicator::GroupStart() {
-  backend_->Synchronize();
+  Sync();
   return inner_->GroupStart();
 }
 
 absl::Status DeviceSyncCommunicator::GroupEnd() {
-  backend_->Synchronize();
+  Sync();
   return inner_->GroupEnd();
 }
 
 absl::Status DeviceSyncCommunicator::Barrier() {
-  backend_->Synchronize();
+  Sync();
   return inner_->Barrier();
 }
 
@@ -58,7 +68,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> DeviceSyncCommunicator::Split(
       inner_->Split(color, key);
   if (!child.ok()) return child.status();
   return std::unique_ptr<Communicator>(
-      new DeviceSyncCommunicator(std::move(*child), backend_));
+      new DeviceSyncCommunicator(std::move(*child), backend_, sync_seconds_));
 }
 
 }  // namespace tessera::executor

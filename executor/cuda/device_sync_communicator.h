@@ -4,14 +4,19 @@
 // the buffers hold everything the rank's kernels issued so far wrote, and a
 // receive buffer is no longer in use. The wrapped calls complete before they
 // return (MemoryOps' contract), so kernels issued afterwards see the results.
-// Groups split from it are wrapped the same way.
+// Groups split from it are wrapped the same way, and add the time they spend
+// waiting for the stream to the same counter: that is the rank's compute
+// finishing, not communication, and a trial takes it out of the time its
+// engine measured inside communicator calls.
 //
 //   InProcessCommunicator& world = in_process_world->communicator(rank);
 //   DeviceSyncCommunicator synced(&world, backend.get());
 //   RankEngine::Create(config, *backend, synced);
+//   double waited_s = synced.sync_seconds();
 #pragma once
 
 #include <memory>
+#include <utility>
 
 #include "executor/backend.h"
 #include "executor/comm/communicator.h"
@@ -22,10 +27,13 @@ class DeviceSyncCommunicator final : public Communicator {
  public:
   // Wraps `inner` (not owned); `backend` is the rank's (not owned).
   DeviceSyncCommunicator(Communicator* inner, Backend* backend)
-      : inner_(inner), backend_(backend) {}
-  // Wraps and owns `inner`.
-  DeviceSyncCommunicator(std::unique_ptr<Communicator> inner, Backend* backend)
-      : owned_(std::move(inner)), inner_(owned_.get()), backend_(backend) {}
+      : inner_(inner),
+        backend_(backend),
+        sync_seconds_(std::make_shared<double>(0.0)) {}
+
+  // Seconds this communicator and its splits spent waiting for the
+  // backend's stream (one rank's thread: no locking).
+  double sync_seconds() const { return *sync_seconds_; }
 
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
@@ -44,9 +52,19 @@ class DeviceSyncCommunicator final : public Communicator {
                                                       int key) override;
 
  private:
+  // A split: owns `inner` and shares the parent's counter.
+  DeviceSyncCommunicator(std::unique_ptr<Communicator> inner, Backend* backend,
+                         std::shared_ptr<double> sync_seconds)
+      : owned_(std::move(inner)),
+        inner_(owned_.get()),
+        backend_(backend),
+        sync_seconds_(std::move(sync_seconds)) {}
+  void Sync();
+
   std::unique_ptr<Communicator> owned_;
   Communicator* inner_;
   Backend* backend_;
+  std::shared_ptr<double> sync_seconds_;
 };
 
 }  // namespace tessera::executor
