@@ -267,7 +267,9 @@ TrialResult RunThreadRanks(const TrialConfig& c, const EngineConfig& ec,
           TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<RankEngine> engine,
                                    RankEngine::Create(ec, *backend, synced));
           synced_before = synced.sync_seconds();
-          return RunSteps(c, *engine, synced, deadline, timings,
+          // Barriers on the bare world: the engine's steps end synchronized,
+          // and a wait counted by `synced` would be taken off a step.
+          return RunSteps(c, *engine, world, deadline, timings,
                           rank == 0 ? &window : nullptr, &records[rank]);
         }();
         records[rank].peak_bytes = backend->peak_bytes();
