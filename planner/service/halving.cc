@@ -126,6 +126,22 @@ HalvingDecision DecideNextTrials(const HalvingInput& in) {
     d.notes.push_back(absl::StrCat("rung 0: trialing the ", d.queue.size(),
                                    " best predicted layouts (",
                                    o.StepsAtRung(0), " steps)"));
+    // Better-predicted layouts that could not be trialed, and why.
+    int64_t skipped = 0;
+    std::string first_reason;
+    const std::string last_key = LayoutKey(d.queue.back().layout);
+    for (const PoolEntry& e : pool) {
+      if (e.plan && e.key == last_key) break;
+      if (!e.plan) {
+        if (skipped++ == 0) first_reason = e.not_trialable;
+      }
+    }
+    if (skipped > 0) {
+      d.notes.push_back(absl::StrCat(
+          "rung 0: skipped ", skipped, " better-predicted layout",
+          skipped == 1 ? "" : "s",
+          " that cannot be trialed (the first: ", first_reason, ")"));
+    }
     return d;
   }
 

@@ -1,6 +1,8 @@
 // Planner: the PlannerService side (submitting, reading, cancelling studies;
 // the offline ranking) and resuming studies after a restart.
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +13,7 @@
 #include "planner/service/proto_mapping.h"
 #include "planner/service/recalibration.h"
 #include "planner/service/recommendation.h"
+#include "planner/service/trial_geometry.h"
 #include "proto/convert.h"
 
 namespace tessera::service {
@@ -147,8 +150,30 @@ absl::StatusOr<v1::ListTrialsResponse> Planner::ListTrials(
   }
   TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Trial> trials,
                            store_->ListTrials(filter));
+  // A trial run smaller than its study says so where it has no other
+  // reason to give.
+  std::map<int64_t, std::optional<std::pair<Workload, int64_t>>> studies;
   v1::ListTrialsResponse out;
-  for (const db::Trial& t : trials) *out.add_trials() = TrialToProto(t);
+  for (const db::Trial& t : trials) {
+    v1::Trial* proto = out.add_trials();
+    *proto = TrialToProto(t);
+    if (!t.reason.empty()) continue;
+    auto it = studies.find(t.study_id);
+    if (it == studies.end()) {
+      absl::StatusOr<db::Study> s = store_->GetStudy(t.study_id);
+      absl::StatusOr<std::pair<Workload, int64_t>> w =
+          s.ok() ? StoredStudyWorkload(*s)
+                 : absl::StatusOr<std::pair<Workload, int64_t>>(s.status());
+      it = studies
+               .emplace(t.study_id,
+                        w.ok() ? std::optional(*std::move(w)) : std::nullopt)
+               .first;
+    }
+    if (it->second.has_value()) {
+      proto->set_reason(
+          TrialScaleNote(t, it->second->first, it->second->second));
+    }
+  }
   return out;
 }
 

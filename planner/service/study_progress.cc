@@ -18,6 +18,7 @@
 #include "planner/service/planner.h"
 #include "planner/service/recalibration.h"
 #include "planner/service/recommendation.h"
+#include "planner/service/trial_geometry.h"
 
 namespace tessera::service {
 namespace {
@@ -278,11 +279,13 @@ absl::Status Planner::AdvanceLocked(StudyRun& run) {
     for (int64_t id : ids) {
       absl::StatusOr<db::Trial> t = store_->GetTrial(id);
       if (!t.ok()) continue;
+      const std::string note =
+          TrialScaleNote(*t, *run.workload, run.options().layers);
       Emit(run.id,
            absl::StrCat("trial ", id, " queued at rung ", t->rung, " (",
                         t->steps, " steps, ", t->gang_size, " agent",
-                        t->gang_size == 1 ? "" : "s",
-                        "): ", LayoutKey(t->layout)),
+                        t->gang_size == 1 ? "" : "s", note.empty() ? "" : "; ",
+                        note, "): ", LayoutKey(t->layout)),
            &*t);
       trials.push_back(*std::move(t));
     }

@@ -124,6 +124,13 @@ absl::StatusOr<Layout> StudyLayoutOfTrial(const Workload& study,
                        study.training.global_batch);
 }
 
+std::string TrialScaleNote(const db::Trial& trial, const Workload& study,
+                           int64_t layers) {
+  absl::StatusOr<TrialPlan> plan =
+      PlanOfTrialLayout(study, trial.layout, layers);
+  return plan.ok() ? plan->note : "";
+}
+
 std::string LayoutKey(const Layout& layout) { return FormatLayout(layout); }
 
 }  // namespace tessera::service

@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "core/layout.h"
 #include "core/workload.h"
+#include "db/trial_store.h"
 
 namespace tessera::service {
 
@@ -60,6 +61,11 @@ absl::StatusOr<TrialPlan> PlanOfTrialLayout(const Workload& study,
 // becomes the study's whole group. INVALID_ARGUMENT when it does not resolve.
 absl::StatusOr<Layout> StudyLayoutOfTrial(const Workload& study,
                                           const Layout& trial_layout);
+
+// How a stored trial differs from its study ("measured at dp 2 of 32",
+// ...), "" when it runs the study's layout as is (or does not map onto it).
+std::string TrialScaleNote(const db::Trial& trial, const Workload& study,
+                           int64_t layers);
 
 // A canonical key of a (resolved) layout, for "was this trialed".
 std::string LayoutKey(const Layout& layout);

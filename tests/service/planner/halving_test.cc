@@ -95,6 +95,10 @@ TEST(HalvingTest, RungZeroIsTheBestTrialableLayoutsOncePerTrialLayout) {
     ASSERT_TRUE(t.predicted.has_value());
   }
   EXPECT_DOUBLE_EQ(d.queue[0].predicted->tokens_per_s, 180);
+  ASSERT_EQ(d.notes.size(), 2u);
+  EXPECT_EQ(d.notes[1],
+            "rung 0: skipped 1 better-predicted layout that cannot be trialed "
+            "(the first: layout 2 does not fit)");
 }
 
 TEST(HalvingTest, NothingTrialableFailsWithTheReasons) {

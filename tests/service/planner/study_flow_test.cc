@@ -313,5 +313,39 @@ TEST(StudyFlowTest, TheTimeBudgetEndsTheStudyWithWhatWasMeasured) {
   EXPECT_EQ(r.best_throughput().trial_id(), a->trial_id());
 }
 
+TEST(StudyFlowTest, FewerAgentsThanNodesScaleTheTrialsDown) {
+  TempDir dir;
+  ManualClock clock;
+  TestServer s = StartServer(TestOptions(dir.File("t.db"), clock));
+  ScriptedAgent agent(s, "cpu-a", "cpu", 1);
+  ASSERT_TRUE(agent.Register().ok());
+  v1::StudySpec spec = TinySpec(2, 1);  // 2 nodes, 1 agent
+  spec.mutable_trials()->set_max_trials(1);
+  const int64_t id = Submit(s, spec);
+  const std::vector<v1::Trial> trials = ListTrials(s, id);
+  ASSERT_EQ(trials.size(), 1u);
+  const v1::Trial& t = trials[0];
+  EXPECT_EQ(t.gang_size(), 1);
+  // Only layouts without model parallelism fit one rank: dp 1 of 2.
+  EXPECT_EQ(t.layout().tp() * t.layout().pp() * t.layout().cp(), 1);
+  EXPECT_EQ(t.layout().dp(), 1);
+  EXPECT_EQ(t.reason(), "measured at dp 1 of 2");
+  std::optional<v1::TrialAssignment> a = agent.Lease();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->world_size(), 1);
+  EXPECT_EQ(a->ranks_per_node(), 1);
+  // The global batch shrinks with dp: micro_batch * 1 * grad_accum.
+  EXPECT_EQ(a->global_batch(),
+            a->layout().micro_batch() * a->layout().grad_accum());
+  EXPECT_EQ(a->global_batch(), 4);
+  ASSERT_TRUE(agent.Report(a->trial_id(), OkResultJson(*a, 0.01)).ok());
+  const v1::Recommendation r = Recommendation(s, id);
+  EXPECT_EQ(r.best_throughput().provenance(), v1::MEASURED);
+  EXPECT_EQ(r.best_throughput().layout().dp(), 2);  // the study's layout
+  EXPECT_NE(r.best_throughput().why().find("measured at dp 1 of 2; scaled x"),
+            std::string::npos)
+      << r.best_throughput().why();
+}
+
 }  // namespace
 }  // namespace tessera::service::testing
