@@ -91,5 +91,98 @@ TEST(BinaryTest, BadFlagsExitTwo) {
   fclose(d.out);
 }
 
+// The planner binary SIGKILLed mid-study and started again on its file: the
+// study resumes, the earlier result is there once, the running trial's
+// report lands once.
+TEST(BinaryTest, AKilledPlannerResumesTheStudyFromItsFile) {
+  TempDir dir;
+  const std::vector<std::string> args = {
+      TESSERA_PLANNER_BIN, "--listen", "127.0.0.1:0", "--db",
+      dir.File("t.db"),    "--log",    "error"};
+  auto start = [&](Child* c) -> std::string {
+    *c = Spawn(args);
+    char line[256] = {};
+    if (fgets(line, sizeof(line), c->out) == nullptr) return "";
+    std::string first(line);
+    first = first.substr(std::string("listening on ").size());
+    first.pop_back();  // the newline
+    return first;
+  };
+  Child first;
+  const std::string address = start(&first);
+  ASSERT_FALSE(address.empty());
+  auto channel =
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto agents = v1::AgentService::NewStub(channel);
+  auto planner = v1::PlannerService::NewStub(channel);
+  v1::RegisterRequest reg;
+  reg.mutable_agent()->set_agent_id("cpu-a");
+  reg.mutable_agent()->set_hostname("h");
+  reg.mutable_agent()->set_backend("cpu");
+  reg.mutable_agent()->set_gpu_count(2);
+  v1::RegisterResponse registered;
+  ASSERT_TRUE(agents->Register(Context().get(), reg, &registered).ok());
+  v1::SubmitStudyRequest submit;
+  *submit.mutable_spec() = TinySpec(1, 2);
+  submit.mutable_spec()->mutable_trials()->set_max_trials(2);
+  submit.mutable_spec()->mutable_trials()->set_stop_margin(10);
+  v1::SubmitStudyResponse submitted;
+  ASSERT_TRUE(planner->SubmitStudy(Context().get(), submit, &submitted).ok());
+  auto lease = [&](v1::AgentService::Stub* stub) {
+    v1::LeaseTrialRequest r;
+    r.set_agent_id("cpu-a");
+    v1::LeaseTrialResponse out;
+    EXPECT_TRUE(stub->LeaseTrial(Context().get(), r, &out).ok());
+    return out.assignment();
+  };
+  auto report = [&](v1::AgentService::Stub* stub,
+                    const v1::TrialAssignment& a) {
+    v1::ReportTrialRequest r;
+    r.set_agent_id("cpu-a");
+    r.set_trial_id(a.trial_id());
+    r.set_result_json(OkResultJson(a, 0.01));
+    v1::ReportTrialResponse out;
+    return stub->ReportTrial(Context().get(), r, &out);
+  };
+  const v1::TrialAssignment one = lease(agents.get());
+  ASSERT_GT(one.trial_id(), 0);
+  ASSERT_TRUE(report(agents.get(), one).ok());
+  const v1::TrialAssignment two = lease(agents.get());
+  ASSERT_GT(two.trial_id(), 0);
+  ASSERT_EQ(kill(first.pid, SIGKILL), 0);
+  EXPECT_EQ(WaitExit(first.pid), 128 + SIGKILL);
+  fclose(first.out);
+
+  Child second;
+  const std::string again = start(&second);
+  ASSERT_FALSE(again.empty());
+  channel = grpc::CreateChannel(again, grpc::InsecureChannelCredentials());
+  agents = v1::AgentService::NewStub(channel);
+  planner = v1::PlannerService::NewStub(channel);
+  v1::GetStudyRequest get;
+  get.set_study_id(submitted.study_id());
+  v1::GetStudyResponse study;
+  ASSERT_TRUE(planner->GetStudy(Context().get(), get, &study).ok());
+  EXPECT_EQ(study.study().state(), v1::STUDY_RUNNING);
+  EXPECT_EQ(study.study().trials_done(), 1);
+  ASSERT_TRUE(report(agents.get(), two).ok());
+  EXPECT_EQ(report(agents.get(), two).error_code(),
+            grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_EQ(report(agents.get(), one).error_code(),
+            grpc::StatusCode::ALREADY_EXISTS);
+  // The advancer ends the study (rung 0 of 2 keeps one layout).
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(planner->GetStudy(Context().get(), get, &study).ok());
+    if (study.study().state() == v1::STUDY_DONE) break;
+    absl::SleepFor(absl::Milliseconds(25));
+  }
+  EXPECT_EQ(study.study().state(), v1::STUDY_DONE);
+  EXPECT_EQ(study.study().trials_done(), 2);
+  EXPECT_EQ(study.study().trials_total(), 2);
+  ASSERT_EQ(kill(second.pid, SIGTERM), 0);
+  EXPECT_EQ(WaitExit(second.pid), 0);
+  fclose(second.out);
+}
+
 }  // namespace
 }  // namespace tessera::service::testing
