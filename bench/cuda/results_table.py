@@ -2,7 +2,7 @@
 """The table of bench/cuda/run_1b.sh: Tessera's CUDA backend against PyTorch.
 
 Reads, for each micro-batch size N, the JSON results in --results-dir:
-  tessera_mbN.json        tessera-cuda-trial (core/trial_result.h's JSON)
+  tessera_mbN.json        tessera-trial --backend cuda (core/trial_result.h's JSON)
   torch_eager_mbN.json    torch_llama.py --mode eager
   torch_compile_mbN.json  torch_llama.py --mode compile
 and prints a Markdown table of tokens/s and MFU for each and Tessera's

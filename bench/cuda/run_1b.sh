@@ -130,11 +130,11 @@ if [[ $skip_build -eq 0 ]]; then
   if [[ -n "$prefix" ]]; then cmake_args+=("-DCMAKE_PREFIX_PATH=$prefix"); fi
   if [[ -n "$nccl_root" ]]; then cmake_args+=("-DTESSERA_NCCL_ROOT=$nccl_root"); fi
   run cmake "${cmake_args[@]}"
-  run cmake --build "$build_dir" --target tessera-cuda-trial tessera-trial \
+  run cmake --build "$build_dir" --target tessera-trial \
     --parallel "$(nproc)"
 fi
 
-trial="$build_dir/executor/cuda/tessera-cuda-trial"
+trial="$build_dir/executor/trial/tessera-trial"
 run mkdir -p "$results_dir"
 model_flags=(--layers "$layers" --hidden "$hidden" --heads "$heads"
   --kv-heads "$kv_heads" --ffn-hidden "$ffn" --vocab "$vocab"
@@ -142,7 +142,7 @@ model_flags=(--layers "$layers" --hidden "$hidden" --heads "$heads"
 for mb in "${mbs[@]}"; do
   [[ $skip_tessera -eq 1 ]] && break
   echo "== Tessera, micro-batch $mb" >&2
-  run "$trial" "${model_flags[@]}" --ranks 1 --global-batch "$mb" \
+  run "$trial" --backend cuda "${model_flags[@]}" --ranks 1 --global-batch "$mb" \
     --layout "micro_batch=$mb" --warmup "$warmup" --steps "$steps" \
     --json "$results_dir/tessera_mb$mb.json"
 done

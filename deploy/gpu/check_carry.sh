@@ -46,7 +46,7 @@ cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTESSERA_SERVICE=OFF -DCMAKE_PREFIX_PATH="$carry" | tee "$build.configure.log"
 grep -q "CPU backend GEMM through CBLAS: $carry" "$build.configure.log" ||
   { echo "check_carry: OpenBLAS not found in carry/" >&2; exit 1; }
-ninja -C "$build" -j"${JOBS:-2}" tessera-trial tessera-cuda-trial cuda_host_test \
+ninja -C "$build" -j"${JOBS:-2}" tessera-trial cuda_host_test \
   cuda_trial_test cuda_kernels_bench
 "$build/tests/executor/cuda/cuda_host_test" --gtest_brief=1
 "$build/tests/executor/cuda/cuda_trial_test" --gtest_brief=1

@@ -22,7 +22,7 @@
 #include "executor/cuda/device_sync_communicator.h"
 #include "executor/cuda/gpu_peak.h"
 #include "executor/cuda/nvml_power.h"
-#include "executor/cuda/trial_records.h"
+#include "executor/trial/trial_records.h"
 #include "executor/engine/rank_engine.h"
 #include "executor/engine/token_data.h"
 #ifdef TESSERA_HAVE_NCCL

@@ -42,7 +42,8 @@ struct TrialFlags {
   std::optional<int64_t> layers, hidden, heads, kv_heads, ffn_hidden, vocab;
   std::optional<int64_t> ranks, global_batch, seq_len, warmup, steps, seed;
   std::optional<int64_t> data_token_bytes, memory_limit;
-  std::optional<double> time_limit_s, lr;
+  std::optional<double> time_limit_s, lr, rope_theta, norm_eps;
+  std::optional<bool> tie_embeddings;
   std::optional<int64_t> rank, ranks_per_host;
   std::optional<std::string> rendezvous_file, bind_host, advertise_host;
   bool probe = false;
@@ -109,6 +110,13 @@ struct TrialFlags {
     f.AddInt("vocab", "N", "vocabulary size", &vocab);
     f.AddString("mlp", "KIND", "swiglu (the executor trains Llama models)",
                 &mlp);
+    f.AddDouble("rope-theta", "THETA", "rotary base (Llama 3: 500000)",
+                &rope_theta);
+    f.AddDouble("norm-eps", "EPS", "RMSNorm epsilon", &norm_eps);
+    f.AddSwitch("tie-embeddings",
+                "output projection shares the embedding (the executor trains "
+                "untied models: an invalid result)",
+                &tie_embeddings);
   }
 };
 
@@ -200,6 +208,9 @@ int Main(const std::vector<std::string>& args) {
   overrides.ffn_hidden = f.ffn_hidden;
   overrides.vocab = f.vocab;
   overrides.mlp = f.mlp;
+  overrides.rope_theta = f.rope_theta;
+  overrides.norm_eps = f.norm_eps;
+  overrides.tie_embeddings = f.tie_embeddings;
   absl::StatusOr<ModelConfig> model = ResolveModel(f.model, overrides);
   absl::StatusOr<Layout> layout = ParseLayout(f.layout.value_or(""));
   if (!model.ok()) {

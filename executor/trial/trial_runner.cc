@@ -18,47 +18,20 @@
 #include "executor/engine/rank_engine.h"
 #include "executor/engine/token_data.h"
 #include "executor/trial/cpu_peak.h"
+#include "executor/trial/trial_records.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "executor/cuda/cuda_trial.h"
+#endif
 
 namespace tessera::executor {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// What one rank measured.
-struct RankRecord {
-  std::vector<StepResult> steps;
-  int64_t peak_bytes = 0;
-};
-
 TrialResult Failed(TrialResult r, TrialStatus status, absl::string_view why) {
   r.status = status;
   r.reason = std::string(why);
   return r;
-}
-
-// The status a failed rank's error stands for.
-TrialStatus StatusFor(const absl::Status& s) {
-  switch (s.code()) {
-    case absl::StatusCode::kResourceExhausted:
-      return TrialStatus::kOom;
-    case absl::StatusCode::kDataLoss:
-      return TrialStatus::kNan;
-    case absl::StatusCode::kDeadlineExceeded:
-      return TrialStatus::kTimeout;
-    case absl::StatusCode::kInvalidArgument:
-      return TrialStatus::kInvalid;
-    default:
-      return TrialStatus::kCrash;
-  }
-}
-
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
 absl::Status CheckCounts(const TrialConfig& c) {
@@ -91,47 +64,6 @@ absl::Status CheckCounts(const TrialConfig& c) {
   return absl::OkStatus();
 }
 
-// Fills the measured fields of `r` from every rank's records.
-void Summarise(const TrialConfig& c, const std::vector<RankRecord>& ranks,
-               double peak_tflops_per_rank, TrialResult& r) {
-  size_t done = ranks[0].steps.size();
-  for (const RankRecord& rr : ranks) done = std::min(done, rr.steps.size());
-  std::vector<double> measured_s, compute_s, comm_s;
-  for (size_t i = 0; i < done; ++i) {
-    double step_s = 0, comm = 0;
-    for (const RankRecord& rr : ranks) {
-      step_s = std::max(step_s, rr.steps[i].step_time_s);
-      comm += rr.steps[i].comm_s / static_cast<double>(ranks.size());
-    }
-    r.loss.push_back(ranks[0].steps[i].loss);
-    r.step_times_s.push_back(step_s);
-    if (static_cast<int64_t>(i) >= c.warmup_steps) {
-      measured_s.push_back(step_s);
-      comm_s.push_back(comm);
-      compute_s.push_back(step_s - comm);
-    }
-  }
-  for (const RankRecord& rr : ranks) {
-    r.peak_memory_bytes.push_back(rr.peak_bytes);
-  }
-  r.steps = static_cast<int64_t>(measured_s.size());
-  if (measured_s.empty()) return;
-  r.step_time_s = {Percentile(measured_s, 0.5), Percentile(measured_s, 0.1),
-                   Percentile(measured_s, 0.9)};
-  const double tokens = static_cast<double>(c.global_batch * c.seq_len);
-  r.tokens_per_s = tokens / r.step_time_s.median;
-  r.tokens_per_s_per_gpu = r.tokens_per_s / static_cast<double>(c.ranks);
-  r.tflops_per_gpu = ModelFlopsPerStep(c.model, c.global_batch, c.seq_len) /
-                     r.step_time_s.median / static_cast<double>(c.ranks) /
-                     1e12;
-  r.mfu = peak_tflops_per_rank > 0 ? r.tflops_per_gpu / peak_tflops_per_rank
-                                   : 0;
-  r.compute_s = Percentile(compute_s, 0.5);
-  r.comm_s = Percentile(comm_s, 0.5);
-  // CPU collectives are synchronous: all communication is exposed.
-  r.exposed_comm_s = r.comm_s;
-}
-
 // Runs every step of one rank; fills *record as it goes.
 absl::Status RunRank(const TrialConfig& c, const EngineConfig& engine_config,
                      Clock::time_point deadline, int blas_threads,
@@ -147,7 +79,10 @@ absl::Status RunRank(const TrialConfig& c, const EngineConfig& engine_config,
             "time limit of %.1f s passed after %d steps", c.time_limit_s, i));
       }
       TESSERA_ASSIGN_OR_RETURN(StepResult step, engine->Step());
-      record->steps.push_back(step);
+      // In-process and TCP collectives are synchronous: all communication is
+      // on the critical path.
+      record->steps.push_back(
+          {step.loss, step.step_time_s, step.comm_s, step.comm_s});
       if (!std::isfinite(step.loss)) {
         return absl::DataLossError(
             absl::StrCat("loss is ", step.loss, " at step ", i));
@@ -157,51 +92,6 @@ absl::Status RunRank(const TrialConfig& c, const EngineConfig& engine_config,
   }();
   record->peak_bytes = backend.peak_bytes();
   return s;
-}
-
-// Packs doubles into i32 words so that collectives carry them bit-exactly.
-std::vector<int32_t> PackRecord(const RankRecord& r, double peak_tflops,
-                                int64_t steps) {
-  std::vector<double> v = {peak_tflops, static_cast<double>(r.peak_bytes)};
-  for (int64_t i = 0; i < steps; ++i) {
-    v.push_back(r.steps[i].loss);
-    v.push_back(r.steps[i].step_time_s);
-    v.push_back(r.steps[i].comm_s);
-  }
-  std::vector<int32_t> words(2 * v.size());
-  std::memcpy(words.data(), v.data(), v.size() * sizeof(double));
-  return words;
-}
-
-RankRecord UnpackRecord(const int32_t* words, int64_t steps,
-                        double* peak_tflops) {
-  std::vector<double> v(2 + 3 * steps);
-  std::memcpy(v.data(), words, v.size() * sizeof(double));
-  RankRecord r;
-  *peak_tflops = v[0];
-  r.peak_bytes = static_cast<int64_t>(v[1]);
-  for (int64_t i = 0; i < steps; ++i) {
-    r.steps.push_back(StepResult{v[2 + 3 * i], v[3 + 3 * i], v[4 + 3 * i]});
-  }
-  return r;
-}
-
-// Every rank's record, gathered over `world` (all ranks completed `steps`).
-absl::StatusOr<std::vector<RankRecord>> GatherRecords(
-    Communicator& world, const RankRecord& mine, double my_peak,
-    int64_t steps, double* peak_rank0) {
-  std::vector<int32_t> send = PackRecord(mine, my_peak, steps);
-  std::vector<int32_t> all(send.size() * world.size());
-  const Tensor send_t{send.data(), DType::kI32, static_cast<int64_t>(send.size())};
-  const Tensor all_t{all.data(), DType::kI32, static_cast<int64_t>(all.size())};
-  TESSERA_RETURN_IF_ERROR(world.AllGather(send_t, all_t));
-  std::vector<RankRecord> records;
-  for (int r = 0; r < world.size(); ++r) {
-    double peak = 0;
-    records.push_back(UnpackRecord(all.data() + r * send.size(), steps, &peak));
-    if (r == 0) *peak_rank0 = peak;
-  }
-  return records;
 }
 
 TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
@@ -273,7 +163,8 @@ TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
     absl::StatusOr<std::unique_ptr<Communicator>> world = ConnectTcpWorld(
         static_cast<int>(c.process_rank), static_cast<int>(c.ranks), options);
     if (!world.ok()) {
-      return Failed(r, StatusFor(world.status()), world.status().message());
+      return Failed(r, TrialStatusFor(world.status()),
+                    world.status().message());
     }
     RankRecord mine;
     failure = RunRank(c, engine_config, deadline, blas_threads, **world, &mine);
@@ -283,8 +174,9 @@ TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
       static_cast<TcpCommunicator&>(**world).Abort(failure);
     }
     if (failure.ok()) {
+      CpuBackend staging;
       absl::StatusOr<std::vector<RankRecord>> all = GatherRecords(
-          **world, mine, peak_per_rank, c.warmup_steps + c.steps,
+          **world, staging, mine, c.warmup_steps + c.steps, peak_per_rank,
           &peak_per_rank);
       if (all.ok()) {
         records = std::move(*all);
@@ -295,8 +187,12 @@ TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
     if (!failure.ok()) records = {std::move(mine)};
   }
   r.peak_tflops = peak_per_rank;
-  Summarise(c, records, peak_per_rank, r);
-  if (!failure.ok()) return Failed(r, StatusFor(failure), failure.message());
+  const TrialShape shape{c.model,        c.ranks,   c.ranks,
+                         c.global_batch, c.seq_len, c.warmup_steps};
+  SummariseSteps(shape, records, peak_per_rank, r);
+  if (!failure.ok()) {
+    return Failed(r, TrialStatusFor(failure), failure.message());
+  }
   r.status = TrialStatus::kOk;
   return r;
 }
@@ -320,8 +216,12 @@ TrialResult RunTrial(const TrialConfig& c) {
   }
   if (c.backend == "cpu") return RunCpuTrial(c, r);
   if (c.backend == "cuda") {
+#ifdef TESSERA_HAVE_CUDA
+    return RunCudaTrial(c);
+#else
     return Failed(r, TrialStatus::kInvalid,
-                  "backend: the CUDA backend is not part of this build");
+                  "backend: this tessera-trial was built without CUDA");
+#endif
   }
   return Failed(r, TrialStatus::kInvalid,
                 absl::StrCat("backend: '", c.backend, "' is not cpu or cuda"));

@@ -16,9 +16,9 @@ out="$("$script" --dry-run --micro-batches 2,8 --steps 4 --warmup 1 \
 echo "$out"
 grep -q -- "-DTESSERA_SERVICE=OFF" <<<"$out" || fail "not built with TESSERA_SERVICE=OFF"
 grep -q -- "-DCMAKE_PREFIX_PATH=/opt/carry/usr" <<<"$out" || fail "no CMAKE_PREFIX_PATH"
-grep -q -- "--target tessera-cuda-trial tessera-trial" <<<"$out" || fail "no build of the trial binaries"
+grep -q -- "--target tessera-trial" <<<"$out" || fail "no build of the trial binaries"
 for mb in 2 8; do
-  grep -q -- "/tmp/bb/executor/cuda/tessera-cuda-trial .*--global-batch $mb --layout micro_batch=$mb --warmup 1 --steps 4 --json /tmp/rr/tessera_mb$mb.json" <<<"$out" ||
+  grep -q -- "/tmp/bb/executor/trial/tessera-trial .*--global-batch $mb --layout micro_batch=$mb --warmup 1 --steps 4 --json /tmp/rr/tessera_mb$mb.json" <<<"$out" ||
     fail "no Tessera run at micro-batch $mb"
   for mode in eager compile; do
     grep -q -- "torch_llama.py .*--micro-batch $mb .*--mode $mode --json /tmp/rr/torch_${mode}_mb$mb.json" <<<"$out" ||
@@ -29,7 +29,7 @@ grep -q -- "--layers 16 --hidden 2048 --heads 16 --kv-heads 8 --ffn-hidden 5632 
   fail "not the 1B model"
 grep -q "results_table.py --results-dir /tmp/rr --micro-batches 2\\\\,8" <<<"$out" ||
   fail "no table"
-[[ $(grep -c "tessera-cuda-trial --layers" <<<"$out") -eq 2 ]] || fail "runs != micro-batches"
+[[ $(grep -c "tessera-trial --backend cuda --layers" <<<"$out") -eq 2 ]] || fail "runs != micro-batches"
 
 # --skip-build and --torch-modes none: no cmake, no PyTorch.
 out="$("$script" --dry-run --skip-build --torch-modes none --micro-batches 1 2>&1)"
@@ -39,7 +39,7 @@ grep -q "torch_llama.py" <<<"$out" && fail "--torch-modes none still runs PyTorc
 # --skip-tessera: PyTorch only, no build, and the table over what is there.
 out="$("$script" --dry-run --skip-tessera --torch-modes compile --micro-batches 4 2>&1)"
 grep -q "^cmake" <<<"$out" && fail "--skip-tessera still builds"
-grep -q "tessera-cuda-trial --layers" <<<"$out" && fail "--skip-tessera still runs Tessera"
+grep -q "tessera-trial --backend cuda --layers" <<<"$out" && fail "--skip-tessera still runs Tessera"
 grep -q -- "--mode compile" <<<"$out" || fail "--skip-tessera runs no PyTorch"
 grep -q "results_table.py" <<<"$out" || fail "--skip-tessera makes no table"
 

@@ -1,14 +1,11 @@
 // What each rank of a trial measures, how the ranks' records travel to every
-// rank, and how they become a TrialResult's measured fields. Written for the
-// CUDA trial and meant to be shared with the CPU one: it is the part of
-// executor/trial/trial_runner.cc (RankRecord, StatusFor, Percentile,
-// Summarise, PackRecord/UnpackRecord, GatherRecords) generalised by
+// rank, and how they become a TrialResult's measured fields; shared by the CPU
+// trial (trial_runner.cc) and the CUDA trial (executor/cuda/cuda_trial.cc):
 //   - exposed communication per step, separate from communication (the CPU's
 //     synchronous collectives set it equal to comm_s),
 //   - energy per GPU over the measured window (absent: power not measured),
 //   - staging through backend memory in GatherRecords, so that it works over
 //     NCCL (device buffers) as over TCP (host buffers).
-// The proposed move is executor/trial/trial_records.{h,cc}; see README.md.
 //
 //   std::vector<RankRecord> ranks = ...;  // gathered
 //   SummariseSteps(config_of_trial, ranks, peak_per_rank, result);

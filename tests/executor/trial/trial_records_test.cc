@@ -1,7 +1,7 @@
 // The trial records' summaries against hand computations, the packing
 // round trip (bit-exact), and GatherRecords over a real in-process world of
 // CPU backends.
-#include "executor/cuda/trial_records.h"
+#include "executor/trial/trial_records.h"
 
 #include <cmath>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "executor/cuda/trial_records.h"
+#include "executor/trial/trial_records.h"
 
 #include <algorithm>
 #include <cmath>
