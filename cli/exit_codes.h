@@ -18,19 +18,23 @@ inline constexpr int kExitFailure = 1;   // internal or service failure
 inline constexpr int kExitBadInput = 2;  // unknown command or flag, bad value,
                                          // invalid spec, unreachable batch
 inline constexpr int kExitNoFeasible = 3;  // plan: every layout was rejected
+inline constexpr int kExitStudyNotDone = 4;  // watch, submit --wait: the study
+                                             // ended cancelled or failed
 
 // The exit status section of every help text.
 inline constexpr absl::string_view kExitStatusHelp =
     "Exit status:\n"
     "  0  success (predict: also when the layout is infeasible; the output\n"
     "     says why)\n"
-    "  1  internal failure\n"
+    "  1  internal failure, or the planner service cannot be reached, did\n"
+    "     not answer in time, or failed\n"
     "  2  bad input: unknown command or flag, missing or malformed value,\n"
     "     invalid spec (unknown preset, zero GPUs, ...), a global batch no\n"
     "     layout can reach, a malformed layout; one line on stderr names the\n"
     "     field\n"
     "  3  plan: no layout is feasible (the output lists why they were\n"
-    "     rejected)\n";
+    "     rejected)\n"
+    "  4  watch, submit --wait: the study ended cancelled or failed\n";
 
 // Writes "<command>: <message>" as one line to `err` and returns the exit
 // status for `status`: kExitBadInput for INVALID_ARGUMENT, NOT_FOUND and

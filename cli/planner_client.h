@@ -42,7 +42,6 @@ inline constexpr char kPlannerFlagHelp[] =
 // The exit status of a `watch` or `submit --wait` whose study ended
 // cancelled or failed (see kServiceExitStatusHelp; cli/exit_codes.h has the
 // others).
-inline constexpr int kExitStudyNotDone = 4;
 
 // The exit status section of the service commands' help texts.
 inline constexpr absl::string_view kServiceExitStatusHelp =
