@@ -601,8 +601,40 @@ TEST_F(PlannerLiveTest, ThePlannersOwnValidationExitsTwoNamingTheField) {
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("trials.eta"), std::string::npos) << r.err;
+  // The workload is the planner's to judge too (the CLI checks the file's
+  // form only): zero nodes is one line naming the field, after the file.
+  const std::string zero_nodes = File(
+      "zero_nodes.json",
+      R"({"model": {"preset": "tiny"},
+          "cluster": {"gpu": {"preset": "h100-sxm"}, "nodes": 0,
+                      "gpus_per_node": 8},
+          "training": {"global_batch": 16, "seq_len": 128}})");
+  const CliRun z = Run({"submit", zero_nodes});
+  EXPECT_EQ(z.status, 2);
+  EXPECT_EQ(Lines(z.err), 1) << z.err;
+  EXPECT_NE(z.err.find("spec: " + zero_nodes + ": "), std::string::npos)
+      << z.err;
+  EXPECT_NE(z.err.find("cluster.nodes"), std::string::npos) << z.err;
   // Nothing was stored.
   EXPECT_EQ(json::parse(Run({"studies", "--json"}).out), json::array());
+}
+
+// The "agents" GPU preset exists only in the planner (it plans for the
+// agents' probed hardware): submit must hand it over, not reject it.
+TEST_F(PlannerLiveTest, SubmitAcceptsTheAgentsGpuPreset) {
+  const std::string path = File(
+      "agents_gpu.json",
+      R"({"model": {"preset": "tiny"},
+          "cluster": {"gpu": {"preset": "agents"}, "nodes": 1,
+                      "gpus_per_node": 2},
+          "training": {"global_batch": 8, "seq_len": 64},
+          "trials": {"backend": "cpu"}})");
+  const CliRun r = Run({"submit", path});
+  EXPECT_EQ(r.status, 0) << r.err;
+  int64_t id = 0;
+  EXPECT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(r.out), &id))
+      << r.out;
+  EXPECT_GT(id, 0);
 }
 
 TEST_F(PlannerLiveTest, PlanAndPredictThroughThePlannerGiveTheLocalJson) {
