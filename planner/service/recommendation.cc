@@ -88,6 +88,7 @@ v1::RecommendedLayout Recommend(const RecommendationInput& in,
   std::vector<std::string> why;
   double tokens_per_s = p.tokens_per_s;
   double exposed_comm_s = p.exposed_comm_s;
+  bool exposed_measured = false;
   bool scaled = false;
   double scale = 1;
   if (c.measured != nullptr) {
@@ -102,7 +103,10 @@ v1::RecommendedLayout Recommend(const RecommendationInput& in,
       scaled = true;
     }
     tokens_per_s = t.measured->tokens_per_s * scale;
-    if (!scaled) exposed_comm_s = t.measured->exposed_comm_s;
+    if (!scaled) {
+      exposed_comm_s = t.measured->exposed_comm_s;
+      exposed_measured = true;
+    }
     r.set_provenance(v1::MEASURED);
     r.set_trial_id(t.id);
     why.push_back(absl::StrCat("tokens/s measured by trial ", t.id, " (rung ",
@@ -145,12 +149,16 @@ v1::RecommendedLayout Recommend(const RecommendationInput& in,
   }
   r.set_tokens_per_joule(tokens_per_joule);
 
-  // What dominates the (predicted) step.
+  // What dominates the step, from the same figures the fields above report
+  // (measured exposed communication where a trial at the study's scale ran;
+  // the bubble and memory are the model's).
   why.push_back(absl::StrCat(
-      "exposed communication ", Percent(p.exposed_comm_s, p.step_time_s),
-      " of the step; pipeline bubble ", Percent(p.bubble_s, p.step_time_s),
+      "exposed communication ", Percent(exposed_comm_s, step_time_s),
+      " of the step (", exposed_measured ? "measured" : "predicted",
+      "); pipeline bubble ", Percent(p.bubble_s, p.step_time_s),
+      " (predicted)",
       absl::StrFormat(
-          "; memory %.1f of %.1f GiB per GPU (%s headroom)",
+          "; memory %.1f of %.1f GiB per GPU (%s headroom, predicted)",
           p.memory_gib_per_gpu,
           static_cast<double>(w.cluster.gpu.memory_bytes) / kGiB,
           Percent(static_cast<double>(w.cluster.gpu.memory_bytes) -

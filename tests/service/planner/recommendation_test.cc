@@ -10,6 +10,54 @@
 namespace tessera::service {
 namespace {
 
+// A trial at the study's own scale: `why` explains the step with the same
+// measured figures the fields report (here exposed communication is a quarter
+// of the measured step), not with the model's.
+TEST(RecommendationTest, AFullScaleMeasurementExplainsItsOwnStep) {
+  const Workload w{
+      *ModelPreset("tiny"), MakeCluster(*GpuPreset("h100-sxm"), 1, 2),
+      TrainingConfig{.global_batch = 16, .seq_len = 128, .total_tokens = 1e9}};
+  const planner::Calibration calibration;
+  absl::StatusOr<TrialPool> pool =
+      BuildTrialPool(w, calibration, {.top = 8}, /*available_agents=*/1, 0);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  const PoolEntry* entry = nullptr;
+  for (const PoolEntry& e : pool->entries) {
+    if (e.plan.has_value() && !e.plan->scaled()) {
+      entry = &e;
+      break;
+    }
+  }
+  ASSERT_NE(entry, nullptr);
+  db::Trial t;
+  t.id = 5;
+  t.layout = entry->plan->layout;
+  t.gang_size = 1;
+  t.status = db::TrialState::kOk;
+  db::TrialMeasurement m;
+  m.backend = "cpu";
+  m.steps = 3;
+  m.tokens_per_s = 4096;  // 16 x 128 tokens per step: a 0.5 s step
+  m.exposed_comm_s = 0.125;
+  t.measured = m;
+  const std::vector<db::Trial> trials = {t};
+  RecommendationInput in;
+  in.study_id = 1;
+  in.final = true;
+  in.workload = &w;
+  in.pool = &*pool;
+  in.trials = &trials;
+  in.calibration = &calibration;
+  const v1::Recommendation r = BuildRecommendation(in);
+  const v1::RecommendedLayout& best = r.best_throughput();
+  ASSERT_EQ(best.provenance(), v1::MEASURED);
+  EXPECT_DOUBLE_EQ(best.step_time_s(), 0.5);
+  EXPECT_DOUBLE_EQ(best.exposed_comm_s(), 0.125);
+  EXPECT_NE(best.why().find("exposed communication 25% of the step (measured)"),
+            std::string::npos)
+      << best.why();
+}
+
 TEST(RecommendationTest, AScaledDownMeasurementIsScaledByTheModelsRatio) {
   const Workload w{
       *ModelPreset("tiny"), MakeCluster(*GpuPreset("h100-sxm"), 4, 2),
