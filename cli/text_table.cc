@@ -84,6 +84,16 @@ std::string Readable(double value) {
   return absl::StrFormat("%.3g", value);
 }
 
+std::string ReadableBytes(double bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (std::abs(bytes) >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return absl::StrCat(Readable(bytes), " ", kUnits[unit]);
+}
+
 std::string CsvField(absl::string_view text) {
   if (text.find_first_of(",\"\r\n") == absl::string_view::npos) {
     return std::string(text);

@@ -57,6 +57,10 @@ std::string Truncate(absl::string_view text, size_t max_width);
 // "0.000123"), whole from 100 up ("12345", not "1.23e+04"); "0" for zero.
 std::string Readable(double value);
 
+// A byte count for people, in the largest binary unit that keeps it at 1 or
+// more: "512 B", "3.5 MiB", "78.1 GiB" (Readable's digits).
+std::string ReadableBytes(double bytes);
+
 // One CSV field, quoted when it holds a comma, a quote or a line break.
 std::string CsvField(absl::string_view text);
 

@@ -404,7 +404,7 @@ TEST_F(PlannerLiveTest, TrialsReportedByAnAgentReachEveryCommand) {
   ASSERT_EQ(rows.size(), 3u) << r.out;
   EXPECT_NE(rows[1].find(" 400 W "), std::string::npos) << rows[1];
   EXPECT_NE(rows[1].find(" 25.0% "), std::string::npos) << rows[1];
-  EXPECT_NE(rows[1].find(" 1.0 GiB "), std::string::npos) << rows[1];
+  EXPECT_NE(rows[1].find(" 1 GiB "), std::string::npos) << rows[1];
   EXPECT_NE(rows[2].find("—"), std::string::npos) << rows[2];  // no power
   EXPECT_EQ(rows[2].find(" W "), std::string::npos) << rows[2];
 
