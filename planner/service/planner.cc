@@ -1,6 +1,8 @@
 // Planner: construction, restart, the reaper, and the study events.
 #include "planner/service/planner.h"
 
+#include "planner/service/measured_layouts.h"
+
 #include <set>
 #include <utility>
 
@@ -167,17 +169,19 @@ absl::StatusOr<v1::StudySummary> Planner::Summary(int64_t study_id) {
   TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->GetStudy(study_id));
   TESSERA_ASSIGN_OR_RETURN(const auto counts,
                            store_->CountTrialsByStatus(study_id));
-  db::TrialFilter best_filter;
-  best_filter.study_id = study_id;
-  best_filter.statuses = {db::TrialState::kOk};
-  best_filter.sort_by = "tokens_per_s_per_gpu";
-  best_filter.descending = true;
-  best_filter.limit = 1;
-  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Trial> best,
-                           store_->ListTrials(best_filter));
-  return StudySummaryOf(
-      study, counts,
-      best.empty() ? std::nullopt : std::optional<db::Trial>(best.front()));
+  // The best as the recommendation judges it: each layout by its longest
+  // (highest-rung) measurement, not the luckiest short one.
+  db::TrialFilter ok_filter;
+  ok_filter.study_id = study_id;
+  ok_filter.statuses = {db::TrialState::kOk};
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Trial> ok,
+                           store_->ListTrials(ok_filter));
+  const std::map<std::string, MeasuredLayout> measured = MeasuredLayouts(ok);
+  const MeasuredLayout* best = BestMeasured(measured);
+  return StudySummaryOf(study, counts,
+                        best == nullptr
+                            ? std::nullopt
+                            : std::optional<db::Trial>(best->trial));
 }
 
 absl::StatusOr<v1::StudyEvent> Planner::CurrentEvent(int64_t study_id) {

@@ -127,7 +127,17 @@ v1::RecommendedLayout Recommend(const RecommendationInput& in,
   r.set_mfu(p.tokens_per_s > 0 ? p.mfu * tokens_per_s / p.tokens_per_s : 0);
   r.set_exposed_comm_s(exposed_comm_s);
   r.set_bubble_s(p.bubble_s);
-  r.set_memory_gib_per_gpu(p.memory_gib_per_gpu);
+  // Memory: the trial's measured peak when it ran at the study's scale.
+  double memory_gib = p.memory_gib_per_gpu;
+  bool memory_measured = false;
+  if (c.measured != nullptr && !scaled &&
+      c.measured->trial.measured->peak_memory_bytes > 0) {
+    memory_gib =
+        static_cast<double>(c.measured->trial.measured->peak_memory_bytes) /
+        kGiB;
+    memory_measured = true;
+  }
+  r.set_memory_gib_per_gpu(memory_gib);
 
   // Energy: measured power where the trial had it.
   double tokens_per_joule = 0;
@@ -158,12 +168,12 @@ v1::RecommendedLayout Recommend(const RecommendationInput& in,
       "); pipeline bubble ", Percent(p.bubble_s, p.step_time_s),
       " (predicted)",
       absl::StrFormat(
-          "; memory %.1f of %.1f GiB per GPU (%s headroom, predicted)",
-          p.memory_gib_per_gpu,
+          "; memory %.3g of %.3g GiB per GPU (%s headroom, %s)", memory_gib,
           static_cast<double>(w.cluster.gpu.memory_bytes) / kGiB,
           Percent(static_cast<double>(w.cluster.gpu.memory_bytes) -
-                      p.memory_gib_per_gpu * kGiB,
-                  static_cast<double>(w.cluster.gpu.memory_bytes)))));
+                      memory_gib * kGiB,
+                  static_cast<double>(w.cluster.gpu.memory_bytes)),
+          memory_measured ? "measured" : "predicted")));
   r.set_why(absl::StrJoin(why, "; "));
 
   // days, GPU-hours and MWh for the token budget (1 MWh = 3.6e9 J).

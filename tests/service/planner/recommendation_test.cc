@@ -39,6 +39,7 @@ TEST(RecommendationTest, AFullScaleMeasurementExplainsItsOwnStep) {
   m.steps = 3;
   m.tokens_per_s = 4096;  // 16 x 128 tokens per step: a 0.5 s step
   m.exposed_comm_s = 0.125;
+  m.peak_memory_bytes = int64_t{3} << 20;  // 3 MiB
   t.measured = m;
   const std::vector<db::Trial> trials = {t};
   RecommendationInput in;
@@ -55,6 +56,11 @@ TEST(RecommendationTest, AFullScaleMeasurementExplainsItsOwnStep) {
   EXPECT_DOUBLE_EQ(best.exposed_comm_s(), 0.125);
   EXPECT_NE(best.why().find("exposed communication 25% of the step (measured)"),
             std::string::npos)
+      << best.why();
+  EXPECT_DOUBLE_EQ(best.memory_gib_per_gpu(), 3.0 / 1024);
+  EXPECT_NE(best.why().find("memory 0.00293 of"), std::string::npos)
+      << best.why();
+  EXPECT_NE(best.why().find("headroom, measured)"), std::string::npos)
       << best.why();
 }
 
