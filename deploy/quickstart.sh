@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Tessera's main job on a fresh machine (the README's first command):
+#   deploy/quickstart.sh [STUDY.json]
+# installs what it needs (deploy/install-deps.sh), builds, starts a planner
+# and two agents on 127.0.0.1 (the CPU backend, two thread ranks each),
+# submits a study (default: deploy/examples/quickstart-study.json, a tiny
+# Llama planned for this machine's own probed hardware), follows it to the
+# recommendation, lists the trials it ran, says where the history is kept,
+# and stops what it started.
+#
+# TESSERA_RUN_DIR (default ./quickstart) keeps the history database and the
+# logs; a second run adds to the same history.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+study=${1:-deploy/examples/quickstart-study.json}
+
+deploy/install-deps.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j "$(nproc)" \
+  --target tessera tessera-planner tessera-agent tessera-trial
+
+run_dir=${TESSERA_RUN_DIR:-$repo/quickstart}
+mkdir -p "$run_dir"
+db="$run_dir/tessera.db"
+tessera=$repo/build/cli/tessera
+
+pids=()
+stop_all() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+trap stop_all EXIT
+
+# The planner picks a free port and prints it as its first line.
+build/planner/service/tessera-planner --listen 127.0.0.1:0 --db "$db" \
+  > "$run_dir/planner.out" 2> "$run_dir/planner.log" &
+pids+=($!)
+addr=""
+for _ in $(seq 200); do
+  addr=$(sed -n 's/^listening on //p' "$run_dir/planner.out" 2>/dev/null | head -n 1)
+  [ -n "$addr" ] && break
+  kill -0 "${pids[0]}" 2>/dev/null || { cat "$run_dir/planner.log" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$addr" ] || { echo "quickstart: the planner did not start" >&2; exit 1; }
+echo "planner on $addr, history in $db"
+
+for name in a b; do
+  build/agents/tessera-agent --planner "$addr" --id "quickstart-$name" \
+    --backend cpu --cpu-ranks 2 --work-dir "$run_dir/agent-$name" \
+    --log "$run_dir/agent-$name.log" &
+  pids+=($!)
+done
+
+id=$("$tessera" submit "$study" --planner "$addr")
+echo "submitted $study as study $id; following it:"
+status=0
+"$tessera" watch "$id" --planner "$addr" || status=$?
+echo
+echo "trials of study $id:"
+"$tessera" trials --study "$id" --planner "$addr"
+cat <<MSG
+
+The history (every study, trial, per-step metric, agent, probe and
+calibration) is in $db.
+Query it with a planner on that file, e.g.:
+  build/planner/service/tessera-planner --db $db --listen 127.0.0.1:50051 &
+  build/cli/tessera history ; build/cli/tessera trials --sort -tokens_per_s
+Logs: $run_dir/{planner,agent-a,agent-b}.log
+MSG
+exit "$status"
