@@ -24,11 +24,11 @@
 
 #include <cstdint>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "executor/backend.h"
+#include "executor/backend_checks.h"
+#include "executor/memory_meter.h"
 #include "executor/tensor.h"
 
 namespace tessera::executor {
@@ -58,10 +58,10 @@ class CpuBackend final : public Backend {
   // for (numel * dtype size). kF32 and kI32 only: kBF16 is INVALID_ARGUMENT.
   absl::StatusOr<DeviceBuffer> Allocate(int64_t numel, DType dtype,
                                         absl::string_view what) override;
-  void SetMemoryLimit(int64_t bytes) override;
-  int64_t bytes_in_use() const override;
-  int64_t peak_bytes() const override;
-  void ResetPeak() override;  // peak = bytes in use now
+  void SetMemoryLimit(int64_t bytes) override { meter_.SetLimit(bytes); }
+  int64_t bytes_in_use() const override { return meter_.in_use_bytes(); }
+  int64_t peak_bytes() const override { return meter_.peak_bytes(); }
+  void ResetPeak() override { meter_.ResetPeak(); }  // peak = in use now
 
   void Synchronize() override {}
   void CopyToHost(const Tensor& src, void* host) override;
@@ -142,10 +142,8 @@ class CpuBackend final : public Backend {
 
  private:
   const int blas_threads_;  // as given in the options (0 = automatic)
-  mutable absl::Mutex mu_;
-  int64_t limit_bytes_ ABSL_GUARDED_BY(mu_);
-  int64_t in_use_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t peak_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  const BackendChecks checks_;
+  MemoryMeter meter_;
 };
 
 }  // namespace tessera::executor

@@ -3,14 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <initializer_list>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "executor/cuda/attention_layout.h"
@@ -47,86 +45,38 @@ constexpr size_t kInitialScratchBytes = size_t{16} << 20;
 
 // ---- Argument checks: misuse is a caller bug, reported and fatal ---------
 
-[[noreturn]] void Fail(absl::string_view op, absl::string_view message) {
-  cuda::Die(absl::StrCat("CudaBackend::", op), message);
+// The contract's checks (backend_checks.h) with act = bf16; the kernels take
+// every dtype somewhere.
+BackendCheckOptions CudaChecks() {
+  return {.backend = "CudaBackend", .act = DType::kBF16};
 }
 
-std::string DTypeList(std::initializer_list<DType> dtypes) {
-  std::vector<std::string> names;
-  for (DType d : dtypes) names.emplace_back(DTypeName(d));
-  return absl::StrJoin(names, " or ");
-}
-
-// Aborts unless `t` views at least `numel` elements of one of `dtypes`.
-void CheckTensor(absl::string_view op, absl::string_view arg, const Tensor& t,
-                 std::initializer_list<DType> dtypes, int64_t numel) {
-  if (std::find(dtypes.begin(), dtypes.end(), t.dtype) == dtypes.end()) {
-    Fail(op, absl::StrCat(arg, " is ", DTypeName(t.dtype), ", expected ",
-                          DTypeList(dtypes)));
-  }
-  if (t.numel < numel) {
-    Fail(op, absl::StrCat(arg, " holds ", t.numel,
-                          " elements, the shape needs ", numel));
-  }
-  if (numel > 0 && t.data == nullptr) Fail(op, absl::StrCat(arg, " is empty"));
-}
-
-constexpr std::initializer_list<DType> kF32 = {DType::kF32};
-constexpr std::initializer_list<DType> kBF16 = {DType::kBF16};
-constexpr std::initializer_list<DType> kI32 = {DType::kI32};
-constexpr std::initializer_list<DType> kFloat = {DType::kF32, DType::kBF16};
-
-void CheckPositive(absl::string_view op, absl::string_view arg, int64_t v) {
-  if (v <= 0) Fail(op, absl::StrCat(arg, " = ", v, ", must be positive"));
-}
-
-void CheckNonNegative(absl::string_view op, absl::string_view arg, int64_t v) {
-  if (v < 0) Fail(op, absl::StrCat(arg, " = ", v, ", must be >= 0"));
-}
-
-void CheckAttention(absl::string_view op, const AttentionShape& s,
-                    size_t max_shared_bytes) {
-  CheckPositive(op, "shape.batch", s.batch);
-  CheckPositive(op, "shape.q_len", s.q_len);
-  CheckNonNegative(op, "shape.kv_len", s.kv_len);
-  CheckPositive(op, "shape.heads", s.heads);
-  CheckPositive(op, "shape.kv_heads", s.kv_heads);
-  CheckPositive(op, "shape.head_dim", s.head_dim);
-  if (s.heads % s.kv_heads != 0) {
-    Fail(op, absl::StrCat("shape.kv_heads = ", s.kv_heads,
-                          " does not divide shape.heads = ", s.heads));
-  }
+// The attention kernels' own limits, checked after the contract's shape
+// rules: the head dims they are built for, their shared memory on this
+// device, and their grid.
+void CheckAttentionLimits(const BackendChecks& checks, absl::string_view op,
+                          const AttentionShape& s, size_t max_shared_bytes) {
   const int d = static_cast<int>(s.head_dim);
   if (!cuda::AttentionHeadDimSupported(d) || s.head_dim != d) {
-    Fail(op, absl::StrCat("shape.head_dim = ", s.head_dim,
-                          ": the CUDA attention kernels are built for ",
-                          absl::StrJoin(cuda::kAttentionHeadDims, ", ")));
+    checks.Fail(op,
+                absl::StrCat("shape.head_dim = ", s.head_dim,
+                             ": the CUDA attention kernels are built for ",
+                             absl::StrJoin(cuda::kAttentionHeadDims, ", ")));
   }
   const size_t need = std::max(cuda::AttentionForwardSmemBytes(d),
                                cuda::AttentionBackwardSmemBytes(d));
   if (need > max_shared_bytes) {
-    Fail(op, absl::StrCat("head_dim ", d, " needs ", need,
-                          " bytes of shared memory per block; the device "
-                          "allows ",
-                          max_shared_bytes));
+    checks.Fail(op, absl::StrCat("head_dim ", d, " needs ", need,
+                                 " bytes of shared memory per block; the "
+                                 "device allows ",
+                                 max_shared_bytes));
   }
   if (s.q_len > std::numeric_limits<int32_t>::max() ||
       s.kv_len > std::numeric_limits<int32_t>::max() || s.heads > 65535 ||
       s.kv_heads > 65535 || s.batch > 65535) {
-    Fail(op,
-         "shape beyond the kernels' grid (q_len, kv_len < 2^31; batch, "
-         "heads < 65536)");
-  }
-}
-
-void CheckRope(absl::string_view op, int64_t tokens, int64_t heads,
-               int64_t kv_heads, int64_t head_dim) {
-  CheckNonNegative(op, "tokens", tokens);
-  CheckPositive(op, "heads", heads);
-  CheckPositive(op, "kv_heads", kv_heads);
-  CheckPositive(op, "head_dim", head_dim);
-  if (head_dim % 2 != 0) {
-    Fail(op, absl::StrCat("head_dim = ", head_dim, ", must be even"));
+    checks.Fail(op,
+                "shape beyond the kernels' grid (q_len, kv_len < 2^31; batch, "
+                "heads < 65536)");
   }
 }
 
@@ -143,6 +93,29 @@ void WithFloatType(DType dtype, F&& f) {
   } else {
     f(bf16{});
   }
+}
+
+// The forward inputs of an attention call, as both kernels take them.
+cuda::AttentionParams AttentionParamsFor(const AttentionShape& shape,
+                                         const Tensor& q, const Tensor& k,
+                                         const Tensor& v, const Tensor& q_pos,
+                                         const Tensor& k_pos,
+                                         const Tensor& lse) {
+  cuda::AttentionParams p;
+  p.q = Ptr<const bf16>(q);
+  p.k = Ptr<const bf16>(k);
+  p.v = Ptr<const bf16>(v);
+  p.q_pos = Ptr<const int32_t>(q_pos);
+  p.k_pos = Ptr<const int32_t>(k_pos);
+  p.lse = Ptr<float>(lse);
+  p.batch = shape.batch;
+  p.q_len = shape.q_len;
+  p.kv_len = shape.kv_len;
+  p.heads = shape.heads;
+  p.kv_heads = shape.kv_heads;
+  p.group = shape.heads / shape.kv_heads;
+  p.scale = static_cast<float>(1.0 / std::sqrt(double(shape.head_dim)));
+  return p;
 }
 
 }  // namespace
@@ -168,7 +141,9 @@ bool CudaDeviceAvailable(std::string* why) {
 // ---- Life cycle ----------------------------------------------------------
 
 CudaBackend::CudaBackend(int device, int64_t memory_limit_bytes)
-    : device_(device), limit_bytes_(std::max<int64_t>(0, memory_limit_bytes)) {}
+    : device_(device),
+      checks_(CudaChecks()),
+      meter_("cuda backend", memory_limit_bytes) {}
 
 absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
     CudaBackendOptions options) {
@@ -244,7 +219,7 @@ CudaBackend::~CudaBackend() {
 
 void CudaBackend::CheckLaunch(absl::string_view op, cudaError_t error) {
   if (error != cudaSuccess) {
-    Fail(op, cuda::CudaCallStatus(error, "kernel launch").message());
+    checks_.Fail(op, cuda::CudaCallStatus(error, "kernel launch").message());
   }
 }
 
@@ -256,9 +231,10 @@ void* CudaBackend::Scratch(size_t bytes, absl::string_view op) {
   scratch_bytes_ = 0;
   if (cudaError_t e = cudaMallocAsync(&scratch_, grown, stream_);
       e != cudaSuccess) {
-    Fail(op, absl::StrCat(
-                 "no device memory for ", grown, " bytes of kernel scratch: ",
-                 cuda::CudaCallStatus(e, "cudaMallocAsync").message()));
+    checks_.Fail(
+        op, absl::StrCat("no device memory for ", grown,
+                         " bytes of kernel scratch: ",
+                         cuda::CudaCallStatus(e, "cudaMallocAsync").message()));
   }
   scratch_bytes_ = grown;
   return scratch_;
@@ -268,33 +244,13 @@ void* CudaBackend::Scratch(size_t bytes, absl::string_view op) {
 
 absl::StatusOr<DeviceBuffer> CudaBackend::Allocate(int64_t numel, DType dtype,
                                                    absl::string_view what) {
-  if (numel < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("cuda backend: allocating ",
-                                                   what, ": numel = ", numel,
-                                                   " is negative"));
-  }
-  const int64_t elem = static_cast<int64_t>(DTypeSize(dtype));
-  if (numel > std::numeric_limits<int64_t>::max() / elem - 256) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cuda backend: allocating ", what, ": ", numel, " x ",
-                     DTypeName(dtype), " overflows a 64-bit byte count"));
-  }
+  const MemoryRequest request{what, numel, dtype};
+  TESSERA_ASSIGN_OR_RETURN(const int64_t bytes,
+                           meter_.BytesFor(request, /*slack_elements=*/256));
   if (numel == 0) return DeviceBuffer(this, Tensor{nullptr, dtype, 0});
-  const int64_t bytes = numel * elem;
-  int64_t in_use_before = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    if (limit_bytes_ > 0 && in_use_bytes_ + bytes > limit_bytes_) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "cuda backend: allocating %s (%d x %s = %d bytes) would take the "
-          "bytes in use from %d to %d, past the memory limit of %d bytes",
-          what, numel, DTypeName(dtype), bytes, in_use_bytes_,
-          in_use_bytes_ + bytes, limit_bytes_));
-    }
-    in_use_before = in_use_bytes_;
-    in_use_bytes_ += bytes;  // reserved now, returned on failure below
-    peak_bytes_ = std::max(peak_bytes_, in_use_bytes_);
-  }
+  // Reserved now, released below when the device has no room.
+  TESSERA_ASSIGN_OR_RETURN(const int64_t in_use_before,
+                           meter_.Reserve(request));
   TESSERA_CUDA_CHECK(cudaSetDevice(device_));
   void* data = nullptr;
   cudaError_t e = cudaMallocAsync(&data, static_cast<size_t>(bytes), stream_);
@@ -311,19 +267,13 @@ absl::StatusOr<DeviceBuffer> CudaBackend::Allocate(int64_t numel, DType dtype,
   }
   if (e != cudaSuccess) {
     cudaGetLastError();
-    {
-      absl::MutexLock lock(&mu_);
-      in_use_bytes_ -= bytes;
-    }
+    meter_.Release(bytes);
     const absl::Status call = cuda::CudaCallStatus(e, "cudaMallocAsync");
     if (e == cudaErrorMemoryAllocation) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "cuda backend: allocating %s (%d x %s = %d bytes): the device is "
-          "out of memory (%d bytes in use by this backend; %s)",
-          what, numel, DTypeName(dtype), bytes, in_use_before, call.message()));
+      return meter_.OutOfMemory(request, "device", in_use_before,
+                                call.message());
     }
-    return absl::Status(call.code(), absl::StrCat("cuda backend: allocating ",
-                                                  what, ": ", call.message()));
+    return meter_.AllocationError(call.code(), what, call.message());
   }
   TESSERA_CUDA_CHECK(
       cudaMemsetAsync(data, 0, static_cast<size_t>(bytes), stream_));
@@ -334,30 +284,9 @@ void CudaBackend::Free(const Tensor& view) {
   if (view.data == nullptr) return;
   const cudaError_t e = cudaFreeAsync(view.data, stream_);
   if (e != cudaSuccess && e != cudaErrorCudartUnloading) {
-    Fail("Free", cuda::CudaCallStatus(e, "cudaFreeAsync").message());
+    checks_.Fail("Free", cuda::CudaCallStatus(e, "cudaFreeAsync").message());
   }
-  absl::MutexLock lock(&mu_);
-  in_use_bytes_ -= static_cast<int64_t>(view.bytes());
-}
-
-void CudaBackend::SetMemoryLimit(int64_t bytes) {
-  absl::MutexLock lock(&mu_);
-  limit_bytes_ = std::max<int64_t>(0, bytes);
-}
-
-int64_t CudaBackend::bytes_in_use() const {
-  absl::MutexLock lock(&mu_);
-  return in_use_bytes_;
-}
-
-int64_t CudaBackend::peak_bytes() const {
-  absl::MutexLock lock(&mu_);
-  return peak_bytes_;
-}
-
-void CudaBackend::ResetPeak() {
-  absl::MutexLock lock(&mu_);
-  peak_bytes_ = in_use_bytes_;
+  meter_.Release(static_cast<int64_t>(view.bytes()));
 }
 
 void CudaBackend::Synchronize() {
@@ -383,13 +312,7 @@ void CudaBackend::CopyFromHost(const void* host, const Tensor& dst) {
 
 void CudaBackend::Copy(const Tensor& src, const Tensor& dst, int64_t n) {
   constexpr absl::string_view kOp = "Copy";
-  CheckNonNegative(kOp, "n", n);
-  if ((src.dtype == DType::kI32) != (dst.dtype == DType::kI32)) {
-    Fail(kOp, absl::StrCat("cannot convert ", DTypeName(src.dtype), " to ",
-                           DTypeName(dst.dtype)));
-  }
-  CheckTensor(kOp, "src", src, {src.dtype}, n);
-  CheckTensor(kOp, "dst", dst, {dst.dtype}, n);
+  checks_.Copy(src, dst, n);
   if (n == 0) return;
   if (src.dtype == dst.dtype) {
     if (src.data != dst.data) {
@@ -409,8 +332,7 @@ void CudaBackend::Copy(const Tensor& src, const Tensor& dst, int64_t n) {
 }
 
 void CudaBackend::Fill(const Tensor& dst, int64_t n, float value) {
-  CheckNonNegative("Fill", "n", n);
-  CheckTensor("Fill", "dst", dst, kFloat, n);
+  checks_.Fill(dst, n);
   WithFloatType(dst.dtype, [&](auto tag) {
     using T = decltype(tag);
     CheckLaunch("Fill", cuda::LaunchFill(Ptr<T>(dst), n, value, stream_));
@@ -420,10 +342,7 @@ void CudaBackend::Fill(const Tensor& dst, int64_t n, float value) {
 void CudaBackend::Add(const Tensor& a, const Tensor& b, const Tensor& out,
                       int64_t n) {
   constexpr absl::string_view kOp = "Add";
-  CheckNonNegative(kOp, "n", n);
-  CheckTensor(kOp, "a", a, kFloat, n);
-  CheckTensor(kOp, "b", b, {a.dtype}, n);
-  CheckTensor(kOp, "out", out, {a.dtype}, n);
+  checks_.Add(a, b, out, n);
   WithFloatType(a.dtype, [&](auto tag) {
     using T = decltype(tag);
     CheckLaunch(kOp, cuda::LaunchAdd(Ptr<const T>(a), Ptr<const T>(b),
@@ -432,8 +351,7 @@ void CudaBackend::Add(const Tensor& a, const Tensor& b, const Tensor& out,
 }
 
 void CudaBackend::Scale(const Tensor& x, int64_t n, float alpha) {
-  CheckNonNegative("Scale", "n", n);
-  CheckTensor("Scale", "x", x, kFloat, n);
+  checks_.Scale(x, n);
   WithFloatType(x.dtype, [&](auto tag) {
     using T = decltype(tag);
     CheckLaunch("Scale", cuda::LaunchScale(Ptr<T>(x), n, alpha, stream_));
@@ -442,8 +360,7 @@ void CudaBackend::Scale(const Tensor& x, int64_t n, float alpha) {
 
 double CudaBackend::SumSquares(const Tensor& x, int64_t n) {
   constexpr absl::string_view kOp = "SumSquares";
-  CheckNonNegative(kOp, "n", n);
-  CheckTensor(kOp, "x", x, kFloat, n);
+  checks_.SumSquares(x, n);
   if (n == 0) return 0;
   const int64_t blocks = cuda::SumSquaresBlocks(n);
   auto* partials = static_cast<double*>(Scratch(blocks * sizeof(double), kOp));
@@ -468,12 +385,7 @@ void CudaBackend::Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
                        int64_t k, float alpha, const Tensor& a, const Tensor& b,
                        float beta, const Tensor& c) {
   constexpr absl::string_view kOp = "Gemm";
-  CheckNonNegative(kOp, "m", m);
-  CheckNonNegative(kOp, "n", n);
-  CheckNonNegative(kOp, "k", k);
-  CheckTensor(kOp, "a", a, kBF16, m * k);
-  CheckTensor(kOp, "b", b, kBF16, k * n);
-  CheckTensor(kOp, "c", c, kFloat, m * n);
+  checks_.Gemm(m, n, k, a, b, c);
   if (m == 0 || n == 0) return;
   if (k == 0) {  // c = beta c
     if (beta == 0.0f) {
@@ -486,7 +398,7 @@ void CudaBackend::Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
   const absl::Status s = matmul_->Run(
       trans_a, trans_b, m, n, k, alpha, a.data, b.data, beta, c.data,
       c.dtype == DType::kF32 ? CUDA_R_32F : CUDA_R_16BF, stream_);
-  if (!s.ok()) Fail(kOp, s.message());
+  if (!s.ok()) checks_.Fail(kOp, s.message());
 }
 
 // ---- Layers -------------------------------------------------------------
@@ -495,12 +407,7 @@ void CudaBackend::RmsNormForward(const Tensor& x, const Tensor& weight,
                                  int64_t rows, int64_t cols, float eps,
                                  const Tensor& y, const Tensor& rstd) {
   constexpr absl::string_view kOp = "RmsNormForward";
-  CheckNonNegative(kOp, "rows", rows);
-  CheckPositive(kOp, "cols", cols);
-  CheckTensor(kOp, "x", x, kBF16, rows * cols);
-  CheckTensor(kOp, "weight", weight, kBF16, cols);
-  CheckTensor(kOp, "y", y, kBF16, rows * cols);
-  CheckTensor(kOp, "rstd", rstd, kF32, rows);
+  checks_.RmsNormForward(x, weight, rows, cols, y, rstd);
   CheckLaunch(kOp, cuda::LaunchRmsNormForward(
                        Ptr<const bf16>(x), Ptr<const bf16>(weight), rows, cols,
                        eps, Ptr<bf16>(y), Ptr<float>(rstd), stream_));
@@ -511,14 +418,7 @@ void CudaBackend::RmsNormBackward(const Tensor& dy, const Tensor& x,
                                   int64_t rows, int64_t cols, const Tensor& dx,
                                   const Tensor& dweight) {
   constexpr absl::string_view kOp = "RmsNormBackward";
-  CheckNonNegative(kOp, "rows", rows);
-  CheckPositive(kOp, "cols", cols);
-  CheckTensor(kOp, "dy", dy, kBF16, rows * cols);
-  CheckTensor(kOp, "x", x, kBF16, rows * cols);
-  CheckTensor(kOp, "weight", weight, kBF16, cols);
-  CheckTensor(kOp, "rstd", rstd, kF32, rows);
-  CheckTensor(kOp, "dx", dx, kBF16, rows * cols);
-  CheckTensor(kOp, "dweight", dweight, kF32, cols);
+  checks_.RmsNormBackward(dy, x, weight, rstd, rows, cols, dx, dweight);
   if (rows == 0) return;
   const cuda::ColumnReducePlan plan = cuda::PlanColumnReduce(rows, cols);
   auto* partials = static_cast<float*>(
@@ -535,13 +435,8 @@ void CudaBackend::EmbeddingForward(const Tensor& tokens, const Tensor& table,
                                    int64_t vocab_rows, int64_t hidden,
                                    const Tensor& out) {
   constexpr absl::string_view kOp = "EmbeddingForward";
-  CheckNonNegative(kOp, "n_tokens", n_tokens);
-  CheckNonNegative(kOp, "vocab_begin", vocab_begin);
-  CheckNonNegative(kOp, "vocab_rows", vocab_rows);
-  CheckPositive(kOp, "hidden", hidden);
-  CheckTensor(kOp, "tokens", tokens, kI32, n_tokens);
-  CheckTensor(kOp, "table", table, kBF16, vocab_rows * hidden);
-  CheckTensor(kOp, "out", out, kBF16, n_tokens * hidden);
+  checks_.EmbeddingForward(tokens, table, n_tokens, vocab_begin, vocab_rows,
+                           hidden, out);
   CheckLaunch(kOp,
               cuda::LaunchEmbeddingForward(
                   Ptr<const int32_t>(tokens), Ptr<const bf16>(table), n_tokens,
@@ -553,13 +448,8 @@ void CudaBackend::EmbeddingBackward(const Tensor& tokens, const Tensor& dout,
                                     int64_t vocab_rows, int64_t hidden,
                                     const Tensor& dtable) {
   constexpr absl::string_view kOp = "EmbeddingBackward";
-  CheckNonNegative(kOp, "n_tokens", n_tokens);
-  CheckNonNegative(kOp, "vocab_begin", vocab_begin);
-  CheckNonNegative(kOp, "vocab_rows", vocab_rows);
-  CheckPositive(kOp, "hidden", hidden);
-  CheckTensor(kOp, "tokens", tokens, kI32, n_tokens);
-  CheckTensor(kOp, "dout", dout, kBF16, n_tokens * hidden);
-  CheckTensor(kOp, "dtable", dtable, kF32, vocab_rows * hidden);
+  checks_.EmbeddingBackward(tokens, dout, n_tokens, vocab_begin, vocab_rows,
+                            hidden, dtable);
   CheckLaunch(
       kOp, cuda::LaunchEmbeddingBackward(
                Ptr<const int32_t>(tokens), Ptr<const bf16>(dout), n_tokens,
@@ -572,13 +462,8 @@ void CudaBackend::RopeQkvForward(const Tensor& qkv, const Tensor& positions,
                                  float theta, const Tensor& q, const Tensor& k,
                                  const Tensor& v) {
   constexpr absl::string_view kOp = "RopeQkvForward";
-  CheckRope(kOp, tokens, heads, kv_heads, head_dim);
-  CheckTensor(kOp, "qkv", qkv, kBF16,
-              tokens * (heads + 2 * kv_heads) * head_dim);
-  CheckTensor(kOp, "positions", positions, kI32, tokens);
-  CheckTensor(kOp, "q", q, kBF16, tokens * heads * head_dim);
-  CheckTensor(kOp, "k", k, kBF16, tokens * kv_heads * head_dim);
-  CheckTensor(kOp, "v", v, kBF16, tokens * kv_heads * head_dim);
+  checks_.RopeQkvForward(qkv, positions, tokens, heads, kv_heads, head_dim, q,
+                         k, v);
   CheckLaunch(kOp, cuda::LaunchRopeQkvForward(
                        Ptr<const bf16>(qkv), Ptr<const int32_t>(positions),
                        tokens, heads, kv_heads, head_dim, theta, Ptr<bf16>(q),
@@ -591,13 +476,8 @@ void CudaBackend::RopeQkvBackward(const Tensor& dq, const Tensor& dk,
                                   int64_t kv_heads, int64_t head_dim,
                                   float theta, const Tensor& dqkv) {
   constexpr absl::string_view kOp = "RopeQkvBackward";
-  CheckRope(kOp, tokens, heads, kv_heads, head_dim);
-  CheckTensor(kOp, "dq", dq, kFloat, tokens * heads * head_dim);
-  CheckTensor(kOp, "dk", dk, {dq.dtype}, tokens * kv_heads * head_dim);
-  CheckTensor(kOp, "dv", dv, {dq.dtype}, tokens * kv_heads * head_dim);
-  CheckTensor(kOp, "positions", positions, kI32, tokens);
-  CheckTensor(kOp, "dqkv", dqkv, kBF16,
-              tokens * (heads + 2 * kv_heads) * head_dim);
+  checks_.RopeQkvBackward(dq, dk, dv, positions, tokens, heads, kv_heads,
+                          head_dim, dqkv);
   WithFloatType(dq.dtype, [&](auto tag) {
     using G = decltype(tag);
     CheckLaunch(kOp, cuda::LaunchRopeQkvBackward(
@@ -613,32 +493,11 @@ void CudaBackend::AttentionForward(const AttentionShape& shape, const Tensor& q,
                                    bool accumulate, const Tensor& out,
                                    const Tensor& lse) {
   constexpr absl::string_view kOp = "AttentionForward";
-  CheckAttention(kOp, shape, max_shared_bytes_);
-  const int64_t q_numel =
-      shape.batch * shape.q_len * shape.heads * shape.head_dim;
-  const int64_t kv_numel =
-      shape.batch * shape.kv_len * shape.kv_heads * shape.head_dim;
-  CheckTensor(kOp, "q", q, kBF16, q_numel);
-  CheckTensor(kOp, "k", k, kBF16, kv_numel);
-  CheckTensor(kOp, "v", v, kBF16, kv_numel);
-  CheckTensor(kOp, "q_pos", q_pos, kI32, shape.q_len);
-  CheckTensor(kOp, "k_pos", k_pos, kI32, shape.kv_len);
-  CheckTensor(kOp, "out", out, kFloat, q_numel);
-  CheckTensor(kOp, "lse", lse, kF32, shape.batch * shape.heads * shape.q_len);
-  cuda::AttentionParams p;
-  p.q = Ptr<const bf16>(q);
-  p.k = Ptr<const bf16>(k);
-  p.v = Ptr<const bf16>(v);
-  p.q_pos = Ptr<const int32_t>(q_pos);
-  p.k_pos = Ptr<const int32_t>(k_pos);
-  p.lse = Ptr<float>(lse);
-  p.batch = shape.batch;
-  p.q_len = shape.q_len;
-  p.kv_len = shape.kv_len;
-  p.heads = shape.heads;
-  p.kv_heads = shape.kv_heads;
-  p.group = shape.heads / shape.kv_heads;
-  p.scale = static_cast<float>(1.0 / std::sqrt(double(shape.head_dim)));
+  checks_.Attention(kOp, shape);
+  CheckAttentionLimits(checks_, kOp, shape, max_shared_bytes_);
+  checks_.AttentionForward(shape, q, k, v, q_pos, k_pos, out, lse);
+  const cuda::AttentionParams p =
+      AttentionParamsFor(shape, q, k, v, q_pos, k_pos, lse);
   const int d = static_cast<int>(shape.head_dim);
   WithFloatType(out.dtype, [&](auto tag) {
     using O = decltype(tag);
@@ -655,44 +514,18 @@ void CudaBackend::AttentionBackward(const AttentionShape& shape,
                                     const Tensor& dq, const Tensor& dk,
                                     const Tensor& dv) {
   constexpr absl::string_view kOp = "AttentionBackward";
-  CheckAttention(kOp, shape, max_shared_bytes_);
-  const int64_t q_numel =
-      shape.batch * shape.q_len * shape.heads * shape.head_dim;
-  const int64_t kv_numel =
-      shape.batch * shape.kv_len * shape.kv_heads * shape.head_dim;
-  const int64_t rows = shape.batch * shape.heads * shape.q_len;
-  CheckTensor(kOp, "dout", dout, kBF16, q_numel);
-  CheckTensor(kOp, "q", q, kBF16, q_numel);
-  CheckTensor(kOp, "k", k, kBF16, kv_numel);
-  CheckTensor(kOp, "v", v, kBF16, kv_numel);
-  CheckTensor(kOp, "out", out, kFloat, q_numel);
-  CheckTensor(kOp, "lse", lse, kF32, rows);
-  CheckTensor(kOp, "q_pos", q_pos, kI32, shape.q_len);
-  CheckTensor(kOp, "k_pos", k_pos, kI32, shape.kv_len);
-  // The CUDA backend accumulates attention gradients in f32 only (dq takes
-  // atomic adds from every key tile).
-  CheckTensor(kOp, "dq", dq, kF32, q_numel);
-  CheckTensor(kOp, "dk", dk, kF32, kv_numel);
-  CheckTensor(kOp, "dv", dv, kF32, kv_numel);
+  checks_.Attention(kOp, shape);
+  CheckAttentionLimits(checks_, kOp, shape, max_shared_bytes_);
+  checks_.AttentionBackward(shape, dout, q, k, v, out, lse, q_pos, k_pos, dq,
+                            dk, dv);
   if (shape.kv_len == 0) return;
-  cuda::AttentionParams p;
-  p.q = Ptr<const bf16>(q);
-  p.k = Ptr<const bf16>(k);
-  p.v = Ptr<const bf16>(v);
-  p.q_pos = Ptr<const int32_t>(q_pos);
-  p.k_pos = Ptr<const int32_t>(k_pos);
-  p.lse = Ptr<float>(lse);
-  p.batch = shape.batch;
-  p.q_len = shape.q_len;
-  p.kv_len = shape.kv_len;
-  p.heads = shape.heads;
-  p.kv_heads = shape.kv_heads;
-  p.group = shape.heads / shape.kv_heads;
-  p.scale = static_cast<float>(1.0 / std::sqrt(double(shape.head_dim)));
+  cuda::AttentionParams p =
+      AttentionParamsFor(shape, q, k, v, q_pos, k_pos, lse);
   p.dout = Ptr<const bf16>(dout);
   p.dq = Ptr<float>(dq);
   p.dk = Ptr<float>(dk);
   p.dv = Ptr<float>(dv);
+  const int64_t rows = shape.batch * shape.heads * shape.q_len;
   auto* delta = static_cast<float*>(
       Scratch(static_cast<size_t>(rows) * sizeof(float), kOp));
   const int d = static_cast<int>(shape.head_dim);
@@ -706,10 +539,7 @@ void CudaBackend::AttentionBackward(const AttentionShape& shape,
 void CudaBackend::SwiGluForward(const Tensor& gate_up, int64_t tokens,
                                 int64_t ffn, const Tensor& out) {
   constexpr absl::string_view kOp = "SwiGluForward";
-  CheckNonNegative(kOp, "tokens", tokens);
-  CheckPositive(kOp, "ffn", ffn);
-  CheckTensor(kOp, "gate_up", gate_up, kBF16, tokens * 2 * ffn);
-  CheckTensor(kOp, "out", out, kBF16, tokens * ffn);
+  checks_.SwiGluForward(gate_up, tokens, ffn, out);
   CheckLaunch(kOp, cuda::LaunchSwiGluForward(Ptr<const bf16>(gate_up), tokens,
                                              ffn, Ptr<bf16>(out), stream_));
 }
@@ -718,11 +548,7 @@ void CudaBackend::SwiGluBackward(const Tensor& dout, const Tensor& gate_up,
                                  int64_t tokens, int64_t ffn,
                                  const Tensor& dgate_up) {
   constexpr absl::string_view kOp = "SwiGluBackward";
-  CheckNonNegative(kOp, "tokens", tokens);
-  CheckPositive(kOp, "ffn", ffn);
-  CheckTensor(kOp, "dout", dout, kBF16, tokens * ffn);
-  CheckTensor(kOp, "gate_up", gate_up, kBF16, tokens * 2 * ffn);
-  CheckTensor(kOp, "dgate_up", dgate_up, kBF16, tokens * 2 * ffn);
+  checks_.SwiGluBackward(dout, gate_up, tokens, ffn, dgate_up);
   CheckLaunch(kOp, cuda::LaunchSwiGluBackward(
                        Ptr<const bf16>(dout), Ptr<const bf16>(gate_up), tokens,
                        ffn, Ptr<bf16>(dgate_up), stream_));
@@ -731,10 +557,7 @@ void CudaBackend::SwiGluBackward(const Tensor& dout, const Tensor& gate_up,
 void CudaBackend::LogitsRowMax(const Tensor& logits, int64_t tokens,
                                int64_t vocab_rows, const Tensor& row_max) {
   constexpr absl::string_view kOp = "LogitsRowMax";
-  CheckNonNegative(kOp, "tokens", tokens);
-  CheckNonNegative(kOp, "vocab_rows", vocab_rows);
-  CheckTensor(kOp, "logits", logits, kFloat, tokens * vocab_rows);
-  CheckTensor(kOp, "row_max", row_max, kF32, tokens);
+  checks_.LogitsRowMax(logits, tokens, vocab_rows, row_max);
   WithFloatType(logits.dtype, [&](auto tag) {
     using L = decltype(tag);
     CheckLaunch(
@@ -749,13 +572,8 @@ void CudaBackend::LogitsSumExpAndTarget(const Tensor& logits,
                                         int64_t vocab_begin, int64_t vocab_rows,
                                         const Tensor& stats) {
   constexpr absl::string_view kOp = "LogitsSumExpAndTarget";
-  CheckNonNegative(kOp, "tokens", tokens);
-  CheckNonNegative(kOp, "vocab_begin", vocab_begin);
-  CheckNonNegative(kOp, "vocab_rows", vocab_rows);
-  CheckTensor(kOp, "logits", logits, kFloat, tokens * vocab_rows);
-  CheckTensor(kOp, "targets", targets, kI32, tokens);
-  CheckTensor(kOp, "row_max", row_max, kF32, tokens);
-  CheckTensor(kOp, "stats", stats, kF32, 2 * tokens);
+  checks_.LogitsSumExpAndTarget(logits, targets, row_max, tokens, vocab_begin,
+                                vocab_rows, stats);
   WithFloatType(logits.dtype, [&](auto tag) {
     using L = decltype(tag);
     CheckLaunch(kOp, cuda::LaunchLogitsSumExpAndTarget(
@@ -773,18 +591,8 @@ void CudaBackend::CrossEntropyBackward(const Tensor& logits,
                                        float grad_scale, const Tensor& loss,
                                        const Tensor& dlogits) {
   constexpr absl::string_view kOp = "CrossEntropyBackward";
-  CheckNonNegative(kOp, "tokens", tokens);
-  CheckNonNegative(kOp, "vocab_begin", vocab_begin);
-  CheckNonNegative(kOp, "vocab_rows", vocab_rows);
-  CheckTensor(kOp, "logits", logits, kFloat, tokens * vocab_rows);
-  CheckTensor(kOp, "targets", targets, kI32, tokens);
-  CheckTensor(kOp, "row_max", row_max, kF32, tokens);
-  CheckTensor(kOp, "stats", stats, kF32, 2 * tokens);
-  CheckTensor(kOp, "loss", loss, kF32, tokens);
-  CheckTensor(kOp, "dlogits", dlogits, kFloat, tokens * vocab_rows);
-  if (dlogits.data == logits.data && dlogits.dtype != logits.dtype) {
-    Fail(kOp, "dlogits may alias logits only with the same dtype");
-  }
+  checks_.CrossEntropyBackward(logits, targets, row_max, stats, tokens,
+                               vocab_begin, vocab_rows, loss, dlogits);
   WithFloatType(logits.dtype, [&](auto logits_tag) {
     using L = decltype(logits_tag);
     WithFloatType(dlogits.dtype, [&](auto grad_tag) {
@@ -802,12 +610,7 @@ void CudaBackend::AdamW(const AdamWConfig& config, bool decay,
                         const Tensor& master, const Tensor& grad,
                         const Tensor& m, const Tensor& v, int64_t n) {
   constexpr absl::string_view kOp = "AdamW";
-  CheckNonNegative(kOp, "n", n);
-  CheckPositive(kOp, "config.step", config.step);
-  CheckTensor(kOp, "master", master, kF32, n);
-  CheckTensor(kOp, "grad", grad, kF32, n);
-  CheckTensor(kOp, "m", m, kF32, n);
-  CheckTensor(kOp, "v", v, kF32, n);
+  checks_.AdamW(config, master, grad, m, v, n);
   CheckLaunch(kOp, cuda::LaunchAdamW(cuda::AdamWParamsFor(config, decay),
                                      Ptr<float>(master), Ptr<const float>(grad),
                                      Ptr<float>(m), Ptr<float>(v), n, stream_));
