@@ -13,7 +13,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/model.h"
 #include "core/status_macros.h"
 #include "executor/comm/run_ranks.h"
 #include "executor/cuda/cuda_backend.h"
@@ -23,8 +22,8 @@
 #include "executor/cuda/gpu_peak.h"
 #include "executor/cuda/nvml_power.h"
 #include "executor/trial/trial_records.h"
+#include "executor/trial/trial_setup.h"
 #include "executor/engine/rank_engine.h"
-#include "executor/engine/token_data.h"
 #ifdef TESSERA_HAVE_NCCL
 #include "executor/cuda/nccl_communicator.h"
 #endif
@@ -33,42 +32,6 @@ namespace tessera::executor {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-TrialResult Failed(TrialResult r, TrialStatus status, absl::string_view why) {
-  r.status = status;
-  r.reason = std::string(why);
-  return r;
-}
-
-absl::Status CheckCounts(const TrialConfig& c) {
-  const std::pair<const char*, int64_t> positive[] = {
-      {"ranks", c.ranks},
-      {"global_batch", c.global_batch},
-      {"seq_len", c.seq_len},
-      {"steps", c.steps}};
-  for (const auto& [field, value] : positive) {
-    if (value <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("trial.", field, ": must be positive, got ", value));
-    }
-  }
-  if (c.warmup_steps < 0 || c.memory_limit_bytes < 0 || c.time_limit_s < 0 ||
-      c.ranks_per_host < 0) {
-    return absl::InvalidArgumentError(
-        "trial: warmup, memory limit, time limit and ranks per host must not "
-        "be negative");
-  }
-  if (c.process_rank >= c.ranks) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("trial.rank: ", c.process_rank, " is not below the ",
-                     c.ranks, " ranks"));
-  }
-  if (c.process_rank >= 0 && c.rendezvous_file.empty()) {
-    return absl::InvalidArgumentError(
-        "trial.rendezvous_file: required with one process per rank");
-  }
-  return absl::OkStatus();
-}
 
 struct DeviceInfo {
   std::string name;
@@ -220,16 +183,14 @@ TrialShape ShapeOf(const TrialConfig& c, int64_t gpus) {
 TrialResult RunThreadRanks(const TrialConfig& c, const EngineConfig& ec,
                            Clock::time_point deadline, TrialResult r) {
   absl::StatusOr<DeviceInfo> dev = Describe(0);
-  if (!dev.ok()) return Failed(r, TrialStatus::kCrash, dev.status().message());
+  if (!dev.ok()) {
+    return FailedResult(r, TrialStatus::kCrash, dev.status().message());
+  }
   absl::StatusOr<std::shared_ptr<DeviceMemoryOps>> ops =
       DeviceMemoryOps::Create(0);
-  if (!ops.ok()) {
-    return Failed(r, TrialStatusFor(ops.status()), ops.status().message());
-  }
+  if (!ops.ok()) return FailedResult(r, ops.status());
   absl::StatusOr<GpuPeak> peak = PeakFor(dev->name, 0, nullptr);
-  if (!peak.ok()) {
-    return Failed(r, TrialStatusFor(peak.status()), peak.status().message());
-  }
+  if (!peak.ok()) return FailedResult(r, peak.status());
   std::string power_note;
   std::unique_ptr<NvmlPowerMeter> meter =
       OpenMeter(dev->pci_bus_id, &power_note);
@@ -279,9 +240,7 @@ TrialResult RunThreadRanks(const TrialConfig& c, const EngineConfig& ec,
   const absl::Status failure = FirstFailure(statuses);
   const TrialShape shape = ShapeOf(c, /*gpus=*/1);
   SummariseSteps(shape, records, peak_per_rank, r);
-  if (!failure.ok()) {
-    return Failed(r, TrialStatusFor(failure), failure.message());
-  }
+  if (!failure.ok()) return FailedResult(r, failure);
   SummarisePower(shape, records, r.steps, r);
   r.status = TrialStatus::kOk;
   return r;
@@ -294,7 +253,7 @@ TrialResult RunProcessRank(const TrialConfig& c, const EngineConfig& ec,
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess) {
     cudaGetLastError();
-    return Failed(
+    return FailedResult(
         r, TrialStatus::kInvalid,
         absl::StrCat("no CUDA device was found (",
                      cuda::CudaCallStatus(e, "cudaGetDeviceCount").message(),
@@ -304,31 +263,26 @@ TrialResult RunProcessRank(const TrialConfig& c, const EngineConfig& ec,
       c.ranks_per_host > 0 ? c.process_rank % c.ranks_per_host : c.process_rank;
   const int device = static_cast<int>(local % count);
   absl::StatusOr<DeviceInfo> dev = Describe(device);
-  if (!dev.ok()) return Failed(r, TrialStatus::kCrash, dev.status().message());
+  if (!dev.ok()) {
+    return FailedResult(r, TrialStatus::kCrash, dev.status().message());
+  }
   absl::StatusOr<std::unique_ptr<CudaBackend>> backend = CudaBackend::Create(
       {.device = device, .memory_limit_bytes = c.memory_limit_bytes});
-  if (!backend.ok()) {
-    return Failed(r, TrialStatusFor(backend.status()),
-                  backend.status().message());
-  }
+  if (!backend.ok()) return FailedResult(r, backend.status());
   NcclWorldOptions options;
   options.rendezvous_file = c.rendezvous_file;
   if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
   absl::StatusOr<std::unique_ptr<NcclCommunicator>> world = ConnectNcclWorld(
       static_cast<int>(c.process_rank), static_cast<int>(c.ranks), device,
       (*backend)->stream(), options);
-  if (!world.ok()) {
-    return Failed(r, TrialStatusFor(world.status()), world.status().message());
-  }
+  if (!world.ok()) return FailedResult(r, world.status());
   NcclCommunicator& nccl = **world;
   std::string power_note;
   std::unique_ptr<NvmlPowerMeter> meter =
       OpenMeter(dev->pci_bus_id, &power_note);
   EnergyWindow window(meter.get());
   absl::StatusOr<GpuPeak> peak = PeakFor(dev->name, device, backend->get());
-  if (!peak.ok()) {
-    return Failed(r, TrialStatusFor(peak.status()), peak.status().message());
-  }
+  if (!peak.ok()) return FailedResult(r, peak.status());
 
   RankRecord mine;
   const StepTimings timings =
@@ -365,9 +319,7 @@ TrialResult RunProcessRank(const TrialConfig& c, const EngineConfig& ec,
                           " processes, one GPU each, NCCL; ", power_note, ")");
   const TrialShape shape = ShapeOf(c, /*gpus=*/c.ranks);
   SummariseSteps(shape, records, peak_rank0, r);
-  if (!failure.ok()) {
-    return Failed(r, TrialStatusFor(failure), failure.message());
-  }
+  if (!failure.ok()) return FailedResult(r, failure);
   SummarisePower(shape, records, r.steps, r);
   r.status = TrialStatus::kOk;
   return r;
@@ -377,59 +329,30 @@ TrialResult RunProcessRank(const TrialConfig& c, const EngineConfig& ec,
 }  // namespace
 
 TrialResult RunCudaTrial(const TrialConfig& c) {
-  TrialResult r;
-  r.layout = c.layout;
+  TrialResult r = NewTrialResult(c);
   r.backend = "cuda";
-  r.model = c.model.name.empty() ? "custom" : c.model.name;
-  r.ranks = c.ranks;
-  r.global_batch = c.global_batch;
-  r.seq_len = c.seq_len;
-  r.warmup_steps = c.warmup_steps;
   std::string why;
   if (!CudaDeviceAvailable(&why)) {
-    return Failed(r, TrialStatus::kInvalid,
-                  absl::StrCat("no CUDA device was found (", why, ")"));
+    return FailedResult(r, TrialStatus::kInvalid,
+                        absl::StrCat("no CUDA device was found (", why, ")"));
   }
-  if (absl::Status s = CheckCounts(c); !s.ok()) {
-    return Failed(r, TrialStatus::kInvalid, s.message());
+  if (absl::Status s = ValidateTrialConfig(c); !s.ok()) {
+    return FailedResult(r, TrialStatus::kInvalid, s.message());
   }
-  if (absl::Status s = ValidateModel(c.model); !s.ok()) {
-    return Failed(r, TrialStatus::kInvalid, s.message());
+  absl::StatusOr<TrialSetup> setup = SetUpTrial(c, r);
+  if (!setup.ok()) {
+    return FailedResult(r, TrialStatus::kInvalid, setup.status().message());
   }
-  absl::StatusOr<Layout> layout =
-      ResolveLayout(c.layout, c.ranks, c.global_batch);
-  if (!layout.ok()) {
-    return Failed(r, TrialStatus::kInvalid, layout.status().message());
+  const Clock::time_point deadline = TrialDeadline(c);
+  if (c.process_rank < 0) {
+    return RunThreadRanks(c, setup->engine, deadline, r);
   }
-  r.layout = *layout;
-  std::unique_ptr<TokenSource> data;
-  if (c.data_path.empty()) {
-    data = std::make_unique<SyntheticTokens>(c.seed, c.model.vocab);
-  } else {
-    absl::StatusOr<std::unique_ptr<FileTokens>> file = FileTokens::Open(
-        c.data_path, c.data_token_bytes, c.model.vocab, c.seq_len + 1);
-    if (!file.ok()) {
-      return Failed(r, TrialStatus::kInvalid, file.status().message());
-    }
-    data = std::move(*file);
-  }
-  const EngineConfig engine_config{c.model, *layout, c.seq_len, c.global_batch,
-                                   c.seed,  c.adamw, data.get()};
-  if (absl::Status s = CheckEngineConfig(engine_config, c.ranks); !s.ok()) {
-    return Failed(r, TrialStatus::kInvalid, s.message());
-  }
-  const Clock::time_point deadline =
-      c.time_limit_s > 0
-          ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                               std::chrono::duration<double>(c.time_limit_s))
-          : Clock::time_point::max();
-  if (c.process_rank < 0) return RunThreadRanks(c, engine_config, deadline, r);
 #ifdef TESSERA_HAVE_NCCL
-  return RunProcessRank(c, engine_config, deadline, r);
+  return RunProcessRank(c, setup->engine, deadline, r);
 #else
-  return Failed(r, TrialStatus::kInvalid,
-                "backend cuda: one process per rank needs NCCL, which this "
-                "build did not find (TESSERA_NCCL_ROOT)");
+  return FailedResult(r, TrialStatus::kInvalid,
+                      "backend cuda: one process per rank needs NCCL, which "
+                      "this build did not find (TESSERA_NCCL_ROOT)");
 #endif
 }
 

@@ -1,10 +1,14 @@
 // What one trial runs: a model under a layout on some ranks for some steps,
 // with the limits that turn failures into typed results.
+//
+//   TrialConfig config;  // model, layout, ranks, batch, steps ...
+//   if (absl::Status s = ValidateTrialConfig(config); !s.ok()) ...  // invalid
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "absl/status/status.h"
 #include "core/layout.h"
 #include "core/model.h"
 #include "executor/backend.h"
@@ -39,5 +43,13 @@ struct TrialConfig {
   // 0 = all ranks.
   int64_t ranks_per_host = 0;
 };
+
+// Checks what every backend's trial needs before anything runs: positive
+// ranks, global batch, sequence length and steps; no negative warm-up,
+// memory limit, time limit or ranks per host; a process rank below the ranks
+// with a rendezvous file; then the model (ValidateModel). INVALID_ARGUMENT
+// naming the field ("trial.steps: must be positive, got 0"). The layout is
+// checked later, against the ranks and the model (trial_setup.h).
+absl::Status ValidateTrialConfig(const TrialConfig& config);
 
 }  // namespace tessera::executor

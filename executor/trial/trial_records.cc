@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "core/model_flops.h"
 #include "core/status_macros.h"
@@ -30,6 +32,17 @@ TrialStatus TrialStatusFor(const absl::Status& s) {
     default:
       return TrialStatus::kCrash;
   }
+}
+
+TrialResult FailedResult(TrialResult r, TrialStatus status,
+                         absl::string_view reason) {
+  r.status = status;
+  r.reason = std::string(reason);
+  return r;
+}
+
+TrialResult FailedResult(TrialResult r, const absl::Status& error) {
+  return FailedResult(std::move(r), TrialStatusFor(error), error.message());
 }
 
 double Percentile(std::vector<double> v, double q) {

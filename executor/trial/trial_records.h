@@ -9,6 +9,7 @@
 //
 //   std::vector<RankRecord> ranks = ...;  // gathered
 //   SummariseSteps(config_of_trial, ranks, peak_per_rank, result);
+//   if (!failure.ok()) return FailedResult(result, failure);
 //   SummarisePower(config_of_trial, ranks, result);
 #pragma once
 
@@ -18,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/model.h"
 #include "core/trial_result.h"
 #include "executor/backend.h"
@@ -60,6 +62,13 @@ struct TrialShape {
 // oom, DATA_LOSS nan, DEADLINE_EXCEEDED timeout, INVALID_ARGUMENT and
 // FAILED_PRECONDITION invalid, the rest crash.
 TrialStatus TrialStatusFor(const absl::Status& status);
+
+// `result` (what was measured so far is kept) ending with `status`, for
+// `reason`.
+TrialResult FailedResult(TrialResult result, TrialStatus status,
+                         absl::string_view reason);
+// The same for an error: its TrialStatusFor and its message.
+TrialResult FailedResult(TrialResult result, const absl::Status& error);
 
 // The q-quantile (0..1) of v, linearly interpolated; 0 for an empty v.
 double Percentile(std::vector<double> v, double q);

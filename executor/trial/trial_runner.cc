@@ -16,9 +16,9 @@
 #include "executor/comm/tcp_communicator.h"
 #include "executor/cpu/cpu_backend.h"
 #include "executor/engine/rank_engine.h"
-#include "executor/engine/token_data.h"
 #include "executor/trial/cpu_peak.h"
 #include "executor/trial/trial_records.h"
+#include "executor/trial/trial_setup.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "executor/cuda/cuda_trial.h"
 #endif
@@ -27,42 +27,6 @@ namespace tessera::executor {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-TrialResult Failed(TrialResult r, TrialStatus status, absl::string_view why) {
-  r.status = status;
-  r.reason = std::string(why);
-  return r;
-}
-
-absl::Status CheckCounts(const TrialConfig& c) {
-  const std::pair<const char*, int64_t> positive[] = {
-      {"ranks", c.ranks},
-      {"global_batch", c.global_batch},
-      {"seq_len", c.seq_len},
-      {"steps", c.steps}};
-  for (const auto& [field, value] : positive) {
-    if (value <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("trial.", field, ": must be positive, got ", value));
-    }
-  }
-  if (c.warmup_steps < 0 || c.memory_limit_bytes < 0 || c.time_limit_s < 0 ||
-      c.ranks_per_host < 0) {
-    return absl::InvalidArgumentError(
-        "trial: warmup, memory limit, time limit and ranks per host must not "
-        "be negative");
-  }
-  if (c.process_rank >= c.ranks) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "trial.rank: ", c.process_rank, " is not below the ", c.ranks,
-        " ranks"));
-  }
-  if (c.process_rank >= 0 && c.rendezvous_file.empty()) {
-    return absl::InvalidArgumentError(
-        "trial.rendezvous_file: required with one process per rank");
-  }
-  return absl::OkStatus();
-}
 
 // Runs every step of one rank; fills *record as it goes.
 absl::Status RunRank(const TrialConfig& c, const EngineConfig& engine_config,
@@ -95,29 +59,11 @@ absl::Status RunRank(const TrialConfig& c, const EngineConfig& engine_config,
 }
 
 TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
-  absl::StatusOr<Layout> layout =
-      ResolveLayout(c.layout, c.ranks, c.global_batch);
-  if (!layout.ok()) {
-    return Failed(r, TrialStatus::kInvalid, layout.status().message());
+  absl::StatusOr<TrialSetup> setup = SetUpTrial(c, r);
+  if (!setup.ok()) {
+    return FailedResult(r, TrialStatus::kInvalid, setup.status().message());
   }
-  r.layout = *layout;
-  std::unique_ptr<TokenSource> data;
-  if (c.data_path.empty()) {
-    data = std::make_unique<SyntheticTokens>(c.seed, c.model.vocab);
-  } else {
-    absl::StatusOr<std::unique_ptr<FileTokens>> file = FileTokens::Open(
-        c.data_path, c.data_token_bytes, c.model.vocab, c.seq_len + 1);
-    if (!file.ok()) {
-      return Failed(r, TrialStatus::kInvalid, file.status().message());
-    }
-    data = std::move(*file);
-  }
-  const EngineConfig engine_config{c.model,        *layout, c.seq_len,
-                                   c.global_batch, c.seed,  c.adamw,
-                                   data.get()};
-  if (absl::Status s = CheckEngineConfig(engine_config, c.ranks); !s.ok()) {
-    return Failed(r, TrialStatus::kInvalid, s.message());
-  }
+  const EngineConfig& engine_config = setup->engine;
   const int threads =
       static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int64_t host_ranks = c.ranks_per_host > 0 ? c.ranks_per_host : c.ranks;
@@ -138,11 +84,7 @@ TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
   r.device = absl::StrFormat("cpu (%d ranks%s on %d hardware threads)",
                              c.ranks, one_process ? "" : ", a process each",
                              threads);
-  const Clock::time_point deadline =
-      c.time_limit_s > 0
-          ? Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                               std::chrono::duration<double>(c.time_limit_s))
-          : Clock::time_point::max();
+  const Clock::time_point deadline = TrialDeadline(c);
 
   std::vector<RankRecord> records;
   absl::Status failure;
@@ -162,10 +104,7 @@ TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
     if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
     absl::StatusOr<std::unique_ptr<Communicator>> world = ConnectTcpWorld(
         static_cast<int>(c.process_rank), static_cast<int>(c.ranks), options);
-    if (!world.ok()) {
-      return Failed(r, TrialStatusFor(world.status()),
-                    world.status().message());
-    }
+    if (!world.ok()) return FailedResult(r, world.status());
     RankRecord mine;
     failure = RunRank(c, engine_config, deadline, blas_threads, **world, &mine);
     if (!failure.ok()) {
@@ -190,9 +129,7 @@ TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
   const TrialShape shape{c.model,        c.ranks,   c.ranks,
                          c.global_batch, c.seq_len, c.warmup_steps};
   SummariseSteps(shape, records, peak_per_rank, r);
-  if (!failure.ok()) {
-    return Failed(r, TrialStatusFor(failure), failure.message());
-  }
+  if (!failure.ok()) return FailedResult(r, failure);
   r.status = TrialStatus::kOk;
   return r;
 }
@@ -200,31 +137,22 @@ TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
 }  // namespace
 
 TrialResult RunTrial(const TrialConfig& c) {
-  TrialResult r;
-  r.layout = c.layout;
-  r.backend = c.backend;
-  r.model = c.model.name.empty() ? "custom" : c.model.name;
-  r.ranks = c.ranks;
-  r.global_batch = c.global_batch;
-  r.seq_len = c.seq_len;
-  r.warmup_steps = c.warmup_steps;
-  if (absl::Status s = CheckCounts(c); !s.ok()) {
-    return Failed(r, TrialStatus::kInvalid, s.message());
-  }
-  if (absl::Status s = ValidateModel(c.model); !s.ok()) {
-    return Failed(r, TrialStatus::kInvalid, s.message());
+  const TrialResult r = NewTrialResult(c);
+  if (absl::Status s = ValidateTrialConfig(c); !s.ok()) {
+    return FailedResult(r, TrialStatus::kInvalid, s.message());
   }
   if (c.backend == "cpu") return RunCpuTrial(c, r);
   if (c.backend == "cuda") {
 #ifdef TESSERA_HAVE_CUDA
     return RunCudaTrial(c);
 #else
-    return Failed(r, TrialStatus::kInvalid,
-                  "backend: this tessera-trial was built without CUDA");
+    return FailedResult(r, TrialStatus::kInvalid,
+                        "backend: this tessera-trial was built without CUDA");
 #endif
   }
-  return Failed(r, TrialStatus::kInvalid,
-                absl::StrCat("backend: '", c.backend, "' is not cpu or cuda"));
+  return FailedResult(
+      r, TrialStatus::kInvalid,
+      absl::StrCat("backend: '", c.backend, "' is not cpu or cuda"));
 }
 
 }  // namespace tessera::executor
