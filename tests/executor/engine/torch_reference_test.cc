@@ -120,9 +120,9 @@ INSTANTIATE_TEST_SUITE_P(
     Batches, TorchReferenceTest,
     ::testing::Values(Case{"micro_batch=4", 4, 64},
                       Case{"micro_batch=2,recompute=full", 4, 32}),
-    [](const ::testing::TestParamInfo<Case>& info) {
-      return absl::StrCat("batch", info.param.global_batch, "_seq",
-                          info.param.seq_len, "_", info.index);
+    [](const ::testing::TestParamInfo<Case>& case_info) {
+      return absl::StrCat("batch", case_info.param.global_batch, "_seq",
+                          case_info.param.seq_len, "_", case_info.index);
     });
 
 }  // namespace
