@@ -17,7 +17,7 @@ inline constexpr int kExitOk = 0;        // success (predict: also infeasible)
 inline constexpr int kExitFailure = 1;   // internal or service failure
 inline constexpr int kExitBadInput = 2;  // unknown command or flag, bad value,
                                          // invalid spec, unreachable batch
-inline constexpr int kExitNoFeasible = 3;  // plan: every layout was rejected
+inline constexpr int kExitNoFeasible = 3;    // plan: every layout was rejected
 inline constexpr int kExitStudyNotDone = 4;  // watch, submit --wait: the study
                                              // ended cancelled or failed
 

@@ -12,7 +12,6 @@
 namespace tessera::cli {
 namespace {
 
-
 // `text` when the trial was measured, else the placeholder.
 std::string IfMeasured(const v1::Trial& t, const std::string& text) {
   return t.has_measured() ? text : kNotMeasured;
@@ -53,7 +52,8 @@ void PrintTrialTable(const Trials& trials, std::ostream& out) {
         absl::StrCat(t.steps()),
         IfMeasured(t, absl::StrFormat("%.0f", m.tokens_per_s())),
         IfMeasured(t, absl::StrFormat("%.1f%%", 100 * m.mfu())),
-        IfMeasured(t, ReadableBytes(static_cast<double>(m.peak_memory_bytes()))),
+        IfMeasured(t,
+                   ReadableBytes(static_cast<double>(m.peak_memory_bytes()))),
         IfMeasured(t, absl::StrCat(Readable(m.exposed_comm_s()), " s")),
         t.has_measured() && m.has_watts_per_gpu()
             ? absl::StrFormat("%.0f W", m.watts_per_gpu())

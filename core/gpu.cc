@@ -21,8 +21,8 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 //   DGX H100. Idle ~75 W.
 // - a100-sxm-80g / -40g: NVIDIA A100 datasheet: 312 TFLOP/s dense BF16, 80 GB
 //   HBM2e at 2.039 TB/s (81920 MiB) / 40 GB HBM2 at 1.555 TB/s (40960 MiB),
-//   NVLink 3 600 GB/s bidirectional, 400 W. DGX A100: 8x HDR 200 Gb/s per node =
-//   200 GB/s. Idle ~55 W.
+//   NVLink 3 600 GB/s bidirectional, 400 W. DGX A100: 8x HDR 200 Gb/s per node
+//   = 200 GB/s. Idle ~55 W.
 // - v100-sxm-32g: NVIDIA V100 datasheet: 125 TFLOP/s FP16 tensor (no BF16),
 //   32 GB HBM2 (32768 MiB) at 900 GB/s, NVLink 2 300 GB/s bidirectional, 300 W.
 //   DGX-2: 8x EDR 100 Gb/s per node = 100 GB/s. Idle ~40 W.
@@ -64,9 +64,9 @@ absl::StatusOr<GpuSpec> GpuPreset(absl::string_view name) {
   for (const GpuSpec& g : Presets()) {
     if (name == g.name) return g;
   }
-  return absl::NotFoundError(absl::StrCat(
-      "gpu: unknown preset '", name,
-      "' (known: ", absl::StrJoin(GpuPresetNames(), ", "), ")"));
+  return absl::NotFoundError(
+      absl::StrCat("gpu: unknown preset '", name,
+                   "' (known: ", absl::StrJoin(GpuPresetNames(), ", "), ")"));
 }
 
 std::vector<std::string> GpuPresetNames() {

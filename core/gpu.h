@@ -6,11 +6,11 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace tessera {
 
@@ -22,9 +22,9 @@ struct GpuSpec {
   int64_t memory_bytes = 0;      // device memory as the driver reports it
   double hbm_gbs = 0;            // device memory bandwidth
   double nvlink_gbs = 0;         // NVLink bandwidth per GPU, one direction
-  double inter_node_gbs = 0;     // typical NIC bandwidth per node, one direction
-  double tdp_w = 0;              // board power limit
-  double idle_w = 0;             // typical idle power
+  double inter_node_gbs = 0;  // typical NIC bandwidth per node, one direction
+  double tdp_w = 0;           // board power limit
+  double idle_w = 0;          // typical idle power
 };
 
 // Checks that every figure is positive (idle below TDP); errors name the field

@@ -24,13 +24,15 @@ absl::StatusOr<int64_t> ParseCount(absl::string_view field,
   auto [ptr, ec] = std::from_chars(value.data(), end, n);
   if (value.empty() || ec != std::errc() || ptr != end || n < min_value ||
       n > max_value) {
-    return FieldError(field, absl::StrCat("'", value, "' is not an integer in [",
-                                          min_value, ", ", max_value, "]"));
+    return FieldError(
+        field, absl::StrCat("'", value, "' is not an integer in [", min_value,
+                            ", ", max_value, "]"));
   }
   return n;
 }
 
-absl::StatusOr<bool> ParseFlag(absl::string_view field, absl::string_view value) {
+absl::StatusOr<bool> ParseFlag(absl::string_view field,
+                               absl::string_view value) {
   if (value == "1" || value == "true" || value == "on") return true;
   if (value == "0" || value == "false" || value == "off") return false;
   return FieldError(field, absl::StrCat("'", value, "' is not 0/1/true/false"));
@@ -57,8 +59,8 @@ absl::StatusOr<Recompute> ParseRecompute(absl::string_view text) {
   if (text == "none") return Recompute::kNone;
   if (text == "selective") return Recompute::kSelective;
   if (text == "full") return Recompute::kFull;
-  return FieldError("recompute", absl::StrCat("'", text,
-                                              "' is not none, selective or full"));
+  return FieldError(
+      "recompute", absl::StrCat("'", text, "' is not none, selective or full"));
 }
 
 absl::StatusOr<Layout> ParseLayout(absl::string_view text) {
@@ -76,7 +78,8 @@ absl::StatusOr<Layout> ParseLayout(absl::string_view text) {
       return absl::InvalidArgumentError(absl::StrCat(
           "layout: '", token, "' is not key=value (in '", text, "')"));
     }
-    const absl::string_view key = absl::StripAsciiWhitespace(token.substr(0, eq));
+    const absl::string_view key =
+        absl::StripAsciiWhitespace(token.substr(0, eq));
     const absl::string_view value =
         absl::StripAsciiWhitespace(token.substr(eq + 1));
     if (!seen.insert(std::string(key)).second) {
@@ -124,12 +127,11 @@ absl::StatusOr<Layout> ParseLayout(absl::string_view text) {
 }
 
 std::string FormatLayout(const Layout& l) {
-  return absl::StrCat("tp=", l.tp, ",sp=", l.sp ? 1 : 0, ",pp=", l.pp,
-                      ",vpp=", l.vpp, ",cp=", l.cp, ",dp=", l.dp,
-                      ",zero=", l.zero, ",shard_group=", l.shard_group,
-                      ",micro_batch=", l.micro_batch,
-                      ",grad_accum=", l.grad_accum,
-                      ",recompute=", RecomputeName(l.recompute));
+  return absl::StrCat(
+      "tp=", l.tp, ",sp=", l.sp ? 1 : 0, ",pp=", l.pp, ",vpp=", l.vpp,
+      ",cp=", l.cp, ",dp=", l.dp, ",zero=", l.zero,
+      ",shard_group=", l.shard_group, ",micro_batch=", l.micro_batch,
+      ",grad_accum=", l.grad_accum, ",recompute=", RecomputeName(l.recompute));
 }
 
 absl::StatusOr<Layout> ResolveLayout(const Layout& in, int64_t world_size,
@@ -145,10 +147,9 @@ absl::StatusOr<Layout> ResolveLayout(const Layout& in, int64_t world_size,
   }
   const int64_t mp = l.model_parallel();
   if (world_size % mp != 0) {
-    return FieldError("tp", absl::StrCat("tp*pp*cp = ", l.tp, "*", l.pp, "*",
-                                         l.cp, " = ", mp,
-                                         " does not divide the world size ",
-                                         world_size));
+    return FieldError(
+        "tp", absl::StrCat("tp*pp*cp = ", l.tp, "*", l.pp, "*", l.cp, " = ", mp,
+                           " does not divide the world size ", world_size));
   }
   const int64_t dp = world_size / mp;
   if (l.dp != 0 && l.dp != dp) {
@@ -167,11 +168,11 @@ absl::StatusOr<Layout> ResolveLayout(const Layout& in, int64_t world_size,
   }
   const int64_t grad_accum = global_batch / l.micro_batch / dp;
   if (l.grad_accum != 0 && l.grad_accum != grad_accum) {
-    return FieldError("grad_accum",
-                      absl::StrCat(l.grad_accum, " but global batch ",
-                                   global_batch, " / (micro_batch ",
-                                   l.micro_batch, " x dp ", dp, ") is ",
-                                   grad_accum));
+    return FieldError(
+        "grad_accum",
+        absl::StrCat(l.grad_accum, " but global batch ", global_batch,
+                     " / (micro_batch ", l.micro_batch, " x dp ", dp, ") is ",
+                     grad_accum));
   }
   l.grad_accum = grad_accum;
   if (l.sp && l.tp == 1) {
@@ -181,11 +182,11 @@ absl::StatusOr<Layout> ResolveLayout(const Layout& in, int64_t world_size,
     return FieldError("vpp", "interleaved stages need pp > 1");
   }
   if (l.vpp > 1 && l.grad_accum % l.pp != 0) {
-    return FieldError("vpp", absl::StrCat("the interleaved schedule needs the ",
-                                          l.grad_accum,
-                                          " micro-batches to be a multiple of "
-                                          "pp ",
-                                          l.pp));
+    return FieldError(
+        "vpp", absl::StrCat("the interleaved schedule needs the ", l.grad_accum,
+                            " micro-batches to be a multiple of "
+                            "pp ",
+                            l.pp));
   }
   if (l.zero == 0) {
     if (l.shard_group > 1) {
@@ -195,8 +196,9 @@ absl::StatusOr<Layout> ResolveLayout(const Layout& in, int64_t world_size,
   } else {
     if (l.shard_group == 0) l.shard_group = dp;
     if (dp % l.shard_group != 0) {
-      return FieldError("shard_group",
-                        absl::StrCat(l.shard_group, " does not divide dp ", dp));
+      return FieldError(
+          "shard_group",
+          absl::StrCat(l.shard_group, " does not divide dp ", dp));
     }
   }
   return l;
@@ -211,23 +213,23 @@ absl::Status CheckLayoutFitsModel(const Layout& l, const ModelConfig& m,
       {"vocab", m.vocab}};
   for (const auto& [what, dim] : split_by_tp) {
     if (dim % l.tp != 0) {
-      return FieldError("tp", absl::StrCat(l.tp, " does not divide ", what, " ",
-                                           dim));
+      return FieldError(
+          "tp", absl::StrCat(l.tp, " does not divide ", what, " ", dim));
     }
   }
   if (l.pp > m.layers) {
-    return FieldError("pp", absl::StrCat(l.pp, " stages exceed the ", m.layers,
-                                         " layers"));
+    return FieldError(
+        "pp", absl::StrCat(l.pp, " stages exceed the ", m.layers, " layers"));
   }
   if (l.vpp > 1 && m.layers % (l.pp * l.vpp) != 0) {
-    return FieldError("vpp", absl::StrCat("pp*vpp = ", l.pp * l.vpp,
-                                          " does not divide the ", m.layers,
-                                          " layers"));
+    return FieldError(
+        "vpp", absl::StrCat("pp*vpp = ", l.pp * l.vpp, " does not divide the ",
+                            m.layers, " layers"));
   }
   if (l.cp > 1 && seq_len % (2 * l.cp) != 0) {
-    return FieldError("cp", absl::StrCat("seq_len ", seq_len,
-                                         " is not divisible by 2*cp = ",
-                                         2 * l.cp));
+    return FieldError("cp",
+                      absl::StrCat("seq_len ", seq_len,
+                                   " is not divisible by 2*cp = ", 2 * l.cp));
   }
   if (l.sp && (seq_len % l.cp != 0 || (seq_len / l.cp) % l.tp != 0)) {
     return FieldError("sp", absl::StrCat("seq_len/cp = ", seq_len, "/", l.cp,

@@ -1,5 +1,5 @@
-// One point of the parallel-layout search space, its `key=value` syntax, and the
-// rules that make it valid for a world size, a global batch and a model.
+// One point of the parallel-layout search space, its `key=value` syntax, and
+// the rules that make it valid for a world size, a global batch and a model.
 //
 //   TESSERA_ASSIGN_OR_RETURN(Layout l, ParseLayout("tp=2,pp=2,zero=1"));
 //   TESSERA_ASSIGN_OR_RETURN(l, ResolveLayout(l, /*world_size=*/16,
@@ -10,10 +10,10 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/model.h"
 
 namespace tessera {
@@ -31,13 +31,13 @@ absl::StatusOr<Recompute> ParseRecompute(absl::string_view text);
 // The knobs of DESIGN.md's layout table. dp, grad_accum and shard_group are
 // derived by ResolveLayout when left at 0.
 struct Layout {
-  int64_t tp = 1;           // tensor-parallel degree (Megatron column/row split)
-  bool sp = false;          // sequence parallelism with tp
-  int64_t pp = 1;           // pipeline stages
-  int64_t vpp = 1;          // virtual stages per pipeline rank (interleaved 1F1B)
-  int64_t cp = 1;           // context-parallel degree (ring attention)
-  int64_t dp = 0;           // data-parallel degree; 0 = world / (tp*pp*cp)
-  int64_t zero = 0;         // 0 DDP, 1 optimizer, 2 +gradients, 3 +parameters
+  int64_t tp = 1;    // tensor-parallel degree (Megatron column/row split)
+  bool sp = false;   // sequence parallelism with tp
+  int64_t pp = 1;    // pipeline stages
+  int64_t vpp = 1;   // virtual stages per pipeline rank (interleaved 1F1B)
+  int64_t cp = 1;    // context-parallel degree (ring attention)
+  int64_t dp = 0;    // data-parallel degree; 0 = world / (tp*pp*cp)
+  int64_t zero = 0;  // 0 DDP, 1 optimizer, 2 +gradients, 3 +parameters
   int64_t shard_group = 0;  // HSDP: shard within groups of this many dp ranks;
                             // 0 = the whole dp group; 1 with zero 0
   int64_t micro_batch = 1;  // sequences per micro-batch per rank
@@ -78,8 +78,8 @@ absl::StatusOr<Layout> ResolveLayout(const Layout& layout, int64_t world_size,
 // heads, kv_heads, ffn_hidden and vocab; pp <= layers; pp*vpp divides layers
 // when vpp > 1; cp > 1 needs seq_len divisible by 2*cp (causal load balance);
 // sp needs seq_len/cp divisible by tp.
-absl::Status CheckLayoutFitsModel(const Layout& layout, const ModelConfig& model,
-                                  int64_t seq_len);
+absl::Status CheckLayoutFitsModel(const Layout& layout,
+                                  const ModelConfig& model, int64_t seq_len);
 
 // The half-open range of layers [begin, end) of one model chunk.
 struct LayerRange {

@@ -33,7 +33,8 @@ absl::StatusOr<Layout> LayoutFromJson(const nlohmann::json& json) {
     }
     if (key == "recompute") {
       if (!value.is_string()) {
-        return absl::InvalidArgumentError("layout.recompute: expected a string");
+        return absl::InvalidArgumentError(
+            "layout.recompute: expected a string");
       }
       absl::StatusOr<Recompute> r = ParseRecompute(value.get<std::string>());
       if (!r.ok()) return r.status();

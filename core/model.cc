@@ -23,15 +23,21 @@ struct NamedModel {
 // tied embeddings. `tiny` and `small` are Llama-shaped models of our own for
 // CPU trials (~0.9M and ~125M parameters).
 constexpr std::array<NamedModel, 10> kPresets = {{
-    {"llama2-7b", 32, 4096, 32, 32, 11008, 32000, MlpKind::kSwiGlu, false, 10000},
-    {"llama2-13b", 40, 5120, 40, 40, 13824, 32000, MlpKind::kSwiGlu, false, 10000},
-    {"llama2-70b", 80, 8192, 64, 8, 28672, 32000, MlpKind::kSwiGlu, false, 10000},
-    {"llama3-8b", 32, 4096, 32, 8, 14336, 128256, MlpKind::kSwiGlu, false, 500000},
-    {"llama3-70b", 80, 8192, 64, 8, 28672, 128256, MlpKind::kSwiGlu, false, 500000},
-    {"llama3-405b", 126, 16384, 128, 8, 53248, 128256, MlpKind::kSwiGlu,
-     false, 500000},
+    {"llama2-7b", 32, 4096, 32, 32, 11008, 32000, MlpKind::kSwiGlu, false,
+     10000},
+    {"llama2-13b", 40, 5120, 40, 40, 13824, 32000, MlpKind::kSwiGlu, false,
+     10000},
+    {"llama2-70b", 80, 8192, 64, 8, 28672, 32000, MlpKind::kSwiGlu, false,
+     10000},
+    {"llama3-8b", 32, 4096, 32, 8, 14336, 128256, MlpKind::kSwiGlu, false,
+     500000},
+    {"llama3-70b", 80, 8192, 64, 8, 28672, 128256, MlpKind::kSwiGlu, false,
+     500000},
+    {"llama3-405b", 126, 16384, 128, 8, 53248, 128256, MlpKind::kSwiGlu, false,
+     500000},
     {"gpt3-175b", 96, 12288, 96, 96, 49152, 51200, MlpKind::kGelu, true, 10000},
-    {"gpt-530b", 105, 20480, 128, 128, 81920, 51200, MlpKind::kGelu, true, 10000},
+    {"gpt-530b", 105, 20480, 128, 128, 81920, 51200, MlpKind::kGelu, true,
+     10000},
     {"tiny", 4, 128, 8, 4, 352, 512, MlpKind::kSwiGlu, false, 10000},
     {"small", 12, 768, 12, 4, 2048, 32000, MlpKind::kSwiGlu, false, 10000},
 }};
@@ -63,9 +69,9 @@ int64_t ModelConfig::ParamsPerLayer() const {
   if (mlp == MlpKind::kSwiGlu) {
     n += 2 * hidden;  // two RMSNorm weights
   } else {
-    n += 4 * hidden;                         // two LayerNorms, weight and bias
-    n += hidden + 2 * kv_dim() + hidden;     // q, k, v and o biases
-    n += ffn_hidden + hidden;                // MLP biases
+    n += 4 * hidden;                      // two LayerNorms, weight and bias
+    n += hidden + 2 * kv_dim() + hidden;  // q, k, v and o biases
+    n += ffn_hidden + hidden;             // MLP biases
   }
   return n;
 }
@@ -81,8 +87,8 @@ int64_t ModelConfig::ParamCount() const {
 
 absl::Status ValidateModel(const ModelConfig& m) {
   const std::pair<const char*, int64_t> dims[] = {
-      {"layers", m.layers},     {"hidden", m.hidden},
-      {"heads", m.heads},       {"kv_heads", m.kv_heads},
+      {"layers", m.layers},         {"hidden", m.hidden},
+      {"heads", m.heads},           {"kv_heads", m.kv_heads},
       {"ffn_hidden", m.ffn_hidden}, {"vocab", m.vocab}};
   for (const auto& [field, value] : dims) {
     if (value <= 0) {
@@ -91,9 +97,8 @@ absl::Status ValidateModel(const ModelConfig& m) {
     }
   }
   if (m.hidden % m.heads != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.heads: ", m.heads, " does not divide hidden ",
-                     m.hidden));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.heads: ", m.heads, " does not divide hidden ", m.hidden));
   }
   if (m.head_dim() % 2 != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -105,9 +110,8 @@ absl::Status ValidateModel(const ModelConfig& m) {
         "model.rope_theta / model.norm_eps: must be positive");
   }
   if (m.heads % m.kv_heads != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.kv_heads: ", m.kv_heads, " does not divide heads ",
-                     m.heads));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.kv_heads: ", m.kv_heads, " does not divide heads ", m.heads));
   }
   return absl::OkStatus();
 }
@@ -129,9 +133,9 @@ absl::StatusOr<ModelConfig> ModelPreset(absl::string_view name) {
       return m;
     }
   }
-  return absl::NotFoundError(absl::StrCat(
-      "model: unknown preset '", name,
-      "' (known: ", absl::StrJoin(ModelPresetNames(), ", "), ")"));
+  return absl::NotFoundError(
+      absl::StrCat("model: unknown preset '", name,
+                   "' (known: ", absl::StrJoin(ModelPresetNames(), ", "), ")"));
 }
 
 std::vector<std::string> ModelPresetNames() {

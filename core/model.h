@@ -7,17 +7,18 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace tessera {
 
 // The feed-forward block of each layer.
 enum class MlpKind {
-  kSwiGlu,  // Llama: gate and up (h x ffn each), SiLU(gate) * up, down (ffn x h).
+  kSwiGlu,  // Llama: gate and up (h x ffn each), SiLU(gate) * up, down (ffn x
+            // h).
   kGelu,    // GPT: up (h x ffn), GELU, down (ffn x h); with biases.
 };
 

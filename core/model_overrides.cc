@@ -43,26 +43,27 @@ absl::Status ApplyPositive(absl::string_view field,
 
 }  // namespace
 
-absl::StatusOr<ModelConfig> ResolveModel(const std::optional<std::string>& preset,
-                                         const ModelOverrides& o) {
+absl::StatusOr<ModelConfig> ResolveModel(
+    const std::optional<std::string>& preset, const ModelOverrides& o) {
   ModelConfig m;
   m.name = "custom";
   const bool has_preset = preset.has_value() && !preset->empty();
   if (has_preset) {
     absl::StatusOr<ModelConfig> p = ModelPreset(*preset);
     if (!p.ok()) {
-      return FieldError("model.preset",
-                        absl::StrCat("unknown preset '", *preset, "' (known: ",
-                                     absl::StrJoin(ModelPresetNames(), ", "),
-                                     ")"));
+      return FieldError(
+          "model.preset",
+          absl::StrCat("unknown preset '", *preset, "' (known: ",
+                       absl::StrJoin(ModelPresetNames(), ", "), ")"));
     }
     m = *p;
   } else {
     if (!o.any_dimension()) {
       return FieldError(
-          "model", absl::StrCat("give a preset (",
-                                absl::StrJoin(ModelPresetNames(), ", "),
-                                ") or layers, hidden, heads, ffn_hidden, vocab"));
+          "model",
+          absl::StrCat("give a preset (",
+                       absl::StrJoin(ModelPresetNames(), ", "),
+                       ") or layers, hidden, heads, ffn_hidden, vocab"));
     }
     const std::pair<const char*, bool> required[] = {
         {"layers", o.layers.has_value()},
@@ -100,8 +101,8 @@ absl::StatusOr<ModelConfig> ResolveModel(const std::optional<std::string>& prese
     if (*o.tie_embeddings != m.tie_embeddings) changed = true;
     m.tie_embeddings = *o.tie_embeddings;
   }
-  TESSERA_RETURN_IF_ERROR(ApplyPositive("model.rope_theta", o.rope_theta,
-                                        &m.rope_theta, &changed));
+  TESSERA_RETURN_IF_ERROR(
+      ApplyPositive("model.rope_theta", o.rope_theta, &m.rope_theta, &changed));
   TESSERA_RETURN_IF_ERROR(
       ApplyPositive("model.norm_eps", o.norm_eps, &m.norm_eps, &changed));
   if (changed || !has_preset) m.name = "custom";

@@ -49,7 +49,7 @@ struct ModelOverrides {
 // (ValidateModel). INVALID_ARGUMENT names the field: "model.preset: unknown
 // preset 'x' (known: ...)", "model.hidden: required without a preset",
 // "model.layers: must be an integer in [1, 16384], got 0".
-absl::StatusOr<ModelConfig> ResolveModel(const std::optional<std::string>& preset,
-                                         const ModelOverrides& overrides);
+absl::StatusOr<ModelConfig> ResolveModel(
+    const std::optional<std::string>& preset, const ModelOverrides& overrides);
 
 }  // namespace tessera

@@ -13,7 +13,7 @@
 
 // Returns the status of `expr` from the enclosing function when it is not OK.
 #define TESSERA_RETURN_IF_ERROR(expr) \
-  TESSERA_RETURN_IF_ERROR_IMPL(          \
+  TESSERA_RETURN_IF_ERROR_IMPL(       \
       TESSERA_STATUS_CONCAT(tessera_status_, __COUNTER__), expr)
 // A unique name per use, so that nested uses (in a lambda inside another's
 // expression) do not shadow each other.
@@ -25,9 +25,9 @@
 
 // Evaluates `rexpr` (a StatusOr); returns its status when not OK, else moves
 // its value into `lhs` (which may be a declaration).
-#define TESSERA_ASSIGN_OR_RETURN(lhs, rexpr)                                   \
-  TESSERA_ASSIGN_OR_RETURN_IMPL(TESSERA_STATUS_CONCAT(tessera_or_, __COUNTER__), \
-                                lhs, rexpr)
+#define TESSERA_ASSIGN_OR_RETURN(lhs, rexpr) \
+  TESSERA_ASSIGN_OR_RETURN_IMPL(             \
+      TESSERA_STATUS_CONCAT(tessera_or_, __COUNTER__), lhs, rexpr)
 #define TESSERA_ASSIGN_OR_RETURN_IMPL(tmp, lhs, rexpr) \
   auto tmp = (rexpr);                                  \
   if (!tmp.ok()) return tmp.status();                  \

@@ -9,9 +9,9 @@ namespace tessera {
 namespace {
 
 constexpr std::pair<TrialStatus, const char*> kStatusNames[] = {
-    {TrialStatus::kOk, "ok"},           {TrialStatus::kOom, "oom"},
-    {TrialStatus::kNan, "nan"},         {TrialStatus::kTimeout, "timeout"},
-    {TrialStatus::kCrash, "crash"},     {TrialStatus::kInvalid, "invalid"}};
+    {TrialStatus::kOk, "ok"},       {TrialStatus::kOom, "oom"},
+    {TrialStatus::kNan, "nan"},     {TrialStatus::kTimeout, "timeout"},
+    {TrialStatus::kCrash, "crash"}, {TrialStatus::kInvalid, "invalid"}};
 
 absl::Status FieldError(absl::string_view field, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("trial.", field, ": ", what));
@@ -164,7 +164,8 @@ absl::StatusOr<TrialResult> TrialResultFromJson(const nlohmann::json& json) {
     r.tokens_per_joule = tokens_per_joule;
   }
   if (auto st = json.find("step_time_s"); s.ok() && st != json.end()) {
-    if (!st->is_object()) return FieldError("step_time_s", "expected an object");
+    if (!st->is_object())
+      return FieldError("step_time_s", "expected an object");
     s = ReadOptional(*st, "median", &r.step_time_s.median);
     if (s.ok()) s = ReadOptional(*st, "p10", &r.step_time_s.p10);
     if (s.ok()) s = ReadOptional(*st, "p90", &r.step_time_s.p90);

@@ -43,9 +43,9 @@ struct TrialResult {
   std::string reason;  // why, for every status but ok ("" when ok)
   Layout layout;
   // What ran.
-  std::string backend;     // "cpu", "cuda"
-  std::string model;       // preset name or "custom"
-  std::string device;      // e.g. "NVIDIA H100 80GB HBM3", "cpu (8 threads)"
+  std::string backend;  // "cpu", "cuda"
+  std::string model;    // preset name or "custom"
+  std::string device;   // e.g. "NVIDIA H100 80GB HBM3", "cpu (8 threads)"
   int64_t ranks = 0;
   int64_t global_batch = 0;
   int64_t seq_len = 0;
@@ -55,12 +55,13 @@ struct TrialResult {
   StepTimeStats step_time_s;
   double tokens_per_s = 0;
   double tokens_per_s_per_gpu = 0;
-  double tflops_per_gpu = 0;      // model FLOPs (no recomputation) / step time
-  double mfu = 0;                 // tflops_per_gpu / peak_tflops
-  double peak_tflops = 0;         // the backend's peak used for MFU
-  std::string peak_tflops_source; // how it was obtained (measured GEMM, datasheet)
+  double tflops_per_gpu = 0;  // model FLOPs (no recomputation) / step time
+  double mfu = 0;             // tflops_per_gpu / peak_tflops
+  double peak_tflops = 0;     // the backend's peak used for MFU
+  std::string
+      peak_tflops_source;  // how it was obtained (measured GEMM, datasheet)
   std::vector<int64_t> peak_memory_bytes;  // per rank
-  double compute_s = 0;           // per step (median over steps, rank max)
+  double compute_s = 0;  // per step (median over steps, rank max)
   double comm_s = 0;
   double exposed_comm_s = 0;
   std::optional<double> watts_per_gpu;     // absent: power not measured

@@ -23,13 +23,13 @@ ClusterConfig MakeCluster(const GpuSpec& gpu, int64_t nodes,
 absl::Status ValidateCluster(const ClusterConfig& c) {
   TESSERA_RETURN_IF_ERROR(ValidateGpu(c.gpu));
   if (c.nodes <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cluster.nodes: must be a positive integer, got ", c.nodes));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster.nodes: must be a positive integer, got ", c.nodes));
   }
   if (c.gpus_per_node <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cluster.gpus_per_node: must be a positive integer, got ",
-        c.gpus_per_node));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cluster.gpus_per_node: must be a positive integer, got ",
+                     c.gpus_per_node));
   }
   const std::pair<const char*, double> links[] = {
       {"intra_node_gbs", c.intra_node_gbs},

@@ -19,8 +19,8 @@ struct ClusterConfig {
   GpuSpec gpu;
   int64_t nodes = 0;
   int64_t gpus_per_node = 0;
-  double intra_node_gbs = 0;         // per GPU, NVLink; defaults to gpu.nvlink_gbs
-  double inter_node_gbs = 0;         // per node, all NICs; defaults to gpu's
+  double intra_node_gbs = 0;  // per GPU, NVLink; defaults to gpu.nvlink_gbs
+  double inter_node_gbs = 0;  // per node, all NICs; defaults to gpu's
   double intra_node_latency_us = 0;  // per NCCL step inside a node
   double inter_node_latency_us = 0;  // per NCCL step across nodes
 

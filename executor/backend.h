@@ -126,9 +126,9 @@ class Backend {
   // accumulate in f32 with beta = 1). Leading dimensions are the row lengths
   // of the stored matrices: a is [m,k] (or [k,m] transposed), b is [k,n] (or
   // [n,k] transposed), c is [m,n].
-  virtual void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
-                    int64_t k, float alpha, const Tensor& a, const Tensor& b,
-                    float beta, const Tensor& c) = 0;
+  virtual void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                    float alpha, const Tensor& a, const Tensor& b, float beta,
+                    const Tensor& c) = 0;
 
   // ---- RMSNorm (Zhang & Sennrich 2019) ---------------------------------
   // y = x * rstd * weight, rstd[r] = 1 / sqrt(mean_c(x[r,c]^2) + eps).
@@ -163,7 +163,8 @@ class Backend {
   // output). Writes q: act [tokens, heads*head_dim], k and v: act [tokens,
   // kv_heads*head_dim], rotating q and k: with half = head_dim/2 and
   // angle_i = positions[t] * theta^(-2i/head_dim), i < half,
-  //   out[i] = x[i] cos - x[i+half] sin, out[i+half] = x[i+half] cos + x[i] sin.
+  //   out[i] = x[i] cos - x[i+half] sin, out[i+half] = x[i+half] cos + x[i]
+  //   sin.
   // positions: i32 [tokens], the global position of each token.
   virtual void RopeQkvForward(const Tensor& qkv, const Tensor& positions,
                               int64_t tokens, int64_t heads, int64_t kv_heads,
@@ -211,8 +212,8 @@ class Backend {
   // ---- SwiGLU (Shazeer 2020) -------------------------------------------
   // gate_up: act [tokens, 2*ffn], gate in columns [0, ffn), up in [ffn,
   // 2*ffn); out: act [tokens, ffn] = silu(gate) * up, silu(x) = x sigmoid(x).
-  virtual void SwiGluForward(const Tensor& gate_up, int64_t tokens,
-                             int64_t ffn, const Tensor& out) = 0;
+  virtual void SwiGluForward(const Tensor& gate_up, int64_t tokens, int64_t ffn,
+                             const Tensor& out) = 0;
   // Writes dgate_up (act [tokens, 2*ffn]).
   virtual void SwiGluBackward(const Tensor& dout, const Tensor& gate_up,
                               int64_t tokens, int64_t ffn,

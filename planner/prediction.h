@@ -23,9 +23,10 @@ struct MemoryBreakdown {
   double master_weights_bytes = 0;  // fp32 master copy (sharded by zero >= 1)
   double gradients_bytes = 0;       // fp32 gradients (sharded by zero >= 2)
   double optimizer_bytes = 0;       // AdamW moments (sharded by zero >= 1)
-  double activations_bytes = 0;     // saved activations of in-flight micro-batches
-  double gathered_params_bytes = 0; // FSDP: gathered units (current + prefetched)
-  double overhead_bytes = 0;        // CUDA/NCCL workspace and fragmentation
+  double activations_bytes = 0;  // saved activations of in-flight micro-batches
+  double gathered_params_bytes =
+      0;                      // FSDP: gathered units (current + prefetched)
+  double overhead_bytes = 0;  // CUDA/NCCL workspace and fragmentation
   double total_bytes = 0;
 };
 
@@ -39,20 +40,20 @@ struct FullRunPrediction {
 // Per optimizer step, per GPU unless said otherwise.
 struct Prediction {
   double step_time_s = 0;
-  double tokens_per_s = 0;          // whole cluster
+  double tokens_per_s = 0;  // whole cluster
   double tokens_per_s_per_gpu = 0;
-  double tflops_per_gpu = 0;        // model FLOPs (no recomputation) / step time
-  double mfu = 0;                   // tflops_per_gpu / dense peak
+  double tflops_per_gpu = 0;  // model FLOPs (no recomputation) / step time
+  double mfu = 0;             // tflops_per_gpu / dense peak
   double memory_gib_per_gpu = 0;
   MemoryBreakdown memory;
-  double compute_s = 0;             // forward + backward + recompute + optimizer
-  double comm_s = 0;                // all communication, hidden or not
-  double exposed_comm_s = 0;        // communication on the critical path
-  double bubble_s = 0;              // pipeline bubble
+  double compute_s = 0;       // forward + backward + recompute + optimizer
+  double comm_s = 0;          // all communication, hidden or not
+  double exposed_comm_s = 0;  // communication on the critical path
+  double bubble_s = 0;        // pipeline bubble
   // Communication by parallelism, each the total time of that kind.
   double tp_comm_s = 0;
   double pp_comm_s = 0;
-  double dp_comm_s = 0;             // DDP/ZeRO/FSDP gradient and parameter traffic
+  double dp_comm_s = 0;  // DDP/ZeRO/FSDP gradient and parameter traffic
   double cp_comm_s = 0;
   double watts_per_gpu = 0;
   double tokens_per_joule = 0;

@@ -24,15 +24,14 @@ void BM_TrainStep(benchmark::State& state) {
   const char* preset = state.range(0) == 0 ? "tiny" : "small";
   const int64_t seq = state.range(1), batch = state.range(2);
   const ModelConfig model = *ModelPreset(preset);
-  const Layout layout =
-      *ResolveLayout(Layout{.micro_batch = batch}, 1, batch);
+  const Layout layout = *ResolveLayout(Layout{.micro_batch = batch}, 1, batch);
   SyntheticTokens data(1, model.vocab);
-  const EngineConfig config{model, layout, seq, batch, 1234, AdamWConfig{},
-                            &data};
+  const EngineConfig config{model, layout,        seq,  batch,
+                            1234,  AdamWConfig{}, &data};
   // The sgemm rate of this machine, measured now, beside the steps.
   const double sgemm_tflops = MeasureCpuPeakTflops();
-  absl::Status status = FirstFailure(
-      RunRanks(1, [&](int, Communicator& world) -> absl::Status {
+  absl::Status status =
+      FirstFailure(RunRanks(1, [&](int, Communicator& world) -> absl::Status {
         CpuBackend backend;  // all hardware threads for BLAS
         absl::StatusOr<std::unique_ptr<RankEngine>> engine =
             RankEngine::Create(config, backend, world);
@@ -51,8 +50,9 @@ void BM_TrainStep(benchmark::State& state) {
     return;
   }
   const double flops = ModelFlopsPerStep(model, batch, seq);
-  state.counters["tokens_per_s"] = benchmark::Counter(
-      static_cast<double>(batch * seq), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens_per_s"] =
+      benchmark::Counter(static_cast<double>(batch * seq),
+                         benchmark::Counter::kIsIterationInvariantRate);
   state.counters["step_GFLOP_per_s"] = benchmark::Counter(
       flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["sgemm_GFLOP_per_s"] = sgemm_tflops * 1e3;
@@ -60,8 +60,8 @@ void BM_TrainStep(benchmark::State& state) {
 }
 
 BENCHMARK(BM_TrainStep)
-    ->Args({0, 128, 8})   // tiny: 1024 tokens per step
-    ->Args({1, 512, 4})   // small (~125M): 2048 tokens per step
+    ->Args({0, 128, 8})  // tiny: 1024 tokens per step
+    ->Args({1, 512, 4})  // small (~125M): 2048 tokens per step
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -21,9 +21,9 @@
 #include "executor/cuda/device_sync_communicator.h"
 #include "executor/cuda/gpu_peak.h"
 #include "executor/cuda/nvml_power.h"
+#include "executor/engine/rank_engine.h"
 #include "executor/trial/trial_records.h"
 #include "executor/trial/trial_setup.h"
-#include "executor/engine/rank_engine.h"
 #ifdef TESSERA_HAVE_NCCL
 #include "executor/cuda/nccl_communicator.h"
 #endif

@@ -28,8 +28,8 @@ absl::Status EmbeddingForward(const LayerContext& ctx, const Tensor& weights,
   TESSERA_ASSIGN_OR_RETURN(
       DeviceBuffer partial,
       be.Allocate(T * h, be.compute_dtype(), "embedding partial"));
-  be.EmbeddingForward(tokens, weights.Slice(0, v * h), T, VocabBegin(ctx), v,
-                      h, partial.view());
+  be.EmbeddingForward(tokens, weights.Slice(0, v * h), T, VocabBegin(ctx), v, h,
+                      partial.view());
   DeviceBuffer scattered;
   TESSERA_ASSIGN_OR_RETURN(Tensor rows,
                            ReduceRows(ctx, partial.view(), &scattered));
@@ -42,8 +42,8 @@ absl::Status EmbeddingBackward(const LayerContext& ctx, const Tensor& grads,
   const int64_t h = ctx.hidden(), v = ctx.local_vocab();
   DeviceBuffer gathered;
   TESSERA_ASSIGN_OR_RETURN(Tensor d_full, GatherRows(ctx, d, &gathered));
-  ctx.backend->EmbeddingBackward(tokens, d_full, ctx.tokens, VocabBegin(ctx),
-                                 v, h, grads.Slice(0, v * h));
+  ctx.backend->EmbeddingBackward(tokens, d_full, ctx.tokens, VocabBegin(ctx), v,
+                                 h, grads.Slice(0, v * h));
   return absl::OkStatus();
 }
 
@@ -57,7 +57,8 @@ absl::StatusOr<double> OutputForward(const LayerContext& ctx,
   const int64_t h = ctx.hidden(), T = ctx.tokens, v = ctx.local_vocab();
   TESSERA_ASSIGN_OR_RETURN(saved->rstd,
                            be.Allocate(ctx.rows, DType::kF32, "final rstd"));
-  TESSERA_ASSIGN_OR_RETURN(saved->ln, be.Allocate(ctx.rows * h, act, "final ln"));
+  TESSERA_ASSIGN_OR_RETURN(saved->ln,
+                           be.Allocate(ctx.rows * h, act, "final ln"));
   be.RmsNormForward(x, FinalNorm(ctx, weights), ctx.rows, h,
                     static_cast<float>(ctx.model->norm_eps), saved->ln.view(),
                     saved->rstd.view());
@@ -90,12 +91,13 @@ absl::StatusOr<double> OutputForward(const LayerContext& ctx,
   if (act == DType::kF32) {
     saved->dlogits = std::move(logits);  // the gradient overwrites the logits
   } else {
-    TESSERA_ASSIGN_OR_RETURN(saved->dlogits, be.Allocate(T * v, act, "dlogits"));
+    TESSERA_ASSIGN_OR_RETURN(saved->dlogits,
+                             be.Allocate(T * v, act, "dlogits"));
   }
   const Tensor logits_view =
       act == DType::kF32 ? saved->dlogits.view() : logits.view();
-  be.CrossEntropyBackward(logits_view, targets, row_max.view(), stats.view(),
-                          T, VocabBegin(ctx), v, grad_scale, loss.view(),
+  be.CrossEntropyBackward(logits_view, targets, row_max.view(), stats.view(), T,
+                          VocabBegin(ctx), v, grad_scale, loss.view(),
                           saved->dlogits.view());
   std::vector<float> host(T);
   be.CopyToHost(loss.view(), host.data());

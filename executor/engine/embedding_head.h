@@ -22,9 +22,10 @@ absl::Status EmbeddingBackward(const LayerContext& ctx, const Tensor& grads,
 
 // What the output head keeps for its backward.
 struct HeadSaved {
-  DeviceBuffer rstd;     // f32 [rows]
-  DeviceBuffer ln;       // act [rows, h]
-  DeviceBuffer dlogits;  // act [tokens, vocab/tp]: grad_scale * (softmax - onehot)
+  DeviceBuffer rstd;  // f32 [rows]
+  DeviceBuffer ln;    // act [rows, h]
+  DeviceBuffer
+      dlogits;  // act [tokens, vocab/tp]: grad_scale * (softmax - onehot)
 };
 
 // Runs the head on x ([rows, h]) against targets (i32 [tokens]) and returns

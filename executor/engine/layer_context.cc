@@ -9,7 +9,8 @@ std::vector<int32_t> ContextParallelPositions(int64_t seq_len, int64_t cp,
   std::vector<int32_t> pos;
   pos.reserve(seq_len / cp);
   if (cp == 1) {
-    for (int64_t i = 0; i < seq_len; ++i) pos.push_back(static_cast<int32_t>(i));
+    for (int64_t i = 0; i < seq_len; ++i)
+      pos.push_back(static_cast<int32_t>(i));
     return pos;
   }
   const int64_t chunk = seq_len / (2 * cp);

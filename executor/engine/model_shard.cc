@@ -22,24 +22,34 @@ void Append(ParamUnit& unit, ParamSegment segment) {
   unit.segments.push_back(std::move(segment));
 }
 
-ParamSegment RowSlice(std::string name, uint64_t id, int64_t rows,
-                      int64_t cols, int64_t tp, int64_t tp_rank, double std) {
+ParamSegment RowSlice(std::string name, uint64_t id, int64_t rows, int64_t cols,
+                      int64_t tp, int64_t tp_rank, double std) {
   const int64_t local = rows / tp;
-  return ParamSegment{std::move(name), id, rows, cols, tp_rank * local,
-                      (tp_rank + 1) * local, 0, cols, 0, std, true, false};
-}
-
-ParamSegment ColSlice(std::string name, uint64_t id, int64_t rows,
-                      int64_t cols, int64_t tp, int64_t tp_rank, double std) {
-  const int64_t local = cols / tp;
-  return ParamSegment{std::move(name), id, rows, cols, 0, rows,
-                      tp_rank * local, (tp_rank + 1) * local, 0, std, true,
+  return ParamSegment{std::move(name),
+                      id,
+                      rows,
+                      cols,
+                      tp_rank * local,
+                      (tp_rank + 1) * local,
+                      0,
+                      cols,
+                      0,
+                      std,
+                      true,
                       false};
 }
 
+ParamSegment ColSlice(std::string name, uint64_t id, int64_t rows, int64_t cols,
+                      int64_t tp, int64_t tp_rank, double std) {
+  const int64_t local = cols / tp;
+  return ParamSegment{
+      std::move(name),       id, rows, cols, 0,    rows, tp_rank * local,
+      (tp_rank + 1) * local, 0,  std,  true, false};
+}
+
 ParamSegment Norm(std::string name, uint64_t id, int64_t hidden) {
-  return ParamSegment{std::move(name), id, 1, hidden, 0, 1, 0, hidden, 0, 0.0,
-                      false, true};
+  return ParamSegment{std::move(name), id, 1,   hidden, 0,   1, 0,
+                      hidden,          0,  0.0, false,  true};
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
-// Which parameters one rank holds, as units of flat buffers: the embedding, each
-// transformer layer, and the output head (final norm + projection). A unit is
-// what FSDP gathers at once and what ZeRO shards; its segments say where each
-// weight's tensor-parallel slice lies in the flat buffer and which slice of the
-// global weight it is.
+// Which parameters one rank holds, as units of flat buffers: the embedding,
+// each transformer layer, and the output head (final norm + projection). A unit
+// is what FSDP gathers at once and what ZeRO shards; its segments say where
+// each weight's tensor-parallel slice lies in the flat buffer and which slice
+// of the global weight it is.
 //
 // Tensor-parallel slices (Megatron): Wq, Wk, Wv, W_gate, W_up by output rows
 // (column-parallel); Wo, W_down by input columns (row-parallel); embedding and
@@ -35,9 +35,9 @@ struct ParamSegment {
   int64_t row_begin = 0, row_end = 0;
   int64_t col_begin = 0, col_end = 0;
   int64_t offset = 0;
-  double init_std = 0;        // normal(0, init_std); 0 means all ones (norms)
-  bool decay = true;          // AdamW weight decay (matrices yes, norms no)
-  bool tp_replicated = false; // the same on every tp rank (norm weights)
+  double init_std = 0;         // normal(0, init_std); 0 means all ones (norms)
+  bool decay = true;           // AdamW weight decay (matrices yes, norms no)
+  bool tp_replicated = false;  // the same on every tp rank (norm weights)
 
   int64_t rows() const { return row_end - row_begin; }
   int64_t cols() const { return col_end - col_begin; }
@@ -50,7 +50,7 @@ struct ParamUnit {
   UnitKind kind = UnitKind::kLayer;
   int64_t layer = -1;  // for kLayer
   std::vector<ParamSegment> segments;
-  int64_t numel = 0;   // sum of segment sizes (unpadded)
+  int64_t numel = 0;  // sum of segment sizes (unpadded)
 };
 
 // Offsets of a layer unit's weights (elements into the unit).

@@ -34,16 +34,16 @@ absl::StatusOr<ParallelGroups> ParallelGroups::Create(Communicator& world,
   const int cp = static_cast<int>(l.cp);
   const int shard_dp = static_cast<int>(l.shard_group);
   // Colors: a number unique to the group, from the coordinates it keeps.
-  TESSERA_ASSIGN_OR_RETURN(g.tp, world.Split(RankOf({0, c.cp, c.dp, c.pp}, l),
-                                             c.tp));
-  TESSERA_ASSIGN_OR_RETURN(g.cp, world.Split(RankOf({c.tp, 0, c.dp, c.pp}, l),
-                                             c.cp));
-  TESSERA_ASSIGN_OR_RETURN(g.dp, world.Split(RankOf({c.tp, c.cp, 0, c.pp}, l),
-                                             c.dp));
-  TESSERA_ASSIGN_OR_RETURN(g.pp, world.Split(RankOf({c.tp, c.cp, c.dp, 0}, l),
-                                             c.pp));
-  TESSERA_ASSIGN_OR_RETURN(
-      g.pp_backward, world.Split(RankOf({c.tp, c.cp, c.dp, 0}, l), c.pp));
+  TESSERA_ASSIGN_OR_RETURN(g.tp,
+                           world.Split(RankOf({0, c.cp, c.dp, c.pp}, l), c.tp));
+  TESSERA_ASSIGN_OR_RETURN(g.cp,
+                           world.Split(RankOf({c.tp, 0, c.dp, c.pp}, l), c.cp));
+  TESSERA_ASSIGN_OR_RETURN(g.dp,
+                           world.Split(RankOf({c.tp, c.cp, 0, c.pp}, l), c.dp));
+  TESSERA_ASSIGN_OR_RETURN(g.pp,
+                           world.Split(RankOf({c.tp, c.cp, c.dp, 0}, l), c.pp));
+  TESSERA_ASSIGN_OR_RETURN(g.pp_backward,
+                           world.Split(RankOf({c.tp, c.cp, c.dp, 0}, l), c.pp));
   TESSERA_ASSIGN_OR_RETURN(
       g.grad, world.Split(RankOf({c.tp, 0, 0, c.pp}, l), c.cp + cp * c.dp));
   const int shard_index = c.dp / shard_dp;   // which shard group

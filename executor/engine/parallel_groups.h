@@ -30,11 +30,11 @@ int RankOf(const RankCoords& coords, const Layout& layout);
 // group rank == coords.tp, pp group rank == coords.pp, ...).
 struct ParallelGroups {
   RankCoords coords;
-  Communicator* world = nullptr;            // not owned
-  std::unique_ptr<Communicator> tp;         // same cp, dp, pp
-  std::unique_ptr<Communicator> cp;         // same tp, dp, pp
-  std::unique_ptr<Communicator> dp;         // same tp, cp, pp
-  std::unique_ptr<Communicator> pp;         // same tp, cp, dp: activations
+  Communicator* world = nullptr;     // not owned
+  std::unique_ptr<Communicator> tp;  // same cp, dp, pp
+  std::unique_ptr<Communicator> cp;  // same tp, dp, pp
+  std::unique_ptr<Communicator> dp;  // same tp, cp, pp
+  std::unique_ptr<Communicator> pp;  // same tp, cp, dp: activations
   // The same ranks as pp, for gradients flowing back: a second communicator
   // keeps forward and backward messages in separate FIFOs, so the schedule
   // can interleave them freely (interleaved 1F1B with pp == 2 sends both

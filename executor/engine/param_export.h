@@ -6,7 +6,8 @@
 //
 //   GlobalTensors weights;  // shared by the rank threads
 //   absl::Mutex mu;
-//   // on each rank: ExportHeld(*engine, backend, Held::kWeights, &weights, &mu);
+//   // on each rank: ExportHeld(*engine, backend, Held::kWeights, &weights,
+//   &mu);
 #pragma once
 
 #include <cstdint>
@@ -23,8 +24,8 @@ namespace tessera::executor {
 struct GlobalTensor {
   int64_t rows = 0;
   int64_t cols = 0;
-  std::vector<float> values;   // row-major [rows x cols]
-  std::vector<int> writers;    // per element: how many ranks wrote it
+  std::vector<float> values;  // row-major [rows x cols]
+  std::vector<int> writers;   // per element: how many ranks wrote it
   // Elements written twice with different values (replicas that disagree).
   int64_t conflicts = 0;
 };

@@ -1,7 +1,7 @@
 // Deterministic parameter initialisation by global element index, so that every
-// layout (whatever slice of a weight a rank holds) starts from the same model as
-// the single-rank run, and no rank ever materialises a whole weight it does not
-// hold.
+// layout (whatever slice of a weight a rank holds) starts from the same model
+// as the single-rank run, and no rank ever materialises a whole weight it does
+// not hold.
 //
 //   // Rows [r0, r1) x columns [c0, c1) of global weight 7 ([rows x cols]):
 //   FillNormalSlice(seed, /*param_id=*/7, /*std=*/0.02, cols, r0, r1, c0, c1,

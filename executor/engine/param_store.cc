@@ -52,8 +52,9 @@ absl::Status ParamStore::InitUnit(int u, uint64_t seed) {
   backend_.CopyFromHost(host.data() + s.shard_begin, s.master.view());
   TESSERA_ASSIGN_OR_RETURN(
       s.exp_avg, backend_.Allocate(shard_size, DType::kF32, what + " exp_avg"));
-  TESSERA_ASSIGN_OR_RETURN(s.exp_avg_sq, backend_.Allocate(shard_size, DType::kF32,
-                                                           what + " exp_avg_sq"));
+  TESSERA_ASSIGN_OR_RETURN(
+      s.exp_avg_sq,
+      backend_.Allocate(shard_size, DType::kF32, what + " exp_avg_sq"));
   const DType act = backend_.compute_dtype();
   s.compute_aliases_master = layout_.zero == 0 && act == DType::kF32;
   if (layout_.zero < 3 && !s.compute_aliases_master) {
@@ -172,8 +173,8 @@ absl::Status ParamStore::ApplyOptimizer(const AdamWConfig& config) {
     const int64_t shard_size = s.shard_end - s.shard_begin;
     if (layout_.zero == 0) {
       TESSERA_RETURN_IF_ERROR(ReduceReplicatedOverTp(u, s.grad.view()));
-      TESSERA_RETURN_IF_ERROR(
-          groups_.grad->AllReduce(s.grad.view(), s.grad.view(), ReduceOp::kSum));
+      TESSERA_RETURN_IF_ERROR(groups_.grad->AllReduce(
+          s.grad.view(), s.grad.view(), ReduceOp::kSum));
       AdamWOnShard(u, config, s.grad.view());
       if (!s.compute_aliases_master) {
         backend_.Copy(s.master.view(), s.compute.view(), s.padded);

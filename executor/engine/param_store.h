@@ -81,16 +81,16 @@ class ParamStore {
 
  private:
   struct UnitState {
-    int64_t padded = 0;        // P
-    int64_t shard_begin = 0;   // elements of P held as master
+    int64_t padded = 0;       // P
+    int64_t shard_begin = 0;  // elements of P held as master
     int64_t shard_end = 0;
-    DeviceBuffer master;       // f32 [shard_end - shard_begin]
-    DeviceBuffer exp_avg;      // AdamW first moment, like master
-    DeviceBuffer exp_avg_sq;   // AdamW second moment, like master
-    DeviceBuffer compute;      // act [P]: persistent (zero < 3) or gathered
+    DeviceBuffer master;      // f32 [shard_end - shard_begin]
+    DeviceBuffer exp_avg;     // AdamW first moment, like master
+    DeviceBuffer exp_avg_sq;  // AdamW second moment, like master
+    DeviceBuffer compute;     // act [P]: persistent (zero < 3) or gathered
     bool compute_aliases_master = false;  // zero 0 with f32 compute
-    DeviceBuffer grad;         // f32: [P] (zero 0/1) or the shard (zero 2/3)
-    DeviceBuffer grad_full;    // zero 2/3: this micro-batch's [P], transient
+    DeviceBuffer grad;       // f32: [P] (zero 0/1) or the shard (zero 2/3)
+    DeviceBuffer grad_full;  // zero 2/3: this micro-batch's [P], transient
   };
 
   ParamStore(Backend& backend, ParallelGroups& groups, const Layout& layout,

@@ -81,9 +81,9 @@ absl::StatusOr<DeviceBuffer> RankEngine::Tokens(int micro_batch, bool targets) {
     config_.data->Sample(first + b, s + 1, sample.data());
     for (int32_t p : positions) host.push_back(sample[p + (targets ? 1 : 0)]);
   }
-  TESSERA_ASSIGN_OR_RETURN(
-      DeviceBuffer buf,
-      backend_.Allocate(ctx_.tokens, DType::kI32, targets ? "targets" : "tokens"));
+  TESSERA_ASSIGN_OR_RETURN(DeviceBuffer buf,
+                           backend_.Allocate(ctx_.tokens, DType::kI32,
+                                             targets ? "targets" : "tokens"));
   backend_.CopyFromHost(host.data(), buf.view());
   return buf;
 }
@@ -106,8 +106,8 @@ absl::Status RankEngine::Forward(const PipelineOp& op, double* loss_sum) {
     params_->Release(units[0]);
     i = 1;
   } else {
-    const int prev = (groups_.coords.pp + groups_.pp->size() - 1) %
-                     groups_.pp->size();
+    const int prev =
+        (groups_.coords.pp + groups_.pp->size() - 1) % groups_.pp->size();
     TESSERA_RETURN_IF_ERROR(groups_.pp->Recv(x.view(), prev));
   }
   st.residuals.push_back(std::move(x));
@@ -122,13 +122,13 @@ absl::Status RankEngine::Forward(const PipelineOp& op, double* loss_sum) {
       TESSERA_ASSIGN_OR_RETURN(st.targets, Tokens(op.micro_batch, true));
       const float grad_scale = static_cast<float>(
           1.0 / (static_cast<double>(config_.global_batch) * config_.seq_len));
-      TESSERA_ASSIGN_OR_RETURN(
-          double sum, OutputForward(ctx_, w, input, st.targets.view(),
-                                    grad_scale, &st.head));
+      TESSERA_ASSIGN_OR_RETURN(double sum,
+                               OutputForward(ctx_, w, input, st.targets.view(),
+                                             grad_scale, &st.head));
       if (groups_.coords.tp == 0) *loss_sum += sum;
     } else {
-      TESSERA_ASSIGN_OR_RETURN(DeviceBuffer out,
-                               backend_.Allocate(row_elems, act, "layer output"));
+      TESSERA_ASSIGN_OR_RETURN(
+          DeviceBuffer out, backend_.Allocate(row_elems, act, "layer output"));
       st.layers.emplace_back();
       TESSERA_RETURN_IF_ERROR(LayerForward(ctx_, w, LayerUnitOffsets(unit),
                                            input, out.view(),
@@ -139,8 +139,7 @@ absl::Status RankEngine::Forward(const PipelineOp& op, double* loss_sum) {
   }
   if (!chunk.has_output) {
     const int next = (groups_.coords.pp + 1) % groups_.pp->size();
-    TESSERA_RETURN_IF_ERROR(
-        groups_.pp->Send(st.residuals.back().view(), next));
+    TESSERA_RETURN_IF_ERROR(groups_.pp->Send(st.residuals.back().view(), next));
   }
   return absl::OkStatus();
 }
@@ -150,8 +149,9 @@ absl::Status RankEngine::Backward(const PipelineOp& op) {
   MicroBatchState& st = in_flight_[{op.chunk, op.micro_batch}];
   const int pp = groups_.pp_backward->size();
   TESSERA_ASSIGN_OR_RETURN(
-      DeviceBuffer d, backend_.Allocate(ctx_.rows * ctx_.hidden(),
-                                        backend_.compute_dtype(), "chunk grad"));
+      DeviceBuffer d,
+      backend_.Allocate(ctx_.rows * ctx_.hidden(), backend_.compute_dtype(),
+                        "chunk grad"));
   if (!chunk.has_output) {
     TESSERA_RETURN_IF_ERROR(
         groups_.pp_backward->Recv(d.view(), (groups_.coords.pp + 1) % pp));
@@ -181,8 +181,8 @@ absl::Status RankEngine::Backward(const PipelineOp& op) {
     params_->Release(u);
   }
   if (!chunk.has_embedding) {
-    TESSERA_RETURN_IF_ERROR(groups_.pp_backward->Send(
-        d.view(), (groups_.coords.pp + pp - 1) % pp));
+    TESSERA_RETURN_IF_ERROR(
+        groups_.pp_backward->Send(d.view(), (groups_.coords.pp + pp - 1) % pp));
   }
   in_flight_.erase({op.chunk, op.micro_batch});
   return absl::OkStatus();
@@ -224,9 +224,9 @@ absl::StatusOr<StepResult> RankEngine::Step() {
   TESSERA_ASSIGN_OR_RETURN(r.loss, ForwardBackward());
   TESSERA_RETURN_IF_ERROR(ApplyOptimizer());
   backend_.Synchronize();
-  r.step_time_s = std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - start)
-                      .count();
+  r.step_time_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   r.comm_s = comm_stats_.seconds - comm_before;
   return r;
 }

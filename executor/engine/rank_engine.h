@@ -37,9 +37,9 @@ struct EngineConfig {
   ModelConfig model;
   Layout layout;  // resolved for the world size and global batch
   int64_t seq_len = 0;
-  int64_t global_batch = 0;  // sequences per optimizer step
-  uint64_t seed = 1234;      // parameter initialisation
-  AdamWConfig adamw;         // step is advanced by the engine
+  int64_t global_batch = 0;           // sequences per optimizer step
+  uint64_t seed = 1234;               // parameter initialisation
+  AdamWConfig adamw;                  // step is advanced by the engine
   const TokenSource* data = nullptr;  // not owned; shared by all ranks
 };
 
@@ -79,8 +79,8 @@ class RankEngine {
  private:
   // Activations of one (chunk, micro-batch) between its forward and backward.
   struct MicroBatchState {
-    DeviceBuffer tokens;   // i32 [tokens] (first chunk)
-    DeviceBuffer targets;  // i32 [tokens] (last chunk)
+    DeviceBuffer tokens;                  // i32 [tokens] (first chunk)
+    DeviceBuffer targets;                 // i32 [tokens] (last chunk)
     std::vector<DeviceBuffer> residuals;  // input of each layer, then output
     std::vector<LayerSaved> layers;
     HeadSaved head;

@@ -8,9 +8,9 @@ namespace tessera::executor {
 namespace {
 
 AttentionShape ShapeOf(const LayerContext& ctx) {
-  return AttentionShape{ctx.tokens / ctx.seq_local, ctx.seq_local,
-                        ctx.seq_local,              ctx.local_heads(),
-                        ctx.local_kv_heads(),       ctx.head_dim()};
+  return AttentionShape{
+      ctx.tokens / ctx.seq_local, ctx.seq_local,        ctx.seq_local,
+      ctx.local_heads(),          ctx.local_kv_heads(), ctx.head_dim()};
 }
 
 // Sends `send` to the next cp rank and receives `recv` (same sizes) from the
@@ -102,10 +102,10 @@ absl::Status RingAttentionBackward(const LayerContext& ctx, const Tensor& dout,
                          cur_dk, cur_dv);
     if (step + 1 < n) {
       const int slot = step % 2;
-      TESSERA_RETURN_IF_ERROR(RingExchange(
-          cp, {cur_k, cur_v, cur_dk, cur_dv},
-          {kb[slot].view(), vb[slot].view(), dkb[slot].view(),
-           dvb[slot].view()}));
+      TESSERA_RETURN_IF_ERROR(
+          RingExchange(cp, {cur_k, cur_v, cur_dk, cur_dv},
+                       {kb[slot].view(), vb[slot].view(), dkb[slot].view(),
+                        dvb[slot].view()}));
       cur_k = kb[slot].view();
       cur_v = vb[slot].view();
       cur_dk = dkb[slot].view();

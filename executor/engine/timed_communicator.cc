@@ -8,9 +8,9 @@ template <typename Fn>
 absl::Status TimedCommunicator::Timed(size_t bytes, Fn&& fn) {
   const auto start = std::chrono::steady_clock::now();
   absl::Status s = fn();
-  stats_->seconds += std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+  stats_->seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   stats_->bytes += static_cast<int64_t>(bytes);
   ++stats_->calls;
   return s;

@@ -41,9 +41,9 @@ absl::StatusOr<std::unique_ptr<FileTokens>> FileTokens::Open(
     int64_t min_length) {
   const std::string p(path);
   if (bytes_per_token != 2 && bytes_per_token != 4) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data.token_bytes: must be 2 (uint16) or 4 (uint32), got ",
-        bytes_per_token));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.token_bytes: must be 2 (uint16) or 4 (uint32), got ",
+                     bytes_per_token));
   }
   std::ifstream in(p, std::ios::binary);
   if (!in) {
@@ -52,10 +52,9 @@ absl::StatusOr<std::unique_ptr<FileTokens>> FileTokens::Open(
   const std::vector<unsigned char> bytes(std::istreambuf_iterator<char>(in),
                                          {});
   if (bytes.size() % bytes_per_token != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data: '", p, "' has ", bytes.size(),
-                     " bytes, not a whole number of ", bytes_per_token,
-                     "-byte token ids"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data: '", p, "' has ", bytes.size(), " bytes, not a whole number of ",
+        bytes_per_token, "-byte token ids"));
   }
   std::vector<int32_t> tokens(bytes.size() / bytes_per_token);
   for (size_t i = 0; i < tokens.size(); ++i) {

@@ -5,7 +5,8 @@
 namespace tessera::executor {
 
 absl::StatusOr<Tensor> GatherRows(const LayerContext& ctx,
-                                  const Tensor& rows_in, DeviceBuffer* storage) {
+                                  const Tensor& rows_in,
+                                  DeviceBuffer* storage) {
   if (!ctx.layout->sp) return rows_in;
   TESSERA_ASSIGN_OR_RETURN(
       *storage, ctx.backend->Allocate(ctx.tokens * ctx.hidden(), rows_in.dtype,
@@ -14,7 +15,8 @@ absl::StatusOr<Tensor> GatherRows(const LayerContext& ctx,
   return storage->view();
 }
 
-absl::StatusOr<Tensor> ReduceRows(const LayerContext& ctx, const Tensor& partial,
+absl::StatusOr<Tensor> ReduceRows(const LayerContext& ctx,
+                                  const Tensor& partial,
                                   DeviceBuffer* storage) {
   Communicator& tp = *ctx.groups->tp;
   if (!ctx.layout->sp) {

@@ -21,7 +21,7 @@ absl::StatusOr<Tensor> GatherRows(const LayerContext& ctx,
 // Reduces the partial sums `partial` ([tokens, h]) over tp. Returns the
 // result as [rows, h]: `partial` itself (all-reduced) without SP, else a
 // reduce-scattered buffer held by *storage.
-absl::StatusOr<Tensor> ReduceRows(const LayerContext& ctx, const Tensor& partial,
-                                  DeviceBuffer* storage);
+absl::StatusOr<Tensor> ReduceRows(const LayerContext& ctx,
+                                  const Tensor& partial, DeviceBuffer* storage);
 
 }  // namespace tessera::executor

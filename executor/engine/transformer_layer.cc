@@ -65,17 +65,19 @@ absl::Status ForwardKeepAll(const LayerContext& ctx, const LayerViews& w,
                       s->k.view(), s->v.view());
   }
   TESSERA_ASSIGN_OR_RETURN(s->attn_out, Alloc(ctx, T * q_cols, act, "attn"));
-  TESSERA_ASSIGN_OR_RETURN(
-      s->lse, Alloc(ctx, T * hq, DType::kF32, "attention lse"));
+  TESSERA_ASSIGN_OR_RETURN(s->lse,
+                           Alloc(ctx, T * hq, DType::kF32, "attention lse"));
   TESSERA_RETURN_IF_ERROR(RingAttentionForward(ctx, s->q.view(), s->k.view(),
                                                s->v.view(), s->attn_out.view(),
                                                s->lse.view()));
   {
-    TESSERA_ASSIGN_OR_RETURN(DeviceBuffer o, Alloc(ctx, T * h, act, "attn proj"));
+    TESSERA_ASSIGN_OR_RETURN(DeviceBuffer o,
+                             Alloc(ctx, T * h, act, "attn proj"));
     be.Gemm(false, true, T, h, q_cols, 1.0f, s->attn_out.view(), w.wo, 0.0f,
             o.view());
     DeviceBuffer scattered;
-    TESSERA_ASSIGN_OR_RETURN(Tensor o_rows, ReduceRows(ctx, o.view(), &scattered));
+    TESSERA_ASSIGN_OR_RETURN(Tensor o_rows,
+                             ReduceRows(ctx, o.view(), &scattered));
     TESSERA_ASSIGN_OR_RETURN(s->x_mid, Alloc(ctx, rows * h, act, "x_mid"));
     be.Add(x, o_rows, s->x_mid.view(), rows * h);
   }
@@ -93,7 +95,8 @@ absl::Status ForwardKeepAll(const LayerContext& ctx, const LayerViews& w,
   gathered.Reset();
   TESSERA_ASSIGN_OR_RETURN(s->mlp_act, Alloc(ctx, T * ffn, act, "swiglu"));
   be.SwiGluForward(s->gate_up.view(), T, ffn, s->mlp_act.view());
-  TESSERA_ASSIGN_OR_RETURN(DeviceBuffer down, Alloc(ctx, T * h, act, "mlp out"));
+  TESSERA_ASSIGN_OR_RETURN(DeviceBuffer down,
+                           Alloc(ctx, T * h, act, "mlp out"));
   be.Gemm(false, true, T, h, ffn, 1.0f, s->mlp_act.view(), w.w_down, 0.0f,
           down.view());
   DeviceBuffer scattered;
@@ -126,7 +129,8 @@ absl::Status LayerForward(const LayerContext& ctx, const Tensor& weights,
 
 absl::Status LayerBackward(const LayerContext& ctx, const Tensor& weights,
                            const LayerOffsets& offsets, const Tensor& grads,
-                           const Tensor& x, LayerSaved* saved, const Tensor& d) {
+                           const Tensor& x, LayerSaved* saved,
+                           const Tensor& d) {
   Backend& be = *ctx.backend;
   const DType act = be.compute_dtype();
   const LayerViews w = Views(ctx, weights, offsets);
@@ -154,8 +158,10 @@ absl::Status LayerBackward(const LayerContext& ctx, const Tensor& weights,
   {
     DeviceBuffer gathered, gathered_ln2, scattered;
     TESSERA_ASSIGN_OR_RETURN(Tensor d_full, GatherRows(ctx, d, &gathered));
-    TESSERA_ASSIGN_OR_RETURN(DeviceBuffer d_act, Alloc(ctx, T * ffn, act, "d_act"));
-    be.Gemm(false, false, T, ffn, h, 1.0f, d_full, w.w_down, 0.0f, d_act.view());
+    TESSERA_ASSIGN_OR_RETURN(DeviceBuffer d_act,
+                             Alloc(ctx, T * ffn, act, "d_act"));
+    be.Gemm(false, false, T, ffn, h, 1.0f, d_full, w.w_down, 0.0f,
+            d_act.view());
     be.Gemm(true, false, h, ffn, T, 1.0f, d_full, s.mlp_act.view(), 1.0f,
             g.w_down);
     gathered.Reset();
@@ -168,7 +174,8 @@ absl::Status LayerBackward(const LayerContext& ctx, const Tensor& weights,
     be.Gemm(true, false, 2 * ffn, h, T, 1.0f, d_gu.view(), ln2_full, 1.0f,
             g.w_gate_up);
     gathered_ln2.Reset();
-    TESSERA_ASSIGN_OR_RETURN(DeviceBuffer d_ln2, Alloc(ctx, T * h, act, "d_ln2"));
+    TESSERA_ASSIGN_OR_RETURN(DeviceBuffer d_ln2,
+                             Alloc(ctx, T * h, act, "d_ln2"));
     be.Gemm(false, false, T, h, 2 * ffn, 1.0f, d_gu.view(), w.w_gate_up, 0.0f,
             d_ln2.view());
     TESSERA_ASSIGN_OR_RETURN(Tensor d_ln2_rows,
@@ -194,9 +201,12 @@ absl::Status LayerBackward(const LayerContext& ctx, const Tensor& weights,
     be.Gemm(true, false, h, q_cols, T, 1.0f, d_full, s.attn_out.view(), 1.0f,
             g.wo);
     gathered.Reset();
-    TESSERA_ASSIGN_OR_RETURN(DeviceBuffer dq, Alloc(ctx, T * q_cols, DType::kF32, "dq"));
-    TESSERA_ASSIGN_OR_RETURN(DeviceBuffer dk, Alloc(ctx, T * kv_cols, DType::kF32, "dk"));
-    TESSERA_ASSIGN_OR_RETURN(DeviceBuffer dv, Alloc(ctx, T * kv_cols, DType::kF32, "dv"));
+    TESSERA_ASSIGN_OR_RETURN(DeviceBuffer dq,
+                             Alloc(ctx, T * q_cols, DType::kF32, "dq"));
+    TESSERA_ASSIGN_OR_RETURN(DeviceBuffer dk,
+                             Alloc(ctx, T * kv_cols, DType::kF32, "dk"));
+    TESSERA_ASSIGN_OR_RETURN(DeviceBuffer dv,
+                             Alloc(ctx, T * kv_cols, DType::kF32, "dv"));
     TESSERA_RETURN_IF_ERROR(RingAttentionBackward(
         ctx, d_attn.view(), s.q.view(), s.k.view(), s.v.view(),
         s.attn_out.view(), s.lse.view(), dq.view(), dk.view(), dv.view()));
@@ -219,7 +229,8 @@ absl::Status LayerBackward(const LayerContext& ctx, const Tensor& weights,
     be.Gemm(true, false, qkv_cols, h, T, 1.0f, dqkv.view(), ln1_full, 1.0f,
             g.wqkv);
     gathered_ln1.Reset();
-    TESSERA_ASSIGN_OR_RETURN(DeviceBuffer d_ln1, Alloc(ctx, T * h, act, "d_ln1"));
+    TESSERA_ASSIGN_OR_RETURN(DeviceBuffer d_ln1,
+                             Alloc(ctx, T * h, act, "d_ln1"));
     be.Gemm(false, false, T, h, qkv_cols, 1.0f, dqkv.view(), w.wqkv, 0.0f,
             d_ln1.view());
     TESSERA_ASSIGN_OR_RETURN(Tensor d_ln1_rows,

@@ -21,9 +21,10 @@ namespace tessera::executor {
 
 // Activations of one layer and one micro-batch kept for its backward.
 struct LayerSaved {
-  DeviceBuffer rstd1;     // f32 [rows]
-  DeviceBuffer ln1;       // act [rows, h]
-  DeviceBuffer q, k, v;   // act [tokens, heads*hd], [tokens, kv_heads*hd] (roped)
+  DeviceBuffer rstd1;  // f32 [rows]
+  DeviceBuffer ln1;    // act [rows, h]
+  DeviceBuffer q, k,
+      v;  // act [tokens, heads*hd], [tokens, kv_heads*hd] (roped)
   DeviceBuffer attn_out;  // act [tokens, heads*hd]
   DeviceBuffer lse;       // f32 [micro_batch, heads, seq_local]
   DeviceBuffer x_mid;     // act [rows, h]

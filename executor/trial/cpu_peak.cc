@@ -9,9 +9,8 @@
 namespace tessera::executor {
 
 double MeasureCpuPeakTflops(int n, int repeats) {
-  CpuBackend backend(
-      {.blas_threads = static_cast<int>(
-           std::max(1u, std::thread::hardware_concurrency()))});
+  CpuBackend backend({.blas_threads = static_cast<int>(
+                          std::max(1u, std::thread::hardware_concurrency()))});
   auto a = backend.Allocate(int64_t{n} * n, DType::kF32, "peak a");
   auto b = backend.Allocate(int64_t{n} * n, DType::kF32, "peak b");
   auto c = backend.Allocate(int64_t{n} * n, DType::kF32, "peak c");
@@ -23,9 +22,9 @@ double MeasureCpuPeakTflops(int n, int repeats) {
     const auto start = std::chrono::steady_clock::now();
     backend.Gemm(false, false, n, n, n, 1.0f, a->view(), b->view(), 0.0f,
                  c->view());
-    const double s = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - start)
-                         .count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (r > 0) best_s = std::min(best_s, s);
   }
   return 2.0 * n * n * static_cast<double>(n) / best_s / 1e12;

@@ -64,8 +64,8 @@ double CollectiveBusGbs(Op op, int n, int64_t bytes) {
   });
   const double t = *std::max_element(best.begin(), best.end());
   const double algbw = static_cast<double>(bytes) / t / 1e9;
-  const double factor = op == Op::kAllReduce ? 2.0 * (n - 1) / n
-                                             : static_cast<double>(n - 1) / n;
+  const double factor =
+      op == Op::kAllReduce ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
   return algbw * factor;
 }
 
@@ -78,9 +78,10 @@ std::vector<ProbeResult> RunCpuProbes(int ranks) {
   std::vector<int> sizes;
   for (int n = 2; n <= ranks; n *= 2) sizes.push_back(n);
   if (ranks > 1 && sizes.back() != ranks) sizes.push_back(ranks);
-  const std::pair<Op, const char*> ops[] = {{Op::kAllReduce, "allreduce"},
-                                            {Op::kAllGather, "allgather"},
-                                            {Op::kReduceScatter, "reducescatter"}};
+  const std::pair<Op, const char*> ops[] = {
+      {Op::kAllReduce, "allreduce"},
+      {Op::kAllGather, "allgather"},
+      {Op::kReduceScatter, "reducescatter"}};
   for (int n : sizes) {
     for (int64_t bytes : {int64_t{1} << 20, int64_t{16} << 20}) {
       // Buffers divisible by every group size's rank count.

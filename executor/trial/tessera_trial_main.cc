@@ -16,6 +16,8 @@
 // (ok, oom, nan, timeout, crash, invalid); 2 when the command line itself is
 // wrong (unknown flag, malformed value) and nothing was run; 1 when the JSON
 // could not be written.
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -24,7 +26,6 @@
 #include <optional>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -57,9 +58,11 @@ struct TrialFlags {
                 "recompute=none (omitted fields take defaults; dp and "
                 "grad_accum are derived)",
                 &layout);
-    f.AddInt("global-batch", "N", "sequences per optimizer step", &global_batch);
+    f.AddInt("global-batch", "N", "sequences per optimizer step",
+             &global_batch);
     f.AddInt("seq-len", "N", "tokens per sequence", &seq_len);
-    f.AddInt("warmup", "N", "warm-up steps, not measured (default 10)", &warmup);
+    f.AddInt("warmup", "N", "warm-up steps, not measured (default 10)",
+             &warmup);
     f.AddInt("steps", "N", "measured steps (default 50)", &steps);
     f.AddString("json", "FILE", "where to write the result ('-': stdout)",
                 &json);
@@ -137,10 +140,10 @@ bool WriteText(const std::string& path, const std::string& text) {
 }
 
 bool WriteResult(const std::string& path, const TrialResult& result) {
-  return WriteText(path, TrialResultToJson(result).dump(
-                             2, ' ', false,
-                             nlohmann::json::error_handler_t::replace) +
-                             "\n");
+  return WriteText(
+      path, TrialResultToJson(result).dump(
+                2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                "\n");
 }
 
 int Main(const std::vector<std::string>& args) {
@@ -226,18 +229,19 @@ int Main(const std::vector<std::string>& args) {
     std::thread watchdog;
     if (c.time_limit_s > 0) {
       watchdog = std::thread([&] {
-        const auto until = std::chrono::steady_clock::now() +
-                           std::chrono::duration<double>(
-                               c.time_limit_s * 1.1 + 5.0);
+        const auto until =
+            std::chrono::steady_clock::now() +
+            std::chrono::duration<double>(c.time_limit_s * 1.1 + 5.0);
         while (!finished.load()) {
           if (std::chrono::steady_clock::now() > until) {
             TrialResult timeout = result;
             timeout.model = c.model.name;
             timeout.layout = c.layout;
             timeout.status = TrialStatus::kTimeout;
-            timeout.reason = absl::StrCat("no step finished within the time "
-                                          "limit of ",
-                                          c.time_limit_s, " s");
+            timeout.reason = absl::StrCat(
+                "no step finished within the time "
+                "limit of ",
+                c.time_limit_s, " s");
             _exit(WriteResult(*f.json, timeout) ? 0 : 1);
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -259,5 +263,6 @@ int Main(const std::vector<std::string>& args) {
 }  // namespace tessera::executor
 
 int main(int argc, char** argv) {
-  return tessera::executor::Main(std::vector<std::string>(argv + 1, argv + argc));
+  return tessera::executor::Main(
+      std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -18,17 +18,17 @@ namespace tessera::executor {
 struct TrialConfig {
   std::string backend = "cpu";  // "cpu" or "cuda"
   ModelConfig model;
-  Layout layout;                // as given (dp, grad_accum derived)
+  Layout layout;  // as given (dp, grad_accum derived)
   int64_t ranks = 1;
-  int64_t global_batch = 0;     // sequences per step
+  int64_t global_batch = 0;  // sequences per step
   int64_t seq_len = 0;
-  int64_t warmup_steps = 10;    // DESIGN.md trial protocol defaults
-  int64_t steps = 50;           // measured steps
+  int64_t warmup_steps = 10;       // DESIGN.md trial protocol defaults
+  int64_t steps = 50;              // measured steps
   int64_t memory_limit_bytes = 0;  // per rank; 0 = none
   double time_limit_s = 0;         // whole trial; 0 = none
   uint64_t seed = 1234;
-  std::string data_path;        // empty: synthetic tokens
-  int data_token_bytes = 2;     // 2 (uint16) or 4 (uint32) ids in data_path
+  std::string data_path;     // empty: synthetic tokens
+  int data_token_bytes = 2;  // 2 (uint16) or 4 (uint32) ids in data_path
   AdamWConfig adamw;
 
   // One process per rank (multi-host trials, as agents run them): this

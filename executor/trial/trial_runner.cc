@@ -67,8 +67,8 @@ TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
   const int threads =
       static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int64_t host_ranks = c.ranks_per_host > 0 ? c.ranks_per_host : c.ranks;
-  const int blas_threads =
-      std::max(1, threads / static_cast<int>(std::min<int64_t>(host_ranks, threads)));
+  const int blas_threads = std::max(
+      1, threads / static_cast<int>(std::min<int64_t>(host_ranks, threads)));
   const bool one_process = c.process_rank < 0;
   // The per-rank peak: this host's measured GEMM rate shared by its ranks.
   // With a process per rank only rank 0 measures (the others are waiting at
@@ -81,17 +81,16 @@ TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
       "measured: best of 3 sgemm 1024^3 on %d hardware threads, / %d ranks "
       "per host",
       threads, host_ranks);
-  r.device = absl::StrFormat("cpu (%d ranks%s on %d hardware threads)",
-                             c.ranks, one_process ? "" : ", a process each",
-                             threads);
+  r.device = absl::StrFormat("cpu (%d ranks%s on %d hardware threads)", c.ranks,
+                             one_process ? "" : ", a process each", threads);
   const Clock::time_point deadline = TrialDeadline(c);
 
   std::vector<RankRecord> records;
   absl::Status failure;
   if (one_process) {
     records.resize(c.ranks);
-    const std::vector<absl::Status> statuses = RunRanks(
-        static_cast<int>(c.ranks), [&](int rank, Communicator& world) {
+    const std::vector<absl::Status> statuses =
+        RunRanks(static_cast<int>(c.ranks), [&](int rank, Communicator& world) {
           return RunRank(c, engine_config, deadline, blas_threads, world,
                          &records[rank]);
         });
@@ -114,9 +113,9 @@ TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
     }
     if (failure.ok()) {
       CpuBackend staging;
-      absl::StatusOr<std::vector<RankRecord>> all = GatherRecords(
-          **world, staging, mine, c.warmup_steps + c.steps, peak_per_rank,
-          &peak_per_rank);
+      absl::StatusOr<std::vector<RankRecord>> all =
+          GatherRecords(**world, staging, mine, c.warmup_steps + c.steps,
+                        peak_per_rank, &peak_per_rank);
       if (all.ok()) {
         records = std::move(*all);
       } else {

@@ -1,14 +1,13 @@
 // Planner: construction, restart, the reaper, and the study events.
 #include "planner/service/planner.h"
 
-#include "planner/service/measured_layouts.h"
-
 #include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/status_macros.h"
+#include "planner/service/measured_layouts.h"
 #include "planner/service/proto_mapping.h"
 
 namespace tessera::service {
@@ -178,10 +177,9 @@ absl::StatusOr<v1::StudySummary> Planner::Summary(int64_t study_id) {
                            store_->ListTrials(ok_filter));
   const std::map<std::string, MeasuredLayout> measured = MeasuredLayouts(ok);
   const MeasuredLayout* best = BestMeasured(measured);
-  return StudySummaryOf(study, counts,
-                        best == nullptr
-                            ? std::nullopt
-                            : std::optional<db::Trial>(best->trial));
+  return StudySummaryOf(
+      study, counts,
+      best == nullptr ? std::nullopt : std::optional<db::Trial>(best->trial));
 }
 
 absl::StatusOr<v1::StudyEvent> Planner::CurrentEvent(int64_t study_id) {

@@ -165,15 +165,14 @@ v1::RecommendedLayout Recommend(const RecommendationInput& in,
   why.push_back(absl::StrCat(
       "exposed communication ", Percent(exposed_comm_s, step_time_s),
       " of the step (", exposed_measured ? "measured" : "predicted",
-      "); pipeline bubble ", Percent(p.bubble_s, p.step_time_s),
-      " (predicted)",
-      absl::StrFormat(
-          "; memory %.3g of %.3g GiB per GPU (%s headroom, %s)", memory_gib,
-          static_cast<double>(w.cluster.gpu.memory_bytes) / kGiB,
-          Percent(static_cast<double>(w.cluster.gpu.memory_bytes) -
-                      memory_gib * kGiB,
-                  static_cast<double>(w.cluster.gpu.memory_bytes)),
-          memory_measured ? "measured" : "predicted")));
+      "); pipeline bubble ", Percent(p.bubble_s, p.step_time_s), " (predicted)",
+      absl::StrFormat("; memory %.3g of %.3g GiB per GPU (%s headroom, %s)",
+                      memory_gib,
+                      static_cast<double>(w.cluster.gpu.memory_bytes) / kGiB,
+                      Percent(static_cast<double>(w.cluster.gpu.memory_bytes) -
+                                  memory_gib * kGiB,
+                              static_cast<double>(w.cluster.gpu.memory_bytes)),
+                      memory_measured ? "measured" : "predicted")));
   r.set_why(absl::StrJoin(why, "; "));
 
   // days, GPU-hours and MWh for the token budget (1 MWh = 3.6e9 J).

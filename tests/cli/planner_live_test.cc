@@ -603,9 +603,8 @@ TEST_F(PlannerLiveTest, ThePlannersOwnValidationExitsTwoNamingTheField) {
   EXPECT_NE(r.err.find("trials.eta"), std::string::npos) << r.err;
   // The workload is the planner's to judge too (the CLI checks the file's
   // form only): zero nodes is one line naming the field, after the file.
-  const std::string zero_nodes = File(
-      "zero_nodes.json",
-      R"({"model": {"preset": "tiny"},
+  const std::string zero_nodes = File("zero_nodes.json",
+                                      R"({"model": {"preset": "tiny"},
           "cluster": {"gpu": {"preset": "h100-sxm"}, "nodes": 0,
                       "gpus_per_node": 8},
           "training": {"global_batch": 16, "seq_len": 128}})");
@@ -622,9 +621,8 @@ TEST_F(PlannerLiveTest, ThePlannersOwnValidationExitsTwoNamingTheField) {
 // The "agents" GPU preset exists only in the planner (it plans for the
 // agents' probed hardware): submit must hand it over, not reject it.
 TEST_F(PlannerLiveTest, SubmitAcceptsTheAgentsGpuPreset) {
-  const std::string path = File(
-      "agents_gpu.json",
-      R"({"model": {"preset": "tiny"},
+  const std::string path = File("agents_gpu.json",
+                                R"({"model": {"preset": "tiny"},
           "cluster": {"gpu": {"preset": "agents"}, "nodes": 1,
                       "gpus_per_node": 2},
           "training": {"global_batch": 8, "seq_len": 64},

@@ -33,7 +33,8 @@ TEST(LayoutTest, UnresolvedLayoutRoundTrips) {
   const Layout l{.tp = 2, .zero = 3};  // dp, grad_accum, shard_group = 0
   EXPECT_EQ(*ParseLayout(FormatLayout(l)), l);
   EXPECT_TRUE(Names(ParseLayout("tp=0").status(), "layout.tp"));
-  EXPECT_TRUE(Names(ParseLayout("micro_batch=0").status(), "layout.micro_batch"));
+  EXPECT_TRUE(
+      Names(ParseLayout("micro_batch=0").status(), "layout.micro_batch"));
 }
 
 TEST(LayoutTest, OmittedFieldsKeepDefaults) {
@@ -49,7 +50,8 @@ TEST(LayoutTest, MalformedTextNamesTheField) {
   EXPECT_TRUE(Names(ParseLayout("tp=2x").status(), "layout.tp"));
   EXPECT_TRUE(Names(ParseLayout("zero=4").status(), "layout.zero"));
   EXPECT_TRUE(Names(ParseLayout("sp=yes").status(), "layout.sp"));
-  EXPECT_TRUE(Names(ParseLayout("recompute=some").status(), "layout.recompute"));
+  EXPECT_TRUE(
+      Names(ParseLayout("recompute=some").status(), "layout.recompute"));
   EXPECT_TRUE(Names(ParseLayout("tq=2").status(), "'tq'"));
   EXPECT_TRUE(Names(ParseLayout("tp").status(), "key=value"));
   EXPECT_TRUE(Names(ParseLayout("tp=2,tp=4").status(), "given twice"));
@@ -59,9 +61,8 @@ TEST(LayoutTest, MalformedTextNamesTheField) {
 }
 
 TEST(LayoutTest, ResolveDerivesDpAndGradAccum) {
-  absl::StatusOr<Layout> l =
-      ResolveLayout(Layout{.tp = 2, .pp = 2, .zero = 3, .micro_batch = 2}, 64,
-                    512);
+  absl::StatusOr<Layout> l = ResolveLayout(
+      Layout{.tp = 2, .pp = 2, .zero = 3, .micro_batch = 2}, 64, 512);
   ASSERT_TRUE(l.ok()) << l.status();
   EXPECT_EQ(l->dp, 16);
   EXPECT_EQ(l->grad_accum, 512 / (2 * 16));
@@ -73,25 +74,25 @@ TEST(LayoutTest, ResolveDerivesDpAndGradAccum) {
 }
 
 TEST(LayoutTest, ResolveRejectsWithTheField) {
-  EXPECT_TRUE(Names(ResolveLayout(Layout{.tp = 3}, 16, 64).status(),
-                    "layout.tp"));
-  EXPECT_TRUE(Names(ResolveLayout(Layout{.dp = 4}, 16, 64).status(),
-                    "layout.dp"));
+  EXPECT_TRUE(
+      Names(ResolveLayout(Layout{.tp = 3}, 16, 64).status(), "layout.tp"));
+  EXPECT_TRUE(
+      Names(ResolveLayout(Layout{.dp = 4}, 16, 64).status(), "layout.dp"));
   // 100 sequences over dp 16 with micro_batch 1: not reachable.
-  EXPECT_TRUE(Names(ResolveLayout(Layout{}, 16, 100).status(),
-                    "not reachable"));
+  EXPECT_TRUE(
+      Names(ResolveLayout(Layout{}, 16, 100).status(), "not reachable"));
   EXPECT_TRUE(Names(ResolveLayout(Layout{.grad_accum = 3}, 16, 64).status(),
                     "layout.grad_accum"));
-  EXPECT_TRUE(Names(ResolveLayout(Layout{.sp = true}, 16, 64).status(),
-                    "layout.sp"));
-  EXPECT_TRUE(Names(ResolveLayout(Layout{.vpp = 2}, 16, 64).status(),
-                    "layout.vpp"));
+  EXPECT_TRUE(
+      Names(ResolveLayout(Layout{.sp = true}, 16, 64).status(), "layout.sp"));
+  EXPECT_TRUE(
+      Names(ResolveLayout(Layout{.vpp = 2}, 16, 64).status(), "layout.vpp"));
   // 4 micro-batches on 8 stages cannot interleave.
   EXPECT_TRUE(Names(ResolveLayout(Layout{.pp = 8, .vpp = 2}, 16, 8).status(),
                     "layout.vpp"));
-  EXPECT_TRUE(Names(
-      ResolveLayout(Layout{.zero = 3, .shard_group = 3}, 16, 64).status(),
-      "layout.shard_group"));
+  EXPECT_TRUE(
+      Names(ResolveLayout(Layout{.zero = 3, .shard_group = 3}, 16, 64).status(),
+            "layout.shard_group"));
   EXPECT_TRUE(Names(ResolveLayout(Layout{.shard_group = 2}, 16, 64).status(),
                     "layout.shard_group"));
   EXPECT_FALSE(ResolveLayout(Layout{}, 0, 64).ok());
@@ -108,19 +109,19 @@ TEST(LayoutTest, HsdpReplicas) {
 TEST(LayoutTest, FitsModelChecksDivisibility) {
   const ModelConfig m = *ModelPreset("llama2-70b");  // 64 heads, 8 kv heads
   EXPECT_TRUE(CheckLayoutFitsModel(Layout{.tp = 8}, m, 4096).ok());
-  EXPECT_TRUE(Names(CheckLayoutFitsModel(Layout{.tp = 16}, m, 4096),
-                    "kv_heads"));
-  EXPECT_TRUE(Names(CheckLayoutFitsModel(Layout{.pp = 81}, m, 4096),
-                    "layout.pp"));
+  EXPECT_TRUE(
+      Names(CheckLayoutFitsModel(Layout{.tp = 16}, m, 4096), "kv_heads"));
+  EXPECT_TRUE(
+      Names(CheckLayoutFitsModel(Layout{.pp = 81}, m, 4096), "layout.pp"));
   EXPECT_TRUE(CheckLayoutFitsModel(Layout{.pp = 3}, m, 4096).ok());  // uneven
   EXPECT_TRUE(Names(CheckLayoutFitsModel(Layout{.pp = 3, .vpp = 2}, m, 4096),
                     "layout.vpp"));
-  EXPECT_TRUE(Names(CheckLayoutFitsModel(Layout{.cp = 3}, m, 4096),
-                    "layout.cp"));
+  EXPECT_TRUE(
+      Names(CheckLayoutFitsModel(Layout{.cp = 3}, m, 4096), "layout.cp"));
   EXPECT_TRUE(CheckLayoutFitsModel(Layout{.cp = 4}, m, 4096).ok());
-  EXPECT_TRUE(Names(
-      CheckLayoutFitsModel(Layout{.tp = 8, .sp = true, .cp = 2}, m, 8),
-      "layout.sp"));
+  EXPECT_TRUE(
+      Names(CheckLayoutFitsModel(Layout{.tp = 8, .sp = true, .cp = 2}, m, 8),
+            "layout.sp"));
 }
 
 TEST(LayoutTest, StageLayersCoverEveryLayerOnce) {
@@ -152,8 +153,14 @@ TEST(LayoutTest, StageLayersCoverEveryLayerOnce) {
 }
 
 TEST(LayoutJsonTest, RoundTrip) {
-  Layout l{.tp = 4, .sp = true, .pp = 2, .dp = 8, .zero = 1, .shard_group = 8,
-           .micro_batch = 2, .grad_accum = 4,
+  Layout l{.tp = 4,
+           .sp = true,
+           .pp = 2,
+           .dp = 8,
+           .zero = 1,
+           .shard_group = 8,
+           .micro_batch = 2,
+           .grad_accum = 4,
            .recompute = Recompute::kFull};
   nlohmann::json j = LayoutToJson(l);
   EXPECT_EQ(j["recompute"], "full");

@@ -18,9 +18,9 @@ TEST(ModelFlopsTest, MatchesMegatronFormulaForGpt) {
   // (4 passes instead of 3); the output layer is not recomputed.
   const double with_recompute =
       96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
-  EXPECT_NEAR(HardwareFlopsPerStep(m, 1536, 2048, Recompute::kFull) /
-                  with_recompute,
-              1.0, 1e-12);
+  EXPECT_NEAR(
+      HardwareFlopsPerStep(m, 1536, 2048, Recompute::kFull) / with_recompute,
+      1.0, 1e-12);
 }
 
 // Llama 3 8B by hand: matmul params = 32 * (41,943,040 + 176,160,768) +
@@ -33,10 +33,9 @@ TEST(ModelFlopsTest, LlamaByHand) {
                    2.0 * 7504658432 + 4.0 * 8192 * 4096 * 32);
   EXPECT_DOUBLE_EQ(ModelFlopsPerStep(m, 2, 8192),
                    3.0 * ForwardFlopsPerToken(m, 8192) * 2 * 8192);
-  EXPECT_DOUBLE_EQ(
-      HardwareFlopsPerStep(m, 2, 8192, Recompute::kSelective) -
-          ModelFlopsPerStep(m, 2, 8192),
-      4.0 * 8192 * 4096 * 32 * 2 * 8192);
+  EXPECT_DOUBLE_EQ(HardwareFlopsPerStep(m, 2, 8192, Recompute::kSelective) -
+                       ModelFlopsPerStep(m, 2, 8192),
+                   4.0 * 8192 * 4096 * 32 * 2 * 8192);
   EXPECT_DOUBLE_EQ(HardwareFlopsPerStep(m, 2, 8192, Recompute::kNone),
                    ModelFlopsPerStep(m, 2, 8192));
 }

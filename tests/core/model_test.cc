@@ -11,10 +11,10 @@ namespace {
 // shared/data/megatron_ptdp_2021.json.
 TEST(ModelTest, PresetParameterCountsMatchPublishedFigures) {
   const std::pair<const char*, double> published[] = {
-      {"llama2-7b", 6.738e9},  {"llama2-13b", 13.016e9},
+      {"llama2-7b", 6.738e9},   {"llama2-13b", 13.016e9},
       {"llama2-70b", 68.977e9}, {"llama3-8b", 8.030e9},
       {"llama3-70b", 70.554e9}, {"llama3-405b", 405.85e9},
-      {"gpt3-175b", 174.6e9},  {"gpt-530b", 529.6e9}};
+      {"gpt3-175b", 174.6e9},   {"gpt-530b", 529.6e9}};
   for (const auto& [name, params] : published) {
     absl::StatusOr<ModelConfig> m = ModelPreset(name);
     ASSERT_TRUE(m.ok()) << m.status();

@@ -11,8 +11,13 @@ namespace {
 TEST(TrialResultTest, RoundTripKeepsEveryField) {
   TrialResult r;
   r.status = TrialStatus::kOk;
-  r.layout = Layout{.tp = 2, .pp = 2, .dp = 2, .zero = 3, .shard_group = 2,
-                    .micro_batch = 1, .grad_accum = 8};
+  r.layout = Layout{.tp = 2,
+                    .pp = 2,
+                    .dp = 2,
+                    .zero = 3,
+                    .shard_group = 2,
+                    .micro_batch = 1,
+                    .grad_accum = 8};
   r.backend = "cpu";
   r.model = "tiny";
   r.device = "cpu (8 threads)";
@@ -56,14 +61,15 @@ TEST(TrialResultTest, NanLossRoundTrips) {
   r.reason = "loss is nan at step 2";
   r.loss = {6.2, 6.1, std::nan(""), std::numeric_limits<double>::infinity()};
   const nlohmann::json j = TrialResultToJson(r);
-  absl::StatusOr<TrialResult> back = TrialResultFromJson(
-      nlohmann::json::parse(j.dump()));
+  absl::StatusOr<TrialResult> back =
+      TrialResultFromJson(nlohmann::json::parse(j.dump()));
   ASSERT_TRUE(back.ok()) << back.status();
   ASSERT_EQ(back->loss.size(), 4u);
   EXPECT_DOUBLE_EQ(back->loss[1], 6.1);
   EXPECT_TRUE(std::isnan(back->loss[2]));
   EXPECT_TRUE(std::isnan(back->loss[3]));  // not finite: null: NaN
-  EXPECT_FALSE(TrialResultFromJson({{"status", "ok"}, {"loss", {1, "x"}}}).ok());
+  EXPECT_FALSE(
+      TrialResultFromJson({{"status", "ok"}, {"loss", {1, "x"}}}).ok());
 }
 
 TEST(TrialResultTest, ErrorsNameTheField) {
@@ -72,8 +78,10 @@ TEST(TrialResultTest, ErrorsNameTheField) {
                 .message()
                 .find("trial.status"),
             absl::string_view::npos);
-  EXPECT_NE(TrialResultFromJson({{"reason", "x"}}).status().message().find(
-                "trial.status"),
+  EXPECT_NE(TrialResultFromJson({{"reason", "x"}})
+                .status()
+                .message()
+                .find("trial.status"),
             absl::string_view::npos);
   EXPECT_NE(TrialResultFromJson({{"status", "ok"}, {"steps", "ten"}})
                 .status()

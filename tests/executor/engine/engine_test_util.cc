@@ -14,17 +14,21 @@ absl::StatusOr<EngineRun> RunEngine(const std::string& layout_text, int ranks,
   TESSERA_ASSIGN_OR_RETURN(Layout layout,
                            ResolveLayout(parsed, ranks, options.global_batch));
   SyntheticTokens data(/*seed=*/7, model.vocab);
-  EngineConfig config{model, layout, options.seq_len, options.global_batch,
-                      /*seed=*/1234, AdamWConfig{.lr = options.lr}, &data};
+  EngineConfig config{model,
+                      layout,
+                      options.seq_len,
+                      options.global_batch,
+                      /*seed=*/1234,
+                      AdamWConfig{.lr = options.lr},
+                      &data};
   EngineRun run;
   run.losses.assign(options.steps, 0.0);
   run.peak_bytes.assign(ranks, 0);
   absl::Mutex mu;
-  const std::vector<absl::Status> statuses = RunRanks(
-      ranks, [&](int rank, Communicator& world) -> absl::Status {
-        CpuBackend backend(
-            {.memory_limit_bytes = options.memory_limit_bytes,
-             .blas_threads = 1});
+  const std::vector<absl::Status> statuses =
+      RunRanks(ranks, [&](int rank, Communicator& world) -> absl::Status {
+        CpuBackend backend({.memory_limit_bytes = options.memory_limit_bytes,
+                            .blas_threads = 1});
         TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<RankEngine> engine,
                                  RankEngine::Create(config, backend, world));
         for (int step = 0; step < options.steps; ++step) {

@@ -11,10 +11,10 @@
 namespace tessera::executor::testing {
 
 struct EngineRun {
-  std::vector<double> losses;  // per step
-  GlobalTensors weights;       // after the last step
-  GlobalTensors gradients;     // of the last step, before the update
-                               // (meaningful for single-rank runs only)
+  std::vector<double> losses;       // per step
+  GlobalTensors weights;            // after the last step
+  GlobalTensors gradients;          // of the last step, before the update
+                                    // (meaningful for single-rank runs only)
   std::vector<int64_t> peak_bytes;  // per rank
 };
 

@@ -36,7 +36,8 @@ double RelativeNormError(const std::vector<float>& a,
                          const std::vector<float>& ref) {
   double diff = 0, norm = 0;
   for (size_t i = 0; i < ref.size(); ++i) {
-    diff += (static_cast<double>(a[i]) - ref[i]) * (static_cast<double>(a[i]) - ref[i]);
+    diff += (static_cast<double>(a[i]) - ref[i]) *
+            (static_cast<double>(a[i]) - ref[i]);
     norm += static_cast<double>(ref[i]) * ref[i];
   }
   return std::sqrt(diff / norm);
@@ -61,8 +62,8 @@ TEST_P(LayoutEquivalenceTest, MatchesSingleRank) {
     ASSERT_NE(it, run->weights.end()) << c.layout << " lacks " << name;
     const GlobalTensor& got = it->second;
     for (int w : got.writers) ASSERT_GT(w, 0) << c.layout << " " << name;
-    EXPECT_EQ(got.conflicts, 0) << c.layout << ": replicas of " << name
-                                << " disagree";
+    EXPECT_EQ(got.conflicts, 0)
+        << c.layout << ": replicas of " << name << " disagree";
     EXPECT_LE(RelativeNormError(got.values, want.values), 1e-5)
         << c.layout << " " << name;
   }

@@ -25,8 +25,9 @@ namespace fs = std::filesystem;
 constexpr char kPython[] = "/usr/bin/python3";
 
 bool TorchAvailable() {
-  return std::system(absl::StrCat(kPython, " -c 'import torch, numpy' "
-                                           "> /dev/null 2>&1")
+  return std::system(absl::StrCat(kPython,
+                                  " -c 'import torch, numpy' "
+                                  "> /dev/null 2>&1")
                          .c_str()) == 0;
 }
 
@@ -49,8 +50,8 @@ TEST_P(TorchReferenceTest, LossAndGradientsAgree) {
       ResolveLayout(*ParseLayout(c.layout), 1, c.global_batch);
   ASSERT_TRUE(layout.ok()) << layout.status();
   SyntheticTokens data(/*seed=*/11, model.vocab);
-  EngineConfig config{model, *layout, c.seq_len, c.global_batch, 99,
-                      AdamWConfig{}, &data};
+  EngineConfig config{model, *layout,       c.seq_len, c.global_batch,
+                      99,    AdamWConfig{}, &data};
   GlobalTensors weights, grads;
   double loss = 0;
   absl::Mutex mu;
@@ -66,13 +67,15 @@ TEST_P(TorchReferenceTest, LossAndGradientsAgree) {
       });
   ASSERT_TRUE(FirstFailure(statuses).ok()) << FirstFailure(statuses);
 
-  const fs::path dir = fs::path(::testing::TempDir()) /
-                       absl::StrCat("torch_ref_", getpid(), "_", c.global_batch);
+  const fs::path dir =
+      fs::path(::testing::TempDir()) /
+      absl::StrCat("torch_ref_", getpid(), "_", c.global_batch);
   fs::create_directories(dir);
   nlohmann::json manifest;
-  manifest["model"] = {{"layers", model.layers},     {"hidden", model.hidden},
-                       {"heads", model.heads},       {"kv_heads", model.kv_heads},
-                       {"norm_eps", model.norm_eps}, {"rope_theta", model.rope_theta}};
+  manifest["model"] = {
+      {"layers", model.layers},     {"hidden", model.hidden},
+      {"heads", model.heads},       {"kv_heads", model.kv_heads},
+      {"norm_eps", model.norm_eps}, {"rope_theta", model.rope_theta}};
   for (const auto& [name, t] : weights) {
     const std::string file = name + ".f32";
     std::ofstream(dir / file, std::ios::binary)
@@ -90,10 +93,10 @@ TEST_P(TorchReferenceTest, LossAndGradientsAgree) {
         std::vector<int32_t>(seq.begin() + 1, seq.end()));
   }
   std::ofstream(dir / "manifest.json") << manifest.dump();
-  const std::string script =
-      absl::StrCat(TESSERA_SOURCE_DIR, "/tests/executor/engine/torch_reference.py");
-  ASSERT_EQ(std::system(absl::StrCat(kPython, " ", script, " ", dir.string())
-                            .c_str()),
+  const std::string script = absl::StrCat(
+      TESSERA_SOURCE_DIR, "/tests/executor/engine/torch_reference.py");
+  ASSERT_EQ(std::system(
+                absl::StrCat(kPython, " ", script, " ", dir.string()).c_str()),
             0);
 
   const double torch_loss =
@@ -116,14 +119,15 @@ TEST_P(TorchReferenceTest, LossAndGradientsAgree) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Batches, TorchReferenceTest,
-    ::testing::Values(Case{"micro_batch=4", 4, 64},
-                      Case{"micro_batch=2,recompute=full", 4, 32}),
-    [](const ::testing::TestParamInfo<Case>& case_info) {
-      return absl::StrCat("batch", case_info.param.global_batch, "_seq",
-                          case_info.param.seq_len, "_", case_info.index);
-    });
+INSTANTIATE_TEST_SUITE_P(Batches, TorchReferenceTest,
+                         ::testing::Values(Case{"micro_batch=4", 4, 64},
+                                           Case{"micro_batch=2,recompute=full",
+                                                4, 32}),
+                         [](const ::testing::TestParamInfo<Case>& case_info) {
+                           return absl::StrCat(
+                               "batch", case_info.param.global_batch, "_seq",
+                               case_info.param.seq_len, "_", case_info.index);
+                         });
 
 }  // namespace
 }  // namespace tessera::executor

@@ -40,12 +40,13 @@ TEST(WholeModelGradientTest, MatchesCentralDifferencesOfTheLoss) {
   ASSERT_TRUE(ValidateModel(model).ok());
   const Layout layout = *ResolveLayout(Layout{.micro_batch = 2}, 1, 2);
   SyntheticTokens data(/*seed=*/5, model.vocab);
-  const EngineConfig config{model, layout, /*seq_len=*/8, /*global_batch=*/2,
-                            /*seed=*/77, AdamWConfig{}, &data};
+  const EngineConfig config{
+      model,       layout,        /*seq_len=*/8, /*global_batch=*/2,
+      /*seed=*/77, AdamWConfig{}, &data};
   std::map<std::string, int> checked;  // weight -> elements compared
   std::vector<std::string> failures;
-  const absl::Status status = FirstFailure(
-      RunRanks(1, [&](int, Communicator& world) -> absl::Status {
+  const absl::Status status =
+      FirstFailure(RunRanks(1, [&](int, Communicator& world) -> absl::Status {
         CpuBackend backend;
         TESSERA_ASSIGN_OR_RETURN(auto engine,
                                  RankEngine::Create(config, backend, world));

@@ -1,9 +1,10 @@
 #include "executor/trial/trial_runner.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <thread>
-#include <unistd.h>
 
 #include "gtest/gtest.h"
 

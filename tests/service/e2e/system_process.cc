@@ -27,11 +27,12 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& out_path,
   posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(),
                                    O_WRONLY | O_CREAT | O_APPEND, 0644);
   std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid = -1;
-  const int rc =
-      posix_spawn(&pid, argv[0].c_str(), &actions, nullptr, args.data(), environ);
+  const int rc = posix_spawn(&pid, argv[0].c_str(), &actions, nullptr,
+                             args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) {
     std::fprintf(stderr, "cannot start %s: error %d\n", argv[0].c_str(), rc);
@@ -84,9 +85,8 @@ int RunToEnd(const std::vector<std::string>& argv, const std::string& log,
   std::remove(out_path.c_str());
   const pid_t pid = Spawn(argv, out_path, log);
   int status = 0;
-  const bool ended = WaitFor(timeout, [&] {
-    return waitpid(pid, &status, WNOHANG) == pid;
-  });
+  const bool ended =
+      WaitFor(timeout, [&] { return waitpid(pid, &status, WNOHANG) == pid; });
   if (!ended) {
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);

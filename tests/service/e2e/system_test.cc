@@ -38,7 +38,7 @@ namespace fs = std::filesystem;
 // and a silent agent is gone after 4 s, so recovery takes seconds.
 const std::vector<std::string> kFastPlannerFlags = {
     "--heartbeat-interval-ms", "200", "--lease-timeout-s", "2",
-    "--agent-timeout-s", "4"};
+    "--agent-timeout-s",       "4"};
 
 // A tiny Llama planned for the agents' own (probed) CPU hardware.
 std::string Study(const std::string& trials) {
@@ -92,10 +92,9 @@ class SystemTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::path(::testing::TempDir()) /
-           absl::StrCat("tessera_e2e_", getpid(), "_",
-                        ::testing::UnitTest::GetInstance()
-                            ->current_test_info()
-                            ->name());
+           absl::StrCat(
+               "tessera_e2e_", getpid(), "_",
+               ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     db_ = (dir_ / "tessera.db").string();
@@ -135,8 +134,8 @@ class SystemTest : public ::testing::Test {
 
   int PlannerPort() const {
     int port = 0;
-    EXPECT_TRUE(absl::SimpleAtoi(
-        address_.substr(address_.rfind(':') + 1), &port));
+    EXPECT_TRUE(
+        absl::SimpleAtoi(address_.substr(address_.rfind(':') + 1), &port));
     return port;
   }
 
@@ -146,11 +145,10 @@ class SystemTest : public ::testing::Test {
 
   void StartAgent(const std::string& name) {
     agents_[name] = std::make_unique<ChildProcess>(
-        std::vector<std::string>{TESSERA_AGENT_BIN, "--planner", address_,
-                                 "--id", name, "--backend", "cpu",
-                                 "--cpu-ranks", "2", "--work-dir",
-                                 AgentDir(name), "--trial-binary",
-                                 TESSERA_TRIAL_BIN},
+        std::vector<std::string>{
+            TESSERA_AGENT_BIN, "--planner", address_, "--id", name, "--backend",
+            "cpu", "--cpu-ranks", "2", "--work-dir", AgentDir(name),
+            "--trial-binary", TESSERA_TRIAL_BIN},
         (dir_ / (name + ".log")).string());
   }
 
@@ -170,7 +168,8 @@ class SystemTest : public ::testing::Test {
 
   grpc::Status GetStudy(int64_t id, v1::GetStudyResponse* out) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(5));
     v1::GetStudyRequest r;
     r.set_study_id(id);
     return planner_stub_->GetStudy(&ctx, r, out);
@@ -178,7 +177,8 @@ class SystemTest : public ::testing::Test {
 
   std::vector<v1::Trial> Trials(int64_t study_id) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    ctx.set_deadline(std::chrono::system_clock::now() +
+                     std::chrono::seconds(5));
     v1::ListTrialsRequest r;
     r.set_study_id(study_id);
     r.set_sort("id");
@@ -196,8 +196,7 @@ class SystemTest : public ::testing::Test {
 
   std::string Logs() {
     std::string all;
-    for (const char* f :
-         {"planner.out", "e2e-a.log", "e2e-b.log", "cli.log"}) {
+    for (const char* f : {"planner.out", "e2e-a.log", "e2e-b.log", "cli.log"}) {
       all += absl::StrCat("--- ", f, "\n", ReadFile((dir_ / f).string()));
     }
     return all;
@@ -255,8 +254,8 @@ TEST_F(SystemTest, RealTrialsRunAndAreStored) {
   EXPECT_EQ(rec.history_db(), db_);
   // The command line reads the same history.
   std::string out;
-  ASSERT_EQ(RunToEnd({TESSERA_CLI_BIN, "trials", "--study",
-                      absl::StrCat(id), "--json", "--planner", address_},
+  ASSERT_EQ(RunToEnd({TESSERA_CLI_BIN, "trials", "--study", absl::StrCat(id),
+                      "--json", "--planner", address_},
                      (dir_ / "cli.log").string(), absl::Seconds(30), &out),
             0);
   EXPECT_EQ(nlohmann::json::parse(out).size(), trials.size());
@@ -314,7 +313,8 @@ TEST_F(SystemTest, PlannerKilledMidStudyResumesWithEveryResultOnce) {
   ASSERT_TRUE(WaitFor(absl::Seconds(240), [&] {
     before.clear();
     for (const v1::Trial& t : Trials(id)) {
-      if (t.state() == v1::TRIAL_OK) before[t.id()] = t.measured().tokens_per_s();
+      if (t.state() == v1::TRIAL_OK)
+        before[t.id()] = t.measured().tokens_per_s();
     }
     return !before.empty();
   })) << Logs();
