@@ -10,6 +10,7 @@
 #include "cli/history_command.h"
 #include "cli/plan_command.h"
 #include "cli/predict_command.h"
+#include "cli/report_command.h"
 #include "cli/studies_command.h"
 #include "cli/submit_command.h"
 #include "cli/trials_command.h"
@@ -58,6 +59,8 @@ const std::vector<Command>& Commands() {
        &RunTrials},
       {"best", "a study's best layout for throughput or energy", &RunBest},
       {"history", "what every study measured, grouped by layout", &RunHistory},
+      {"report", "write a study as one self-contained HTML page",
+       &RunReport},
       {"cancel", "cancel a study", &RunCancel},
   };
   return commands;

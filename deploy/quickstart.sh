@@ -60,6 +60,8 @@ status=0
 echo
 echo "trials of study $id:"
 "$tessera" trials --study "$id" --planner "$addr"
+echo
+"$tessera" report "$id" --planner "$addr" --out "$run_dir/study-$id.html"
 cat <<MSG
 
 The history (every study, trial, per-step metric, agent, probe and
@@ -67,6 +69,7 @@ calibration) is in $db.
 Query it with a planner on that file, e.g.:
   build/planner/service/tessera-planner --db $db --listen 127.0.0.1:50051 &
   build/cli/tessera history ; build/cli/tessera trials --sort -tokens_per_s
+The study as one HTML page: $run_dir/study-$id.html (tessera report $id).
 Logs: $run_dir/{planner,agent-a,agent-b}.log
 MSG
 exit "$status"

@@ -433,6 +433,30 @@ TEST_F(PlannerLiveTest, TrialsReportedByAnAgentReachEveryCommand) {
   EXPECT_TRUE(history[1]["median_watts_per_gpu"].is_null());
   r = Run({"history", "--tp", "64"});
   EXPECT_EQ(Lines(r.out), 1) << r.out;  // no such layout: the header alone
+
+  // report: one page with the measured layout, both trials and the spec.
+  const std::string page = File("report.html", "");
+  std::filesystem::remove(page);
+  r = Run({"report", sid, "--out", page});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, absl::StrCat("wrote ", page, " (study ", sid,
+                                ", 2 trials)\n"));
+  std::ifstream in(page);
+  const std::string html((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  for (const std::string& expected : std::vector<std::string>{
+           "<title>Tessera study " + sid + ": measured</title>",
+           "MEASURED</span> (trial " + a + ")",
+           "<td class=\"n\">" + a + "</td>", "<td class=\"n\">" + b + "</td>",
+           "400 W", "&quot;preset&quot;: &quot;tiny&quot;", "</html>"}) {
+    EXPECT_NE(html.find(expected), std::string::npos) << expected;
+  }
+  // A page that cannot be written: exit 1, one line naming it, no file.
+  const std::string nowhere = File("no-such-dir", "") + "/x/report.html";
+  r = Run({"report", sid, "--out", nowhere});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "tessera report: --out: cannot write " + nowhere + "\n");
+  EXPECT_FALSE(std::filesystem::exists(nowhere));
 }
 
 // The planner stops and starts again on the same address and database
@@ -576,7 +600,10 @@ TEST_F(PlannerLiveTest, CancelEndsTheStudyAndWatchSaysSo) {
 
 TEST_F(PlannerLiveTest, UnknownStudyExitsTwoNamingIt) {
   for (const Args& args : std::vector<Args>{
-           {"best", "424242"}, {"watch", "424242"}, {"cancel", "424242"}}) {
+           {"best", "424242"},
+           {"watch", "424242"},
+           {"cancel", "424242"},
+           {"report", "424242", "--out", File("never.html", "")}}) {
     SCOPED_TRACE(args[0]);
     const CliRun r = Run(args);
     EXPECT_EQ(r.status, 2);

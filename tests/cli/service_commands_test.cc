@@ -38,7 +38,7 @@ std::string Joined(const Args& args) {
 }
 
 const Args kServiceCommands = {"submit", "watch",   "studies", "trials",
-                               "best",   "history", "cancel"};
+                               "best",   "history", "report",  "cancel"};
 
 TEST(ServiceCommandsTest, TopLevelHelpListsEveryCommand) {
   const CliRun r = RunCli({"--help"});
@@ -66,6 +66,7 @@ TEST(ServiceCommandsTest, HelpDocumentsFlagsAndExitCodes) {
        {"Usage: tessera best ID", "--objective throughput|energy", "--json"}},
       {"history",
        {"--tp N", "--model M", "--gpu G", "--since T", "--json", "--csv"}},
+      {"report", {"Usage: tessera report ID", "--out FILE"}},
       {"cancel", {"Usage: tessera cancel ID"}},
       {"plan", {"--planner HOST:PORT", "--timeout SECONDS"}},
       {"predict", {"--planner HOST:PORT", "--timeout SECONDS"}},
@@ -112,6 +113,9 @@ TEST(ServiceCommandsTest, BadInputExitsTwoBeforeAnyCall) {
       {{"best", "7", "--objective", "speed"},
        "--objective: 'speed' is not an objective (throughput or energy)"},
       {{"best", "0"}, "study: '0' is not a study id"},
+      {{"report"}, "missing ID (usage: tessera report ID)"},
+      {{"report", "x7"}, "study: 'x7' is not a study id"},
+      {{"report", "7", "--out"}, "--out"},
       {{"cancel", "-3"}, "-3: unknown flag"},
       {{"cancel", "7", "8"}, "unexpected argument '8'"},
       {{"studies", "--state", "bogus"}, "--state: unknown study state 'bogus'"},
@@ -157,6 +161,7 @@ TEST(ServiceCommandsTest, UnreachablePlannerExitsOneWithOneLine) {
       {"studies"},
       {"trials", "--study", "7", "--csv"},
       {"best", "7"},
+      {"report", "7", "--out", "-"},
       {"history", "--tp", "8"},
       {"cancel", "7"},
       {"plan", "--spec", ExampleSpecPath()},

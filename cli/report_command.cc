@@ -1,0 +1,122 @@
+#include "cli/report_command.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "cli/exit_codes.h"
+#include "cli/operands.h"
+#include "cli/planner_client.h"
+#include "cli/report_html.h"
+#include "core/flags.h"
+
+namespace tessera::cli {
+namespace {
+
+constexpr char kCommand[] = "tessera report";
+
+constexpr char kAbout[] =
+    "Usage: tessera report ID [--out FILE]\n"
+    "\n"
+    "Writes study ID as one self-contained HTML page (no script, nothing\n"
+    "fetched): the study, the best-throughput and best-energy layouts with\n"
+    "each number labelled MEASURED or PREDICTED and the full run's days, MWh\n"
+    "and GPU-hours, the Pareto front of tokens/s against tokens/J, each\n"
+    "trial's measured tokens/s against its prediction, every trial, the\n"
+    "calibration and the spec. The file is written whole or not at all.\n"
+    "\n"
+    "Example:\n"
+    "  tessera report 7 --out study-7.html\n";
+
+// Writes `text` to `path` through a temporary file in the same directory,
+// renamed into place: a reader never sees half a page.
+absl::Status WriteWhole(const std::string& path, const std::string& text) {
+  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream file(temp, std::ios::binary | std::ios::trunc);
+    file << text;
+    file.close();
+    if (!file) {
+      std::remove(temp.c_str());
+      return absl::PermissionDeniedError(
+          absl::StrCat("--out: cannot write ", path));
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    return absl::PermissionDeniedError(
+        absl::StrCat("--out: cannot write ", path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunReport(const std::vector<std::string>& args, std::ostream& out,
+              std::ostream& err) {
+  FlagSet flags(kCommand);
+  std::optional<std::string> out_path;
+  flags.AddString("out", "FILE",
+                  "where the page goes (default tessera-study-ID.html; - for "
+                  "standard output)",
+                  &out_path);
+  PlannerFlags planner;
+  planner.Register(&flags, kPlannerFlagHelp);
+  if (FlagSet::WantsHelp(args)) {
+    out << kAbout << flags.Help() << "\n" << kServiceExitStatusHelp;
+    return kExitOk;
+  }
+  const Operands operands = SplitOperands(args, {});
+  if (absl::Status s = flags.Parse(operands.flags); !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  if (absl::Status s = planner.Validate(); !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  if (absl::Status s = ExpectOperands(operands, {"ID"}, "tessera report ID");
+      !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  absl::StatusOr<int64_t> id = ParseStudyId(operands.operands[0]);
+  if (!id.ok()) return ReportError(err, kCommand, id.status());
+
+  PlannerClient client(planner.Address(), planner.Timeout());
+  StudyReport report;
+  report.generated = absl::Now();
+  absl::StatusOr<v1::GetStudyResponse> study = client.GetStudy(*id);
+  if (!study.ok()) return ReportError(err, kCommand, study.status());
+  report.study = *std::move(study);
+  absl::StatusOr<v1::Recommendation> recommendation =
+      client.GetRecommendation(*id);
+  if (!recommendation.ok()) {
+    return ReportError(err, kCommand, recommendation.status());
+  }
+  report.recommendation = *std::move(recommendation);
+  v1::ListTrialsRequest request;
+  request.set_study_id(*id);
+  request.set_sort("id");
+  request.set_limit(1'000'000);
+  absl::StatusOr<v1::ListTrialsResponse> trials = client.ListTrials(request);
+  if (!trials.ok()) return ReportError(err, kCommand, trials.status());
+  report.trials.assign(trials->trials().begin(), trials->trials().end());
+
+  const std::string html = RenderStudyReportHtml(report);
+  const std::string path =
+      out_path.value_or(absl::StrCat("tessera-study-", *id, ".html"));
+  if (path == "-") {
+    out << html;
+    return kExitOk;
+  }
+  if (absl::Status s = WriteWhole(path, html); !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  out << "wrote " << path << " (study " << *id << ", " << report.trials.size()
+      << " trials)\n";
+  return kExitOk;
+}
+
+}  // namespace tessera::cli
