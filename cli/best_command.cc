@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/exit_codes.h"
-#include "cli/operands.h"
 #include "cli/plan_output.h"
 #include "cli/planner_client.h"
 #include "cli/recommendation_output.h"
@@ -51,13 +50,9 @@ int RunBest(const std::vector<std::string>& args, std::ostream& out,
     out << kAbout << flags.Help() << "\n" << kServiceExitStatusHelp;
     return kExitOk;
   }
-  const Operands operands = SplitOperands(args, {"json"});
-  if (absl::Status s = flags.Parse(operands.flags); !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
-  if (absl::Status s = planner.Validate(); !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
+  absl::StatusOr<int64_t> id =
+      ParseStudyArgs(args, {"json"}, "tessera best ID", flags, planner);
+  if (!id.ok()) return ReportError(err, kCommand, id.status());
   const std::string goal = objective.value_or("throughput");
   if (goal != "throughput" && goal != "energy") {
     return ReportError(err, kCommand,
@@ -65,12 +60,6 @@ int RunBest(const std::vector<std::string>& args, std::ostream& out,
                            "--objective: '", goal,
                            "' is not an objective (throughput or energy)")));
   }
-  if (absl::Status s = ExpectOperands(operands, {"ID"}, "tessera best ID");
-      !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
-  absl::StatusOr<int64_t> id = ParseStudyId(operands.operands[0]);
-  if (!id.ok()) return ReportError(err, kCommand, id.status());
   PlannerClient client(planner.Address(), planner.Timeout());
   absl::StatusOr<v1::Recommendation> r = client.GetRecommendation(*id);
   if (!r.ok()) return ReportError(err, kCommand, r.status());

@@ -1,7 +1,6 @@
 #include "cli/cancel_command.h"
 
 #include "cli/exit_codes.h"
-#include "cli/operands.h"
 #include "cli/planner_client.h"
 #include "cli/service_names.h"
 #include "core/flags.h"
@@ -33,18 +32,8 @@ int RunCancel(const std::vector<std::string>& args, std::ostream& out,
     out << kAbout << flags.Help() << "\n" << kServiceExitStatusHelp;
     return kExitOk;
   }
-  const Operands operands = SplitOperands(args, {});
-  if (absl::Status s = flags.Parse(operands.flags); !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
-  if (absl::Status s = planner.Validate(); !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
-  if (absl::Status s = ExpectOperands(operands, {"ID"}, "tessera cancel ID");
-      !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
-  absl::StatusOr<int64_t> id = ParseStudyId(operands.operands[0]);
+  absl::StatusOr<int64_t> id =
+      ParseStudyArgs(args, {}, "tessera cancel ID", flags, planner);
   if (!id.ok()) return ReportError(err, kCommand, id.status());
   PlannerClient client(planner.Address(), planner.Timeout());
   absl::StatusOr<v1::CancelStudyResponse> r = client.CancelStudy(*id);

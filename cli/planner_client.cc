@@ -8,6 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/operands.h"
+#include "core/status_macros.h"
 
 namespace tessera::cli {
 
@@ -39,6 +41,17 @@ std::string PlannerFlags::Address() const {
 
 absl::Duration PlannerFlags::Timeout() const {
   return absl::Seconds(timeout_s.value_or(kDefaultTimeoutS));
+}
+
+absl::StatusOr<int64_t> ParseStudyArgs(const std::vector<std::string>& args,
+                                       const std::vector<std::string>& switches,
+                                       absl::string_view usage, FlagSet& flags,
+                                       const PlannerFlags& planner) {
+  const Operands operands = SplitOperands(args, switches);
+  TESSERA_RETURN_IF_ERROR(flags.Parse(operands.flags));
+  TESSERA_RETURN_IF_ERROR(planner.Validate());
+  TESSERA_RETURN_IF_ERROR(ExpectOperands(operands, {"ID"}, usage));
+  return ParseStudyId(operands.operands[0]);
 }
 
 PlannerClient::PlannerClient(std::string address, absl::Duration timeout)

@@ -76,6 +76,16 @@ struct PlannerFlags {
   absl::Duration Timeout() const;
 };
 
+// The arguments of a command about one study (`tessera best 7 --json`):
+// parses the flags of `args` into `flags` (which holds `planner`'s;
+// `switches` as SplitOperands in cli/operands.h), checks `planner`, and
+// reads the one operand, the study id. INVALID_ARGUMENT naming the flag or
+// the operand (`usage`: "tessera best ID").
+absl::StatusOr<int64_t> ParseStudyArgs(const std::vector<std::string>& args,
+                                       const std::vector<std::string>& switches,
+                                       absl::string_view usage, FlagSet& flags,
+                                       const PlannerFlags& planner);
+
 // The planner's gRPC API with absl::Status errors. A planner that cannot be
 // reached is UNAVAILABLE "cannot reach the planner at ADDRESS (why)"; a call
 // past its deadline on a working connection is DEADLINE_EXCEEDED "the

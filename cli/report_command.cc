@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli/exit_codes.h"
-#include "cli/operands.h"
 #include "cli/planner_client.h"
 #include "cli/report_html.h"
 #include "core/flags.h"
@@ -70,18 +69,8 @@ int RunReport(const std::vector<std::string>& args, std::ostream& out,
     out << kAbout << flags.Help() << "\n" << kServiceExitStatusHelp;
     return kExitOk;
   }
-  const Operands operands = SplitOperands(args, {});
-  if (absl::Status s = flags.Parse(operands.flags); !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
-  if (absl::Status s = planner.Validate(); !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
-  if (absl::Status s = ExpectOperands(operands, {"ID"}, "tessera report ID");
-      !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
-  absl::StatusOr<int64_t> id = ParseStudyId(operands.operands[0]);
+  absl::StatusOr<int64_t> id =
+      ParseStudyArgs(args, {}, "tessera report ID", flags, planner);
   if (!id.ok()) return ReportError(err, kCommand, id.status());
 
   PlannerClient client(planner.Address(), planner.Timeout());

@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli/exit_codes.h"
-#include "cli/operands.h"
 #include "cli/recommendation_output.h"
 #include "cli/service_names.h"
 #include "cli/study_progress.h"
@@ -152,25 +151,15 @@ int RunWatch(const std::vector<std::string>& args, std::ostream& out,
     out << kAbout << flags.Help() << "\n" << kServiceExitStatusHelp;
     return kExitOk;
   }
-  const Operands operands = SplitOperands(args, {});
-  if (absl::Status s = flags.Parse(operands.flags); !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
-  if (absl::Status s = planner.Validate(); !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
+  absl::StatusOr<int64_t> id =
+      ParseStudyArgs(args, {}, "tessera watch ID", flags, planner);
+  if (!id.ok()) return ReportError(err, kCommand, id.status());
   if (reconnect_s.has_value() && *reconnect_s < 0) {
     return ReportError(
         err, kCommand,
         absl::InvalidArgumentError(absl::StrCat(
             "--reconnect: must not be negative, got ", *reconnect_s)));
   }
-  if (absl::Status s = ExpectOperands(operands, {"ID"}, "tessera watch ID");
-      !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
-  absl::StatusOr<int64_t> id = ParseStudyId(operands.operands[0]);
-  if (!id.ok()) return ReportError(err, kCommand, id.status());
   PlannerClient client(planner.Address(), planner.Timeout());
   return FollowStudy(client, *id, IsTerminal(out),
                      absl::Seconds(reconnect_s.value_or(kDefaultReconnectS)),
