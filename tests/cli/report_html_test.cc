@@ -86,6 +86,7 @@ StudyReport TwoTrialReport() {
   *rec.add_pareto() = best;
   *rec.add_pareto() = predicted;
   (*rec.mutable_calibration())["gemm_peak_efficiency"] = 0.71;
+  rec.set_gpu_name("agents/cpu/Test CPU");
   rec.set_calibration_samples(1);
   return r;
 }
@@ -101,10 +102,10 @@ TEST(StudyReportHtmlTest, ShowsTheRecommendationTrialsAndCalibration) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_NE(html.find("</html>\n"), std::string::npos);
   for (const std::string& expected : std::vector<std::string>{
-           "Best throughput", "Best energy", "MEASURED</span> (trial 11)",
-           "PREDICTED", "1.5 days", "gemm_peak_efficiency", "0.71", "agent-a",
-           "400 W", "50.0%", "oom", "Measured against predicted",
-           "&quot;total_tokens&quot;"}) {
+           "1 nodes x 2 agents/cpu/Test CPU", "Best throughput", "Best energy",
+           "MEASURED</span> (trial 11)", "PREDICTED", "1.5 days",
+           "gemm_peak_efficiency", "0.71", "agent-a", "400 W", "50.0%", "oom",
+           "Measured against predicted", "&quot;total_tokens&quot;"}) {
     EXPECT_NE(html.find(expected), std::string::npos) << expected;
   }
   // One row per trial, and the trial's reason escaped.
