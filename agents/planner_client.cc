@@ -52,7 +52,10 @@ PlannerClient::PlannerClient(std::string address,
               Milliseconds(options.reconnect_max));
   stub_ = std::make_unique<Stub>();
   stub_->channel = grpc::CreateCustomChannel(
-      address_, grpc::InsecureChannelCredentials(), args);
+      address_,
+      options.credentials != nullptr ? options.credentials
+                                     : grpc::InsecureChannelCredentials(),
+      args);
   stub_->service = v1::AgentService::NewStub(stub_->channel);
 }
 

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "grpcpp/security/credentials.h"
 #include "tessera/v1/service.pb.h"
 
 namespace tessera::agents {
@@ -34,6 +35,8 @@ struct PlannerClientOptions {
   // far too long for an agent waiting for a restarted planner).
   absl::Duration reconnect_min = absl::Milliseconds(100);
   absl::Duration reconnect_max = absl::Seconds(5);
+  // TLS and token (proto/transport_security.h); null: plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
 class PlannerClient {

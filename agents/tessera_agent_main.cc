@@ -32,6 +32,7 @@
 #include "agents/hardware.h"
 #include "agents/planner_client.h"
 #include "core/flags.h"
+#include "proto/transport_security.h"
 
 #ifndef TESSERA_TRIAL_BUILD_PATH
 #define TESSERA_TRIAL_BUILD_PATH ""
@@ -42,7 +43,7 @@ namespace {
 
 struct AgentFlags {
   std::optional<std::string> planner, id, backend, address, work_dir,
-      trial_binary, log;
+      trial_binary, log, tls_ca, token_file;
   std::optional<int64_t> cpu_ranks;
   std::optional<double> drain_timeout_s;
 
@@ -76,6 +77,14 @@ struct AgentFlags {
                 "30)",
                 &drain_timeout_s);
     f.AddString("log", "FILE", "append the log here (default: stderr)", &log);
+    f.AddSection("Security (as the planner serves; default plaintext)");
+    f.AddString("tls-ca", "FILE",
+                "dial the planner over TLS, its certificate checked against "
+                "these PEM CA certificates",
+                &tls_ca);
+    f.AddString("auth-token-file", "FILE",
+                "send this file's token on every call (needs --tls-ca)",
+                &token_file);
   }
 };
 
@@ -163,6 +172,15 @@ int Main(const std::vector<std::string>& args) {
     std::cerr << "--drain-timeout-s: must not be negative\n";
     return 2;
   }
+  PlannerClientOptions client_options;
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      ChannelCredentialsFromFiles({.ca_file = f.tls_ca.value_or(""),
+                                   .token_file = f.token_file.value_or("")});
+  if (!credentials.ok()) {
+    std::cerr << credentials.status().message() << "\n";
+    return 2;
+  }
+  client_options.credentials = *std::move(credentials);
   // Signals go to the watcher thread only: block them before any thread
   // (gRPC's included) starts. Children get an empty mask (process.h).
   sigset_t blocked;
@@ -230,7 +248,7 @@ int Main(const std::vector<std::string>& args) {
                        hw->note.empty() ? "" : ")"));
 
   std::unique_ptr<PlannerClient> planner =
-      PlannerClient::Connect(*f.planner, PlannerClientOptions{});
+      PlannerClient::Connect(*f.planner, client_options);
   Agent agent(options, planner.get(), &log);
   absl::Status result;
   {

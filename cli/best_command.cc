@@ -60,7 +60,8 @@ int RunBest(const std::vector<std::string>& args, std::ostream& out,
                            "--objective: '", goal,
                            "' is not an objective (throughput or energy)")));
   }
-  PlannerClient client(planner.Address(), planner.Timeout());
+  PlannerClient client(planner.Address(), planner.Timeout(),
+                       planner.Credentials());
   absl::StatusOr<v1::Recommendation> r = client.GetRecommendation(*id);
   if (!r.ok()) return ReportError(err, kCommand, r.status());
   const bool energy = goal == "energy";

@@ -35,7 +35,8 @@ int RunCancel(const std::vector<std::string>& args, std::ostream& out,
   absl::StatusOr<int64_t> id =
       ParseStudyArgs(args, {}, "tessera cancel ID", flags, planner);
   if (!id.ok()) return ReportError(err, kCommand, id.status());
-  PlannerClient client(planner.Address(), planner.Timeout());
+  PlannerClient client(planner.Address(), planner.Timeout(),
+                       planner.Credentials());
   absl::StatusOr<v1::CancelStudyResponse> r = client.CancelStudy(*id);
   if (!r.ok()) return ReportError(err, kCommand, r.status());
   const v1::StudySummary& s = r->study();

@@ -83,7 +83,8 @@ int RunHistory(const std::vector<std::string>& args, std::ostream& out,
   }
   request.set_sort("-created");
   request.set_limit(limit.value_or(kDefaultLimit));
-  PlannerClient client(planner.Address(), planner.Timeout());
+  PlannerClient client(planner.Address(), planner.Timeout(),
+                       planner.Credentials());
   absl::StatusOr<v1::ListTrialsResponse> trials = client.ListTrials(request);
   if (!trials.ok()) return ReportError(err, kCommand, trials.status());
   const std::vector<LayoutHistory> groups = GroupByLayout(trials->trials());

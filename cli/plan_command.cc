@@ -43,7 +43,8 @@ constexpr char kAbout[] =
 // local search returns it.
 absl::StatusOr<planner::SearchResult> PlanOnService(const PlannerFlags& planner,
                                                     const v1::StudySpec& spec) {
-  PlannerClient client(*planner.planner, planner.Timeout());
+  PlannerClient client(*planner.planner, planner.Timeout(),
+                       planner.Credentials());
   v1::PlanRequest request;
   *request.mutable_study() = spec;
   absl::StatusOr<v1::PlanResponse> response = client.Plan(request);

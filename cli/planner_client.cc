@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/operands.h"
 #include "core/status_macros.h"
+#include "proto/transport_security.h"
 
 namespace tessera::cli {
 
@@ -20,14 +21,45 @@ void PlannerFlags::Register(FlagSet* flags, absl::string_view planner_help) {
                    absl::StrFormat("how long one call may take (default %g)",
                                    kDefaultTimeoutS),
                    &timeout_s);
+  flags->AddString("tls-ca", "FILE",
+                   "dial over TLS, the planner's certificate checked against "
+                   "these PEM CA certificates (default $TESSERA_TLS_CA)",
+                   &tls_ca);
+  flags->AddString("auth-token-file", "FILE",
+                   "send this file's token on every call; needs --tls-ca "
+                   "(default $TESSERA_AUTH_TOKEN_FILE)",
+                   &token_file);
 }
 
-absl::Status PlannerFlags::Validate() const {
+namespace {
+
+// The flag's value, else the environment variable's when set and not empty,
+// else "".
+std::string FlagOrEnv(const std::optional<std::string>& flag,
+                      const char* variable) {
+  if (flag.has_value()) return *flag;
+  const char* env = std::getenv(variable);
+  return env != nullptr ? env : "";
+}
+
+}  // namespace
+
+absl::Status PlannerFlags::Validate() {
   if (timeout_s.has_value() && !(*timeout_s > 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--timeout: must be positive, got ", *timeout_s));
   }
+  TESSERA_ASSIGN_OR_RETURN(
+      credentials_,
+      ChannelCredentialsFromFiles(
+          {.ca_file = FlagOrEnv(tls_ca, "TESSERA_TLS_CA"),
+           .token_file = FlagOrEnv(token_file, "TESSERA_AUTH_TOKEN_FILE")}));
   return absl::OkStatus();
+}
+
+std::shared_ptr<grpc::ChannelCredentials> PlannerFlags::Credentials() const {
+  return credentials_ != nullptr ? credentials_
+                                 : grpc::InsecureChannelCredentials();
 }
 
 std::string PlannerFlags::Address() const {
@@ -46,7 +78,7 @@ absl::Duration PlannerFlags::Timeout() const {
 absl::StatusOr<int64_t> ParseStudyArgs(const std::vector<std::string>& args,
                                        const std::vector<std::string>& switches,
                                        absl::string_view usage, FlagSet& flags,
-                                       const PlannerFlags& planner) {
+                                       PlannerFlags& planner) {
   const Operands operands = SplitOperands(args, switches);
   TESSERA_RETURN_IF_ERROR(flags.Parse(operands.flags));
   TESSERA_RETURN_IF_ERROR(planner.Validate());
@@ -54,11 +86,15 @@ absl::StatusOr<int64_t> ParseStudyArgs(const std::vector<std::string>& args,
   return ParseStudyId(operands.operands[0]);
 }
 
-PlannerClient::PlannerClient(std::string address, absl::Duration timeout)
+PlannerClient::PlannerClient(
+    std::string address, absl::Duration timeout,
+    std::shared_ptr<grpc::ChannelCredentials> credentials)
     : address_(std::move(address)),
       timeout_(timeout),
-      channel_(
-          grpc::CreateChannel(address_, grpc::InsecureChannelCredentials())),
+      channel_(grpc::CreateChannel(address_,
+                                   credentials != nullptr
+                                       ? std::move(credentials)
+                                       : grpc::InsecureChannelCredentials())),
       stub_(v1::PlannerService::NewStub(channel_)) {}
 
 void PlannerClient::SetDeadline(grpc::ClientContext* context) const {

@@ -55,18 +55,25 @@ inline constexpr absl::string_view kServiceExitStatusHelp =
     "  4  watch, submit --wait: the study ended cancelled or failed (the\n"
     "     output says why)\n";
 
-// The flags that say where the planner is and how long a call may take.
+// The flags that say where the planner is, how long a call may take and
+// how the connection is secured.
 struct PlannerFlags {
   std::optional<std::string> planner;  // HOST:PORT
   std::optional<double> timeout_s;
+  std::optional<std::string> tls_ca;      // PEM CA certificates
+  std::optional<std::string> token_file;  // the bearer token
 
-  // Adds --planner HOST:PORT (with `planner_help`) and --timeout SECONDS to
-  // `flags` under a "Planner service" section.
+  // Adds --planner HOST:PORT (with `planner_help`), --timeout SECONDS,
+  // --tls-ca FILE and --auth-token-file FILE to `flags` under a "Planner
+  // service" section.
   void Register(FlagSet* flags, absl::string_view planner_help);
 
-  // INVALID_ARGUMENT naming the flag for an empty address or a timeout that
-  // is not positive.
-  absl::Status Validate() const;
+  // INVALID_ARGUMENT naming the flag for an empty address, a timeout that
+  // is not positive, or security files that do not make credentials
+  // (proto/transport_security.h); on success the credentials are built.
+  // --tls-ca and --auth-token-file default to $TESSERA_TLS_CA and
+  // $TESSERA_AUTH_TOKEN_FILE when set and not empty.
+  absl::Status Validate();
 
   // --planner, else $TESSERA_PLANNER when set and not empty, else
   // kDefaultPlannerAddress.
@@ -74,6 +81,12 @@ struct PlannerFlags {
 
   // --timeout, else kDefaultTimeoutS.
   absl::Duration Timeout() const;
+
+  // What Validate built; plaintext before it ran.
+  std::shared_ptr<grpc::ChannelCredentials> Credentials() const;
+
+ private:
+  std::shared_ptr<grpc::ChannelCredentials> credentials_;
 };
 
 // The arguments of a command about one study (`tessera best 7 --json`):
@@ -84,7 +97,7 @@ struct PlannerFlags {
 absl::StatusOr<int64_t> ParseStudyArgs(const std::vector<std::string>& args,
                                        const std::vector<std::string>& switches,
                                        absl::string_view usage, FlagSet& flags,
-                                       const PlannerFlags& planner);
+                                       PlannerFlags& planner);
 
 // The planner's gRPC API with absl::Status errors. A planner that cannot be
 // reached is UNAVAILABLE "cannot reach the planner at ADDRESS (why)"; a call
@@ -94,9 +107,12 @@ absl::StatusOr<int64_t> ParseStudyArgs(const std::vector<std::string>& args,
 // prefixed "study N: " when the planner's message does not name it.
 class PlannerClient {
  public:
-  // Opens a channel to `address` (HOST:PORT); connecting happens on the
-  // first call. `timeout` bounds each unary call.
-  PlannerClient(std::string address, absl::Duration timeout);
+  // Opens a channel to `address` (HOST:PORT) with `credentials` (null:
+  // plaintext); connecting happens on the first call. `timeout` bounds each
+  // unary call.
+  PlannerClient(
+      std::string address, absl::Duration timeout,
+      std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
   const std::string& address() const { return address_; }
 

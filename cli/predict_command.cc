@@ -45,7 +45,8 @@ constexpr char kAbout[] =
 absl::StatusOr<planner::LayoutEvaluation> PredictOnService(
     const PlannerFlags& planner, const v1::StudySpec& spec,
     const Layout& layout) {
-  PlannerClient client(*planner.planner, planner.Timeout());
+  PlannerClient client(*planner.planner, planner.Timeout(),
+                       planner.Credentials());
   v1::PredictRequest request;
   *request.mutable_study() = spec;
   *request.mutable_layout() = LayoutToProto(layout);

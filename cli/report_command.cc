@@ -73,7 +73,8 @@ int RunReport(const std::vector<std::string>& args, std::ostream& out,
       ParseStudyArgs(args, {}, "tessera report ID", flags, planner);
   if (!id.ok()) return ReportError(err, kCommand, id.status());
 
-  PlannerClient client(planner.Address(), planner.Timeout());
+  PlannerClient client(planner.Address(), planner.Timeout(),
+                       planner.Credentials());
   StudyReport report;
   report.generated = absl::Now();
   absl::StatusOr<v1::GetStudyResponse> study = client.GetStudy(*id);

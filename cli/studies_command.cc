@@ -114,7 +114,8 @@ int RunStudies(const std::vector<std::string>& args, std::ostream& out,
     }
     request.set_limit(*limit);
   }
-  PlannerClient client(planner.Address(), planner.Timeout());
+  PlannerClient client(planner.Address(), planner.Timeout(),
+                       planner.Credentials());
   absl::StatusOr<v1::ListStudiesResponse> studies = client.ListStudies(request);
   if (!studies.ok()) return ReportError(err, kCommand, studies.status());
   if (json) {

@@ -70,7 +70,8 @@ int RunSubmit(const std::vector<std::string>& args, std::ostream& out,
   if (!spec.ok()) return ReportError(err, kCommand, spec.status());
   // The file is well-formed; what it asks for is the planner's to judge (it
   // knows presets a local check does not, such as the "agents" GPU).
-  PlannerClient client(planner.Address(), planner.Timeout());
+  PlannerClient client(planner.Address(), planner.Timeout(),
+                       planner.Credentials());
   absl::StatusOr<int64_t> id = client.SubmitStudy(*spec);
   if (!id.ok()) {
     absl::Status s = id.status();

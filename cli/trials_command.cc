@@ -109,7 +109,8 @@ int RunTrials(const std::vector<std::string>& args, std::ostream& out,
     }
     request.set_limit(*limit);
   }
-  PlannerClient client(planner.Address(), planner.Timeout());
+  PlannerClient client(planner.Address(), planner.Timeout(),
+                       planner.Credentials());
   absl::StatusOr<v1::ListTrialsResponse> trials = client.ListTrials(request);
   if (!trials.ok()) return ReportError(err, kCommand, trials.status());
   if (json) {

@@ -160,7 +160,8 @@ int RunWatch(const std::vector<std::string>& args, std::ostream& out,
         absl::InvalidArgumentError(absl::StrCat(
             "--reconnect: must not be negative, got ", *reconnect_s)));
   }
-  PlannerClient client(planner.Address(), planner.Timeout());
+  PlannerClient client(planner.Address(), planner.Timeout(),
+                       planner.Credentials());
   return FollowStudy(client, *id, IsTerminal(out),
                      absl::Seconds(reconnect_s.value_or(kDefaultReconnectS)),
                      kCommand, out, err);

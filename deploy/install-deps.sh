@@ -15,6 +15,7 @@ packages=(
   libopenblas-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy python3-torch
+  openssl  # tests make TLS certificates
 )
 
 missing=()

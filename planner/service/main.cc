@@ -4,6 +4,9 @@
 //   tessera-planner --listen 127.0.0.1:0 --db /tmp/t.db
 //   # stdout, first line: "listening on 127.0.0.1:43127"
 //
+// With --tls-cert and --tls-key it serves TLS; with --auth-token-file too,
+// only calls that carry the token (proto/transport_security.h).
+//
 // SIGTERM or SIGINT shut the server down cleanly (every write is already
 // durable in the store). Exit codes: 0 after a signal, 2 for bad flags, 1
 // when the store or the address cannot be opened.
@@ -18,6 +21,7 @@
 #include "core/flags.h"
 #include "planner/service/log.h"
 #include "planner/service/server.h"
+#include "proto/transport_security.h"
 
 namespace {
 
@@ -28,7 +32,8 @@ using tessera::service::PlannerOptions;
 using tessera::service::PlannerServer;
 
 int Run(const std::vector<std::string>& args) {
-  std::optional<std::string> listen, db, log_level;
+  std::optional<std::string> listen, db, log_level, tls_cert, tls_key,
+      token_file;
   std::optional<int64_t> heartbeat_ms;
   std::optional<double> lease_timeout_s, agent_timeout_s;
   FlagSet flags("tessera-planner");
@@ -55,6 +60,17 @@ int Run(const std::vector<std::string>& args) {
                   "stderr log level: debug, info (default), warning, error, "
                   "off",
                   &log_level);
+  flags.AddSection("Security (off by default: plaintext, no token)");
+  flags.AddString("tls-cert", "FILE",
+                  "serve TLS with this PEM certificate chain (naming the "
+                  "host clients dial)",
+                  &tls_cert);
+  flags.AddString("tls-key", "FILE", "the certificate's PEM private key",
+                  &tls_key);
+  flags.AddString("auth-token-file", "FILE",
+                  "accept only calls that carry this file's token (needs "
+                  "TLS)",
+                  &token_file);
   if (FlagSet::WantsHelp(args)) {
     std::cout << "usage: tessera-planner [flags]\n\n" << flags.Help();
     return 0;
@@ -74,6 +90,16 @@ int Run(const std::vector<std::string>& args) {
     level = *parsed;
   }
   PlannerOptions options;
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      tessera::ServerCredentialsFromFiles(
+          {.cert_file = tls_cert.value_or(""),
+           .key_file = tls_key.value_or(""),
+           .token_file = token_file.value_or("")});
+  if (!credentials.ok()) {
+    std::cerr << "tessera-planner: " << credentials.status().message() << "\n";
+    return 2;
+  }
+  options.credentials = *std::move(credentials);
   options.db_path = db.value_or("tessera.db");
   options.log = Log(level);
   if (heartbeat_ms.has_value()) {

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/time/time.h"
 #include "db/trial_store.h"
+#include "grpcpp/security/server_credentials.h"
 #include "planner/service/log.h"
 
 namespace tessera::service {
@@ -33,6 +35,9 @@ struct PlannerOptions {
   // Give the store the same clock.
   db::Clock clock;
   Log log;
+  // How the server's port is secured (proto/transport_security.h); null:
+  // plaintext, no token.
+  std::shared_ptr<grpc::ServerCredentials> credentials;
 };
 
 }  // namespace tessera::service

@@ -19,6 +19,9 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
         "--listen: '", listen, "' is not HOST:PORT (e.g. 127.0.0.1:50051)"));
   }
   std::unique_ptr<PlannerServer> s(new PlannerServer());
+  const std::shared_ptr<grpc::ServerCredentials> credentials =
+      options.credentials != nullptr ? options.credentials
+                                     : grpc::InsecureServerCredentials();
   if (!store_options.clock) store_options.clock = options.clock;
   absl::StatusOr<std::unique_ptr<db::SqliteTrialStore>> store =
       db::SqliteTrialStore::Open(options.db_path, store_options);
@@ -34,8 +37,7 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
   s->agent_service_ = std::make_unique<AgentServiceImpl>(s->planner_.get());
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(std::string(listen),
-                           grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(std::string(listen), credentials, &port);
   builder.RegisterService(s->planner_service_.get());
   builder.RegisterService(s->agent_service_.get());
   s->server_ = builder.BuildAndStart();

@@ -1,0 +1,59 @@
+// TLS and a shared bearer token on the planner's connections (DESIGN.md
+// "Deployment": TLS for every connection, a token for agents and users).
+// Without them the connections are plaintext and open, which is what the
+// quickstart's loopback wants and nothing else should.
+//
+//   tessera-planner --tls-cert planner.pem --tls-key planner.key
+//                   --auth-token-file token ...
+//   tessera-agent   --tls-ca ca.pem --auth-token-file token ...
+//   tessera studies --tls-ca ca.pem --auth-token-file token
+//
+// The planner's certificate must name the host the clients dial (a DNS or IP
+// subject alternative name). Clients send "authorization: Bearer <token>";
+// the planner answers UNAUTHENTICATED to a call without the right one. A
+// token needs TLS on both sides: one sent in plaintext is anyone's.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/security/server_credentials.h"
+
+namespace tessera {
+
+// The planner's side; "" for a file not given.
+struct ServerSecurityFiles {
+  std::string cert_file;   // --tls-cert: PEM certificate chain
+  std::string key_file;    // --tls-key: PEM private key
+  std::string token_file;  // --auth-token-file
+};
+
+// Plaintext credentials when no file is given; TLS (and the token check)
+// otherwise. INVALID_ARGUMENT naming the flag: one of --tls-cert / --tls-key
+// without the other, a token without TLS, a file that cannot be read, is
+// not PEM, or holds no token.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
+ServerCredentialsFromFiles(const ServerSecurityFiles& files);
+
+// An agent's or a user's side; "" for a file not given.
+struct ClientSecurityFiles {
+  std::string ca_file;     // --tls-ca: PEM certificates that sign the planner's
+  std::string token_file;  // --auth-token-file
+};
+
+// Plaintext when no file is given; TLS checked against the CA, with the
+// token on every call when given. INVALID_ARGUMENT naming the flag: a token
+// without --tls-ca, a file that cannot be read, is not PEM, or holds no
+// token.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>>
+ChannelCredentialsFromFiles(const ClientSecurityFiles& files);
+
+// The token a file holds: its text without surrounding white space.
+// INVALID_ARGUMENT "<flag>: ..." when it cannot be read or holds nothing.
+absl::StatusOr<std::string> ReadTokenFile(absl::string_view path,
+                                          absl::string_view flag);
+
+}  // namespace tessera
