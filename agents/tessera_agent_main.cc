@@ -172,6 +172,15 @@ int Main(const std::vector<std::string>& args) {
     std::cerr << "--drain-timeout-s: must not be negative\n";
     return 2;
   }
+  // Signals go to the watcher thread only: block them before any thread
+  // (gRPC's included) starts. Children get an empty mask (process.h).
+  sigset_t blocked;
+  sigemptyset(&blocked);
+  sigaddset(&blocked, SIGTERM);
+  sigaddset(&blocked, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  // After the mask: making credentials starts gRPC's threads.
   PlannerClientOptions client_options;
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       ChannelCredentialsFromFiles({.ca_file = f.tls_ca.value_or(""),
@@ -181,14 +190,6 @@ int Main(const std::vector<std::string>& args) {
     return 2;
   }
   client_options.credentials = *std::move(credentials);
-  // Signals go to the watcher thread only: block them before any thread
-  // (gRPC's included) starts. Children get an empty mask (process.h).
-  sigset_t blocked;
-  sigemptyset(&blocked);
-  sigaddset(&blocked, SIGTERM);
-  sigaddset(&blocked, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &blocked, nullptr);
-  signal(SIGPIPE, SIG_IGN);
 
   HardwareOptions hw_options;
   hw_options.backend = f.backend.value_or("auto");

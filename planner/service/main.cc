@@ -90,16 +90,6 @@ int Run(const std::vector<std::string>& args) {
     level = *parsed;
   }
   PlannerOptions options;
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      tessera::ServerCredentialsFromFiles(
-          {.cert_file = tls_cert.value_or(""),
-           .key_file = tls_key.value_or(""),
-           .token_file = token_file.value_or("")});
-  if (!credentials.ok()) {
-    std::cerr << "tessera-planner: " << credentials.status().message() << "\n";
-    return 2;
-  }
-  options.credentials = *std::move(credentials);
   options.db_path = db.value_or("tessera.db");
   options.log = Log(level);
   if (heartbeat_ms.has_value()) {
@@ -130,6 +120,17 @@ int Run(const std::vector<std::string>& args) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // After the mask: making credentials starts gRPC's threads.
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      tessera::ServerCredentialsFromFiles(
+          {.cert_file = tls_cert.value_or(""),
+           .key_file = tls_key.value_or(""),
+           .token_file = token_file.value_or("")});
+  if (!credentials.ok()) {
+    std::cerr << "tessera-planner: " << credentials.status().message() << "\n";
+    return 2;
+  }
+  options.credentials = *std::move(credentials);
 
   const Log log = options.log;
   absl::StatusOr<std::unique_ptr<PlannerServer>> server =
