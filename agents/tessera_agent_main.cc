@@ -5,6 +5,8 @@
 // typed result per lease (agents/agent.h).
 //
 //   tessera-agent --planner 127.0.0.1:50051 --backend cpu --cpu-ranks 4
+//   tessera-agent --planner planner:50051 --tls-ca ca.pem
+//                 --auth-token-file token     # a planner serving TLS
 //
 // SIGTERM or SIGINT: no more leases; a running trial gets --drain-timeout-s
 // to finish and be reported, else it is killed and handed back; exit 0. A

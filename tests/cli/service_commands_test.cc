@@ -52,7 +52,7 @@ TEST(ServiceCommandsTest, HelpDocumentsFlagsAndExitCodes) {
   const std::vector<std::pair<std::string, Args>> expected = {
       {"submit",
        {"Usage: tessera submit STUDY.json", "--wait", "--planner HOST:PORT",
-        "--timeout SECONDS"}},
+        "--timeout SECONDS", "--tls-ca FILE", "--auth-token-file FILE"}},
       {"watch",
        {"Usage: tessera watch ID", "--reconnect SECONDS", "MEASURED",
         "PREDICTED"}},
