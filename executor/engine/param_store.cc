@@ -1,6 +1,7 @@
 #include "executor/engine/param_store.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
@@ -167,42 +168,97 @@ void ParamStore::AdamWOnShard(int u, const AdamWConfig& config,
   }
 }
 
-absl::Status ParamStore::ApplyOptimizer(const AdamWConfig& config) {
+absl::StatusOr<Tensor> ParamStore::ReduceGradient(int u) {
+  UnitState& s = units_[u];
+  const int64_t shard_size = s.shard_end - s.shard_begin;
+  if (layout_.zero == 0) {
+    TESSERA_RETURN_IF_ERROR(ReduceReplicatedOverTp(u, s.grad.view()));
+    TESSERA_RETURN_IF_ERROR(
+        groups_.grad->AllReduce(s.grad.view(), s.grad.view(), ReduceOp::kSum));
+    return s.grad.view();
+  }
+  Tensor shard_grad = s.grad.view();
+  if (layout_.zero == 1) {
+    // Reduce-scattered through a transient buffer into the full gradient's
+    // own shard range, which the update then reads.
+    TESSERA_RETURN_IF_ERROR(ReduceReplicatedOverTp(u, s.grad.view()));
+    TESSERA_ASSIGN_OR_RETURN(
+        DeviceBuffer reduced,
+        backend_.Allocate(shard_size, DType::kF32, "grad shard"));
+    TESSERA_RETURN_IF_ERROR(groups_.shard->ReduceScatter(
+        s.grad.view(), reduced.view(), ReduceOp::kSum));
+    shard_grad = s.grad.view().Slice(s.shard_begin, shard_size);
+    backend_.Copy(reduced.view(), shard_grad, shard_size);
+  }
+  if (groups_.replica->size() > 1) {
+    TESSERA_RETURN_IF_ERROR(
+        groups_.replica->AllReduce(shard_grad, shard_grad, ReduceOp::kSum));
+  }
+  return shard_grad;
+}
+
+absl::StatusOr<double> ParamStore::GlobalGradNorm(
+    const std::vector<Tensor>& grads) {
+  // Each gradient element counts once in the world: a replica group (zero
+  // 0: the grad group) holds copies, counted on its rank 0; tp-replicated
+  // segments (norm weights) are counted on tp rank 0.
+  const Communicator& copies =
+      layout_.zero == 0 ? *groups_.grad : *groups_.replica;
+  double local = 0;
+  if (copies.rank() == 0) {
+    for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
+      const UnitState& s = units_[u];
+      for (const ParamSegment& seg : shard_.units[u].segments) {
+        if (seg.tp_replicated && groups_.tp->rank() != 0) continue;
+        const int64_t begin = std::max(seg.offset, s.shard_begin);
+        const int64_t end = std::min(seg.offset + seg.numel(), s.shard_end);
+        if (begin >= end) continue;
+        local += backend_.SumSquares(
+            grads[u].Slice(begin - s.shard_begin, end - begin), end - begin);
+      }
+    }
+  }
+  TESSERA_ASSIGN_OR_RETURN(DeviceBuffer sum,
+                           backend_.Allocate(1, DType::kF32, "grad norm"));
+  const float local_f = static_cast<float>(local);
+  backend_.CopyFromHost(&local_f, sum.view());
+  TESSERA_RETURN_IF_ERROR(
+      groups_.world->AllReduce(sum.view(), sum.view(), ReduceOp::kSum));
+  float total = 0;
+  backend_.CopyToHost(sum.view(), &total);
+  return std::sqrt(static_cast<double>(total));
+}
+
+absl::StatusOr<double> ParamStore::ApplyOptimizer(const AdamWConfig& config,
+                                                  double max_grad_norm) {
+  std::vector<Tensor> grads(units_.size());
+  for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
+    TESSERA_ASSIGN_OR_RETURN(grads[u], ReduceGradient(u));
+  }
+  double norm = 0;
+  if (max_grad_norm > 0) {
+    TESSERA_ASSIGN_OR_RETURN(norm, GlobalGradNorm(grads));
+    // PyTorch's clip_grad_norm_: scale by max / (norm + 1e-6) when below 1.
+    const double coefficient = max_grad_norm / (norm + 1e-6);
+    if (coefficient < 1) {
+      for (const Tensor& g : grads) {
+        backend_.Scale(g, g.numel, static_cast<float>(coefficient));
+      }
+    }
+  }
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
     UnitState& s = units_[u];
-    const int64_t shard_size = s.shard_end - s.shard_begin;
+    AdamWOnShard(u, config, grads[u]);
     if (layout_.zero == 0) {
-      TESSERA_RETURN_IF_ERROR(ReduceReplicatedOverTp(u, s.grad.view()));
-      TESSERA_RETURN_IF_ERROR(groups_.grad->AllReduce(
-          s.grad.view(), s.grad.view(), ReduceOp::kSum));
-      AdamWOnShard(u, config, s.grad.view());
       if (!s.compute_aliases_master) {
         backend_.Copy(s.master.view(), s.compute.view(), s.padded);
       }
-      backend_.Fill(s.grad.view(), s.padded, 0.0f);
-      continue;
-    }
-    DeviceBuffer reduced;  // zero 1: the reduce-scattered shard
-    Tensor shard_grad = s.grad.view();
-    if (layout_.zero == 1) {
-      TESSERA_RETURN_IF_ERROR(ReduceReplicatedOverTp(u, s.grad.view()));
-      TESSERA_ASSIGN_OR_RETURN(
-          reduced, backend_.Allocate(shard_size, DType::kF32, "grad shard"));
-      TESSERA_RETURN_IF_ERROR(groups_.shard->ReduceScatter(
-          s.grad.view(), reduced.view(), ReduceOp::kSum));
-      shard_grad = reduced.view();
-    }
-    if (groups_.replica->size() > 1) {
-      TESSERA_RETURN_IF_ERROR(
-          groups_.replica->AllReduce(shard_grad, shard_grad, ReduceOp::kSum));
-    }
-    AdamWOnShard(u, config, shard_grad);
-    if (layout_.zero < 3) {
+    } else if (layout_.zero < 3) {
       TESSERA_RETURN_IF_ERROR(GatherCompute(u, s.compute.view()));
     }
     backend_.Fill(s.grad.view(), s.grad.view().numel, 0.0f);
   }
-  return absl::OkStatus();
+  return norm;
 }
 
 }  // namespace tessera::executor

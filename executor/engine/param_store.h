@@ -61,10 +61,14 @@ class ParamStore {
   // frees the full buffer. No-op for zero 0/1 (they reduce once per step).
   absl::Status EndBackward(int unit);
 
-  // Reduces the step's gradients, applies AdamW to the master weights this
-  // rank holds, brings the compute weights up to date, and zeroes the
-  // gradients.
-  absl::Status ApplyOptimizer(const AdamWConfig& config);
+  // Reduces the step's gradients; with max_grad_norm > 0 scales them all by
+  // min(1, max_grad_norm / (norm + 1e-6)), norm the global L2 norm over
+  // every parameter of the model (PyTorch's clip_grad_norm_, collective over
+  // the world); applies AdamW to the master weights this rank holds, brings
+  // the compute weights up to date, and zeroes the gradients. Returns the
+  // norm before clipping (0 when not clipping).
+  absl::StatusOr<double> ApplyOptimizer(const AdamWConfig& config,
+                                        double max_grad_norm = 0);
 
   // ---- Inspection (tests, checkpoints) ---------------------------------
   int64_t padded_numel(int unit) const;
@@ -102,6 +106,12 @@ class ParamStore {
   // Copies (casting) the master shard into a compute-dtype buffer and
   // all-gathers it over the shard group into `full` ([P]).
   absl::Status GatherCompute(int unit, const Tensor& full);
+  // The unit's gradient reduced over the ranks that share its parameters:
+  // the range [shard_begin, shard_end) this rank updates.
+  absl::StatusOr<Tensor> ReduceGradient(int unit);
+  // The L2 norm over the whole model of the reduced gradients (`grads`, one
+  // per unit as ReduceGradient returns them); collective over the world.
+  absl::StatusOr<double> GlobalGradNorm(const std::vector<Tensor>& grads);
   // AdamW over the segments of `unit` that intersect the held shard.
   void AdamWOnShard(int unit, const AdamWConfig& config, const Tensor& grad);
 

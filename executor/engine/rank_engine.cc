@@ -24,6 +24,12 @@ absl::Status CheckEngineConfig(const EngineConfig& c, int world_size) {
   if (c.data == nullptr) {
     return absl::InvalidArgumentError("data: no token source");
   }
+  if (!std::isfinite(c.max_grad_norm) || c.max_grad_norm < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training.max_grad_norm: must be finite and not "
+                     "negative (0: no clipping), got ",
+                     c.max_grad_norm));
+  }
   TESSERA_ASSIGN_OR_RETURN(Layout resolved,
                            ResolveLayout(c.layout, world_size, c.global_batch));
   if (!(resolved == c.layout)) {
@@ -212,7 +218,8 @@ absl::StatusOr<double> RankEngine::ForwardBackward() {
 absl::Status RankEngine::ApplyOptimizer() {
   AdamWConfig adamw = config_.adamw;
   adamw.step = step_ + 1;
-  TESSERA_RETURN_IF_ERROR(params_->ApplyOptimizer(adamw));
+  TESSERA_ASSIGN_OR_RETURN(
+      last_grad_norm_, params_->ApplyOptimizer(adamw, config_.max_grad_norm));
   ++step_;
   return absl::OkStatus();
 }
@@ -228,6 +235,7 @@ absl::StatusOr<StepResult> RankEngine::Step() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   r.comm_s = comm_stats_.seconds - comm_before;
+  r.grad_norm = last_grad_norm_;
   return r;
 }
 

@@ -41,6 +41,9 @@ struct EngineConfig {
   uint64_t seed = 1234;               // parameter initialisation
   AdamWConfig adamw;                  // step is advanced by the engine
   const TokenSource* data = nullptr;  // not owned; shared by all ranks
+  // > 0: clip the global gradient norm to it before AdamW (PyTorch's
+  // clip_grad_norm_; Llama trains with 1.0); 0: no clipping.
+  double max_grad_norm = 0;
 };
 
 // Checks what the executor can run: a Llama (SwiGLU, untied) model, the
@@ -52,6 +55,7 @@ struct StepResult {
   double loss = 0;         // mean cross-entropy over the global batch
   double step_time_s = 0;  // this rank's wall time for the step
   double comm_s = 0;       // of which inside communication calls
+  double grad_norm = 0;    // global, before clipping; 0 when not clipping
 };
 
 class RankEngine {
@@ -68,8 +72,12 @@ class RankEngine {
   // the gradients accumulated (and, under zero 2/3, reduce-scattered) but not
   // applied. Returns the mean loss over the global batch (on every rank).
   absl::StatusOr<double> ForwardBackward();
-  // Reduces the gradients, applies AdamW and advances the step counter.
+  // Reduces (and clips) the gradients, applies AdamW and advances the step
+  // counter.
   absl::Status ApplyOptimizer();
+  // The global gradient norm of the last ApplyOptimizer, before clipping;
+  // 0 when the config does not clip.
+  double last_grad_norm() const { return last_grad_norm_; }
 
   int64_t steps_done() const { return step_; }
   const ModelShard& shard() const { return shard_; }
@@ -105,6 +113,7 @@ class RankEngine {
   std::vector<PipelineOp> schedule_;
   std::map<std::pair<int, int>, MicroBatchState> in_flight_;
   int64_t step_ = 0;
+  double last_grad_norm_ = 0;
 };
 
 }  // namespace tessera::executor

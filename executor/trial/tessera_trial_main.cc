@@ -43,7 +43,7 @@ struct TrialFlags {
   std::optional<int64_t> layers, hidden, heads, kv_heads, ffn_hidden, vocab;
   std::optional<int64_t> ranks, global_batch, seq_len, warmup, steps, seed;
   std::optional<int64_t> data_token_bytes, memory_limit;
-  std::optional<double> time_limit_s, lr, rope_theta, norm_eps;
+  std::optional<double> time_limit_s, lr, rope_theta, norm_eps, max_grad_norm;
   std::optional<bool> tie_embeddings;
   std::optional<int64_t> rank, ranks_per_host;
   std::optional<std::string> rendezvous_file, bind_host, advertise_host;
@@ -74,6 +74,10 @@ struct TrialFlags {
                 &time_limit_s);
     f.AddInt("seed", "N", "parameter and data seed (default 1234)", &seed);
     f.AddDouble("lr", "LR", "AdamW learning rate (default 3e-4)", &lr);
+    f.AddDouble("max-grad-norm", "N",
+                "clip the global gradient norm to N before AdamW (default "
+                "1.0, as Llama trains; 0: no clipping)",
+                &max_grad_norm);
     f.AddString("data", "FILE",
                 "token ids (uint16 or uint32, see --data-token-bytes); "
                 "default: synthetic tokens",
@@ -191,6 +195,7 @@ int Main(const std::vector<std::string>& args) {
   c.time_limit_s = f.time_limit_s.value_or(0);
   c.seed = static_cast<uint64_t>(f.seed.value_or(1234));
   if (f.lr.has_value()) c.adamw.lr = static_cast<float>(*f.lr);
+  if (f.max_grad_norm.has_value()) c.max_grad_norm = *f.max_grad_norm;
   c.data_path = f.data.value_or("");
   c.data_token_bytes = static_cast<int>(f.data_token_bytes.value_or(2));
 

@@ -30,6 +30,7 @@ struct TrialConfig {
   std::string data_path;     // empty: synthetic tokens
   int data_token_bytes = 2;  // 2 (uint16) or 4 (uint32) ids in data_path
   AdamWConfig adamw;
+  double max_grad_norm = 1.0;  // gradient clipping, as Llama trains; 0: none
 
   // One process per rank (multi-host trials, as agents run them): this
   // process runs global rank `process_rank` of `ranks` and meets the others

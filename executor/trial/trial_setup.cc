@@ -32,8 +32,9 @@ absl::StatusOr<TrialSetup> SetUpTrial(const TrialConfig& c,
                              FileTokens::Open(c.data_path, c.data_token_bytes,
                                               c.model.vocab, c.seq_len + 1));
   }
-  setup.engine = EngineConfig{c.model, layout,  c.seq_len,       c.global_batch,
-                              c.seed,  c.adamw, setup.data.get()};
+  setup.engine =
+      EngineConfig{c.model, layout,  c.seq_len,        c.global_batch,
+                   c.seed,  c.adamw, setup.data.get(), c.max_grad_norm};
   TESSERA_RETURN_IF_ERROR(
       CheckEngineConfig(setup.engine, static_cast<int>(c.ranks)));
   return setup;

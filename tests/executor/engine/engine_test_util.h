@@ -12,6 +12,7 @@ namespace tessera::executor::testing {
 
 struct EngineRun {
   std::vector<double> losses;       // per step
+  std::vector<double> grad_norms;   // per step, before clipping (when on)
   GlobalTensors weights;            // after the last step
   GlobalTensors gradients;          // of the last step, before the update
                                     // (meaningful for single-rank runs only)
@@ -26,10 +27,22 @@ struct RunOptions {
   int64_t memory_limit_bytes = 0;
   bool keep_gradients = false;
   float lr = AdamWConfig{}.lr;  // 3e-4, a typical LLM peak rate
+  double max_grad_norm = 0;     // 0: no clipping
 };
 
 // Runs `steps` optimizer steps of `layout_text` on `ranks` ranks.
 absl::StatusOr<EngineRun> RunEngine(const std::string& layout_text, int ranks,
                                     const RunOptions& options = {});
+
+// |a - ref| / |ref| over the elements (L2).
+double RelativeNormError(const std::vector<float>& a,
+                         const std::vector<float>& ref);
+
+// Fails the test (naming `what`) unless `run` trained as `ref` did: losses
+// per step within `tolerance` relative, every weight present, written by
+// some rank, its replicas bitwise equal and within `tolerance` relative (L2)
+// of ref's.
+void ExpectSameTraining(const EngineRun& run, const EngineRun& ref,
+                        const std::string& what, double tolerance = 1e-5);
 
 }  // namespace tessera::executor::testing

@@ -32,41 +32,13 @@ const EngineRun& Reference() {
   return *run;
 }
 
-double RelativeNormError(const std::vector<float>& a,
-                         const std::vector<float>& ref) {
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    diff += (static_cast<double>(a[i]) - ref[i]) *
-            (static_cast<double>(a[i]) - ref[i]);
-    norm += static_cast<double>(ref[i]) * ref[i];
-  }
-  return std::sqrt(diff / norm);
-}
-
 class LayoutEquivalenceTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(LayoutEquivalenceTest, MatchesSingleRank) {
   const Case& c = GetParam();
-  const EngineRun& ref = Reference();
   absl::StatusOr<EngineRun> run = RunEngine(c.layout, c.ranks);
   ASSERT_TRUE(run.ok()) << c.layout << ": " << run.status();
-  ASSERT_EQ(run->losses.size(), ref.losses.size());
-  for (size_t i = 0; i < ref.losses.size(); ++i) {
-    EXPECT_NEAR(run->losses[i] / ref.losses[i], 1.0, 1e-5)
-        << c.layout << " step " << i << ": " << run->losses[i] << " vs "
-        << ref.losses[i];
-  }
-  ASSERT_EQ(run->weights.size(), ref.weights.size()) << c.layout;
-  for (const auto& [name, want] : ref.weights) {
-    auto it = run->weights.find(name);
-    ASSERT_NE(it, run->weights.end()) << c.layout << " lacks " << name;
-    const GlobalTensor& got = it->second;
-    for (int w : got.writers) ASSERT_GT(w, 0) << c.layout << " " << name;
-    EXPECT_EQ(got.conflicts, 0)
-        << c.layout << ": replicas of " << name << " disagree";
-    EXPECT_LE(RelativeNormError(got.values, want.values), 1e-5)
-        << c.layout << " " << name;
-  }
+  ExpectSameTraining(*run, Reference(), c.layout);
 }
 
 // The loss must actually move, or agreement would prove little.
