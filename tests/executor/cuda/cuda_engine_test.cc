@@ -125,10 +125,7 @@ TEST(CudaEngineTest, OneGpuTrainsLikeTheCpuEngine) {
   EXPECT_GT(gpu.peak_bytes[0], 0);
 }
 
-struct Case {
-  const char* layout;
-  int ranks;
-};
+using Case = LayoutCase;
 
 class CudaLayoutTest : public ::testing::TestWithParam<Case> {};
 
@@ -164,13 +161,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"tp=2,sp=1,pp=2,cp=2,recompute=selective,micro_batch=2", 8},
         Case{"cp=2,zero=3,shard_group=2,micro_batch=1", 8},
         Case{"tp=2,pp=2,dp=2,zero=1,recompute=full,micro_batch=2", 8}),
-    [](const ::testing::TestParamInfo<Case>& case_info) {
-      std::string name = case_info.param.layout;
-      for (char& ch : name) {
-        if (ch == '=' || ch == ',') ch = '_';
-      }
-      return name + "_r" + std::to_string(case_info.param.ranks);
-    });
+    LayoutCaseName);
 
 }  // namespace
 }  // namespace tessera::executor::testing

@@ -49,6 +49,14 @@ absl::StatusOr<EngineRun> RunEngine(const std::string& layout_text, int ranks,
   return run;
 }
 
+std::string LayoutCaseName(const ::testing::TestParamInfo<LayoutCase>& info) {
+  std::string name = info.param.layout;
+  for (char& ch : name) {
+    if (ch == '=' || ch == ',') ch = '_';
+  }
+  return name + "_r" + std::to_string(info.param.ranks);
+}
+
 double RelativeNormError(const std::vector<float>& a,
                          const std::vector<float>& ref) {
   double diff = 0, norm = 0;

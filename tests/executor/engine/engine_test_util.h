@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "executor/engine/param_export.h"
 #include "executor/engine/rank_engine.h"
+#include "gtest/gtest.h"
 
 namespace tessera::executor::testing {
 
@@ -33,6 +34,14 @@ struct RunOptions {
 // Runs `steps` optimizer steps of `layout_text` on `ranks` ranks.
 absl::StatusOr<EngineRun> RunEngine(const std::string& layout_text, int ranks,
                                     const RunOptions& options = {});
+
+// A layout on a number of ranks, the parameter of the layout tests.
+struct LayoutCase {
+  const char* layout;
+  int ranks;
+};
+// Its test name: "tp_2_sp_1_micro_batch_2_r4".
+std::string LayoutCaseName(const ::testing::TestParamInfo<LayoutCase>& info);
 
 // |a - ref| / |ref| over the elements (L2).
 double RelativeNormError(const std::vector<float>& a,

@@ -63,10 +63,7 @@ TEST(GradClipTest, ClippingActsOnEveryStepAndChangesTraining) {
   EXPECT_GT(largest, 1e-4);
 }
 
-struct Case {
-  const char* layout;
-  int ranks;
-};
+using Case = LayoutCase;
 
 class ClippedLayoutTest : public ::testing::TestWithParam<Case> {};
 
@@ -100,13 +97,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"tp=2,pp=2,zero=3,micro_batch=1", 8},
         Case{"tp=2,sp=1,cp=2,zero=1,micro_batch=2", 8},
         Case{"tp=2,pp=2,dp=2,zero=0,micro_batch=2", 8}),
-    [](const ::testing::TestParamInfo<Case>& case_info) {
-      std::string name = case_info.param.layout;
-      for (char& ch : name) {
-        if (ch == '=' || ch == ',') ch = '_';
-      }
-      return name + "_r" + std::to_string(case_info.param.ranks);
-    });
+    LayoutCaseName);
 
 }  // namespace
 }  // namespace tessera::executor::testing
