@@ -137,31 +137,10 @@ TEST_P(CudaLayoutTest, ThreadRanksOnOneGpuMatchOneRank) {
   ExpectSameTraining(*run, GpuReference(), c.layout, 1e-2);
 }
 
-// The CPU engine's list (tests/executor/engine/layout_equivalence_test.cc).
-INSTANTIATE_TEST_SUITE_P(
-    Layouts, CudaLayoutTest,
-    ::testing::Values(
-        Case{"micro_batch=2", 1}, Case{"micro_batch=1,recompute=full", 1},
-        Case{"micro_batch=4,recompute=selective", 1},
-        Case{"zero=0,micro_batch=2", 2}, Case{"zero=1,micro_batch=2", 2},
-        Case{"zero=2,micro_batch=1", 2}, Case{"zero=3,micro_batch=1", 4},
-        Case{"zero=3,shard_group=2,micro_batch=1", 4},
-        Case{"zero=1,shard_group=2,micro_batch=2", 4},
-        Case{"zero=2,shard_group=4,micro_batch=1", 8},
-        Case{"tp=2,micro_batch=4", 2}, Case{"tp=4,micro_batch=8", 4},
-        Case{"tp=2,sp=1,micro_batch=2", 2}, Case{"tp=4,sp=1,micro_batch=4", 4},
-        Case{"pp=2,micro_batch=1", 2}, Case{"pp=4,micro_batch=2", 4},
-        Case{"pp=3,micro_batch=1", 3}, Case{"pp=2,vpp=2,micro_batch=1", 2},
-        Case{"pp=2,vpp=2,micro_batch=2", 2}, Case{"cp=2,micro_batch=2", 2},
-        Case{"cp=4,micro_batch=1", 4},
-        Case{"tp=2,pp=2,zero=3,micro_batch=1", 8},
-        Case{"tp=2,sp=1,cp=2,zero=1,micro_batch=2", 8},
-        Case{"tp=2,pp=2,vpp=2,zero=2,micro_batch=1", 8},
-        Case{"pp=2,cp=2,zero=3,recompute=full,micro_batch=1", 8},
-        Case{"tp=2,sp=1,pp=2,cp=2,recompute=selective,micro_batch=2", 8},
-        Case{"cp=2,zero=3,shard_group=2,micro_batch=1", 8},
-        Case{"tp=2,pp=2,dp=2,zero=1,recompute=full,micro_batch=2", 8}),
-    LayoutCaseName);
+// The CPU engine's list.
+INSTANTIATE_TEST_SUITE_P(Layouts, CudaLayoutTest,
+                         ::testing::ValuesIn(EquivalenceLayouts()),
+                         LayoutCaseName);
 
 }  // namespace
 }  // namespace tessera::executor::testing

@@ -49,6 +49,42 @@ absl::StatusOr<EngineRun> RunEngine(const std::string& layout_text, int ranks,
   return run;
 }
 
+const std::vector<LayoutCase>& EquivalenceLayouts() {
+  static const auto* cases = new std::vector<LayoutCase>{
+      // Micro-batching and recomputation on one rank.
+      LayoutCase{"micro_batch=2", 1},
+      LayoutCase{"micro_batch=1,recompute=full", 1},
+      LayoutCase{"micro_batch=4,recompute=selective", 1},
+      // Data parallelism, every ZeRO stage, HSDP.
+      LayoutCase{"zero=0,micro_batch=2", 2},
+      LayoutCase{"zero=1,micro_batch=2", 2},
+      LayoutCase{"zero=2,micro_batch=1", 2},
+      LayoutCase{"zero=3,micro_batch=1", 4},
+      LayoutCase{"zero=3,shard_group=2,micro_batch=1", 4},
+      LayoutCase{"zero=1,shard_group=2,micro_batch=2", 4},
+      LayoutCase{"zero=2,shard_group=4,micro_batch=1", 8},
+      // Tensor parallelism, with and without sequence parallelism.
+      LayoutCase{"tp=2,micro_batch=4", 2}, LayoutCase{"tp=4,micro_batch=8", 4},
+      LayoutCase{"tp=2,sp=1,micro_batch=2", 2},
+      LayoutCase{"tp=4,sp=1,micro_batch=4", 4},
+      // Pipelines: 1F1B, uneven stages, interleaved.
+      LayoutCase{"pp=2,micro_batch=1", 2}, LayoutCase{"pp=4,micro_batch=2", 4},
+      LayoutCase{"pp=3,micro_batch=1", 3},
+      LayoutCase{"pp=2,vpp=2,micro_batch=1", 2},
+      LayoutCase{"pp=2,vpp=2,micro_batch=2", 2},
+      // Context parallelism (ring attention).
+      LayoutCase{"cp=2,micro_batch=2", 2}, LayoutCase{"cp=4,micro_batch=1", 4},
+      // Combinations on up to 8 ranks.
+      LayoutCase{"tp=2,pp=2,zero=3,micro_batch=1", 8},
+      LayoutCase{"tp=2,sp=1,cp=2,zero=1,micro_batch=2", 8},
+      LayoutCase{"tp=2,pp=2,vpp=2,zero=2,micro_batch=1", 8},
+      LayoutCase{"pp=2,cp=2,zero=3,recompute=full,micro_batch=1", 8},
+      LayoutCase{"tp=2,sp=1,pp=2,cp=2,recompute=selective,micro_batch=2", 8},
+      LayoutCase{"cp=2,zero=3,shard_group=2,micro_batch=1", 8},
+      LayoutCase{"tp=2,pp=2,dp=2,zero=1,recompute=full,micro_batch=2", 8}};
+  return *cases;
+}
+
 std::string LayoutCaseName(const ::testing::TestParamInfo<LayoutCase>& info) {
   std::string name = info.param.layout;
   for (char& ch : name) {

@@ -40,6 +40,10 @@ struct LayoutCase {
   const char* layout;
   int ranks;
 };
+// Every supported combination on up to 8 ranks (tp, sp, pp with and without
+// vpp, cp, ZeRO 0-3, HSDP, recomputation, micro-batching), which the CPU and
+// CUDA layout tests run.
+const std::vector<LayoutCase>& EquivalenceLayouts();
 // Its test name: "tp_2_sp_1_micro_batch_2_r4".
 std::string LayoutCaseName(const ::testing::TestParamInfo<LayoutCase>& info);
 
