@@ -201,13 +201,19 @@ absl::StatusOr<double> ParamStore::GlobalGradNorm(
     const std::vector<Tensor>& grads) {
   // Each gradient element counts once in the world: a replica group (zero
   // 0: the grad group) holds copies, counted on its rank 0; tp-replicated
-  // segments (norm weights) are counted on tp rank 0.
+  // segments (norm weights) are counted on tp rank 0. Where every segment
+  // counts, one pass over the unit's range (its padding is zero) instead of
+  // one per segment: each SumSquares waits for its result.
   const Communicator& copies =
       layout_.zero == 0 ? *groups_.grad : *groups_.replica;
   double local = 0;
   if (copies.rank() == 0) {
     for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
       const UnitState& s = units_[u];
+      if (groups_.tp->rank() == 0) {
+        local += backend_.SumSquares(grads[u], grads[u].numel);
+        continue;
+      }
       for (const ParamSegment& seg : shard_.units[u].segments) {
         if (seg.tp_replicated && groups_.tp->rank() != 0) continue;
         const int64_t begin = std::max(seg.offset, s.shard_begin);
