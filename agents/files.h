@@ -1,6 +1,6 @@
-// The few file operations the agent needs around its trials: whole files,
-// the tail of a log, atomic replacement (a reader sees the old file or the
-// whole new one, never half), and folders.
+// The few file operations the agent needs around its trials beyond
+// core/file_io.h's whole files (ReadFile, WriteFileAtomically): the tail of
+// a log, and folders.
 //
 //   TESSERA_RETURN_IF_ERROR(WriteFileAtomically(dir + "/rdv", "host:1234\n"));
 //   std::string tail = ReadFileTail(dir + "/rank-0.err", 4096);
@@ -12,20 +12,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/file_io.h"
 
 namespace tessera::agents {
 
-// The whole file. NOT_FOUND when it does not exist, UNAVAILABLE when it
-// cannot be read.
-absl::StatusOr<std::string> ReadFile(const std::string& path);
-
 // The last `max_bytes` bytes of the file ("" when it is missing or empty).
 std::string ReadFileTail(const std::string& path, int64_t max_bytes);
-
-// Writes `content` to a temporary file in the same folder, then renames it
-// over `path`.
-absl::Status WriteFileAtomically(const std::string& path,
-                                 absl::string_view content);
 
 // Creates `path` and its missing parents (mode 0755); OK when it exists.
 absl::Status MakeDirectories(const std::string& path);

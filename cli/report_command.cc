@@ -1,9 +1,5 @@
 #include "cli/report_command.h"
 
-#include <unistd.h>
-
-#include <cstdio>
-#include <fstream>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +7,7 @@
 #include "cli/exit_codes.h"
 #include "cli/planner_client.h"
 #include "cli/report_html.h"
+#include "core/file_io.h"
 #include "core/flags.h"
 
 namespace tessera::cli {
@@ -30,28 +27,6 @@ constexpr char kAbout[] =
     "\n"
     "Example:\n"
     "  tessera report 7 --out study-7.html\n";
-
-// Writes `text` to `path` through a temporary file in the same directory,
-// renamed into place: a reader never sees half a page.
-absl::Status WriteWhole(const std::string& path, const std::string& text) {
-  const std::string temp = absl::StrCat(path, ".tmp.", getpid());
-  {
-    std::ofstream file(temp, std::ios::binary | std::ios::trunc);
-    file << text;
-    file.close();
-    if (!file) {
-      std::remove(temp.c_str());
-      return absl::PermissionDeniedError(
-          absl::StrCat("--out: cannot write ", path));
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    return absl::PermissionDeniedError(
-        absl::StrCat("--out: cannot write ", path));
-  }
-  return absl::OkStatus();
-}
 
 }  // namespace
 
@@ -101,8 +76,10 @@ int RunReport(const std::vector<std::string>& args, std::ostream& out,
     out << html;
     return kExitOk;
   }
-  if (absl::Status s = WriteWhole(path, html); !s.ok()) {
-    return ReportError(err, kCommand, s);
+  if (!WriteFileAtomically(path, html).ok()) {
+    return ReportError(err, kCommand,
+                       absl::PermissionDeniedError(
+                           absl::StrCat("--out: cannot write ", path)));
   }
   out << "wrote " << path << " (study " << *id << ", " << report.trials.size()
       << " trials)\n";

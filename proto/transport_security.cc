@@ -1,32 +1,30 @@
 #include "proto/transport_security.h"
 
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "core/file_io.h"
 #include "grpcpp/security/auth_metadata_processor.h"
 
 namespace tessera {
 namespace {
 
-absl::StatusOr<std::string> ReadFile(absl::string_view path,
-                                     absl::string_view flag) {
-  std::ifstream in{std::string(path), std::ios::binary};
-  if (!in) {
+// The file's text, or INVALID_ARGUMENT "<flag>: cannot read <path>".
+absl::StatusOr<std::string> ReadFlagFile(absl::string_view path,
+                                         absl::string_view flag) {
+  absl::StatusOr<std::string> text = ReadFile(std::string(path));
+  if (!text.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(flag, ": cannot read ", path));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return text;
 }
 
 absl::StatusOr<std::string> ReadPem(absl::string_view path,
                                     absl::string_view flag) {
-  absl::StatusOr<std::string> text = ReadFile(path, flag);
+  absl::StatusOr<std::string> text = ReadFlagFile(path, flag);
   if (!text.ok()) return text.status();
   if (!absl::StrContains(*text, "-----BEGIN ")) {
     return absl::InvalidArgumentError(
@@ -79,7 +77,7 @@ class BearerTokenCheck : public grpc::AuthMetadataProcessor {
 
 absl::StatusOr<std::string> ReadTokenFile(absl::string_view path,
                                           absl::string_view flag) {
-  absl::StatusOr<std::string> text = ReadFile(path, flag);
+  absl::StatusOr<std::string> text = ReadFlagFile(path, flag);
   if (!text.ok()) return text.status();
   const absl::string_view token = absl::StripAsciiWhitespace(*text);
   if (token.empty()) {

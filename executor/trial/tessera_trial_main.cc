@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/file_io.h"
 #include "core/flags.h"
 #include "core/model_overrides.h"
 #include "core/trial_result.h"
@@ -134,13 +135,7 @@ bool WriteText(const std::string& path, const std::string& text) {
     std::cout << text << std::flush;
     return static_cast<bool>(std::cout);
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out.flush()) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
+  return WriteFileAtomically(path, text).ok();
 }
 
 bool WriteResult(const std::string& path, const TrialResult& result) {
