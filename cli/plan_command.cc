@@ -9,8 +9,9 @@
 #include "cli/planner_client.h"
 #include "cli/workload_flags.h"
 #include "core/flags.h"
-#include "planner/calibration.h"
-#include "planner/search.h"
+#include "planner/calibration/calibration.h"
+#include "planner/search/search.h"
+#include "planner/stacks/stack_calibration.h"
 #include "proto/convert.h"
 
 namespace tessera::cli {
@@ -103,11 +104,13 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     }
     return ReportError(err, kCommand, s);
   }
+  absl::StatusOr<planner::Calibration> defaults =
+      planner::DefaultCalibration(study->workload);
+  if (!defaults.ok()) return ReportError(err, kCommand, defaults.status());
   absl::StatusOr<planner::SearchResult> result =
       planner.planner.has_value()
           ? PlanOnService(planner, study->spec)
-          : planner::SearchLayouts(study->workload, planner::Calibration{},
-                                   *options);
+          : planner::SearchLayouts(study->workload, *defaults, *options);
   if (!result.ok()) return ReportError(err, kCommand, result.status());
   if (json) {
     out << DumpJson(PlanJson(*result)) << "\n";

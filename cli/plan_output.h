@@ -32,7 +32,7 @@
 #include "core/workload.h"
 #include "nlohmann/json.hpp"
 #include "planner/prediction.h"
-#include "planner/search.h"
+#include "planner/search/search.h"
 
 namespace tessera::cli {
 

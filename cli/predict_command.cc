@@ -9,8 +9,9 @@
 #include "cli/workload_flags.h"
 #include "core/flags.h"
 #include "core/layout.h"
-#include "planner/calibration.h"
+#include "planner/calibration/calibration.h"
 #include "planner/prediction.h"
+#include "planner/stacks/stack_calibration.h"
 #include "proto/convert.h"
 
 namespace tessera::cli {
@@ -103,11 +104,13 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
   }
   absl::StatusOr<Study> study = workload_flags.Resolve();
   if (!study.ok()) return ReportError(err, kCommand, study.status());
+  absl::StatusOr<planner::Calibration> defaults =
+      planner::DefaultCalibration(study->workload);
+  if (!defaults.ok()) return ReportError(err, kCommand, defaults.status());
   absl::StatusOr<planner::LayoutEvaluation> evaluation =
       planner.planner.has_value()
           ? PredictOnService(planner, study->spec, *layout)
-          : planner::PredictLayout(study->workload, *layout,
-                                   planner::Calibration{});
+          : planner::PredictLayout(study->workload, *layout, *defaults);
   if (!evaluation.ok()) {
     return ReportError(err, kCommand, evaluation.status());
   }

@@ -5,6 +5,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/ascii.h"
+#include "planner/stacks/training_stack.h"
 #include "core/gpu.h"
 #include "core/model.h"
 #include "proto/convert.h"
@@ -43,6 +47,9 @@ std::vector<FieldFlag> FieldFlags(const WorkloadFlags& f) {
       {"training.global_batch", "global-batch", f.global_batch.has_value()},
       {"training.seq_len", "seq-len", f.seq_len.has_value()},
       {"training.total_tokens", "total-tokens", f.total_tokens.has_value()},
+      {"training.stack", "stack", f.stack.has_value()},
+      {"training.stack_options", "stack-options", f.stack_options.has_value()},
+      {"training.precision", "precision", f.precision.has_value()},
   };
 }
 
@@ -119,6 +126,17 @@ void WorkloadFlags::Register(FlagSet* flags) {
                    "token budget of the whole run (e.g. 1e12): adds days, MWh "
                    "and GPU-hours",
                    &total_tokens);
+  flags->AddString("stack", "NAME",
+                   absl::StrCat("training stack: ",
+                                absl::StrJoin(planner::StackNames(), ", "),
+                                " (default ", kDefaultTrainingStack, ")"),
+                   &stack);
+  flags->AddString("stack-options", "A,B",
+                   "changes to the stack's default options: NAME on, no-NAME "
+                   "off (e.g. async-tp,no-compile); '' keeps the defaults",
+                   &stack_options);
+  flags->AddString("precision", "P", "bf16 (default) or fp8 linear layers",
+                   &precision);
 }
 
 absl::StatusOr<v1::StudySpec> WorkloadFlags::ToSpec() const {
@@ -180,6 +198,15 @@ absl::StatusOr<v1::StudySpec> WorkloadFlags::ToSpec() const {
   if (global_batch) t->set_global_batch(*global_batch);
   if (seq_len) t->set_seq_len(*seq_len);
   if (total_tokens) t->set_total_tokens(*total_tokens);
+  if (stack) t->set_stack(*stack);
+  if (stack_options) {
+    t->clear_stack_options();
+    for (absl::string_view o :
+         absl::StrSplit(*stack_options, ',', absl::SkipWhitespace())) {
+      t->add_stack_options(std::string(absl::StripAsciiWhitespace(o)));
+    }
+  }
+  if (precision) t->set_precision(*precision);
   return spec;
 }
 

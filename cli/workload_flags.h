@@ -43,6 +43,9 @@ struct WorkloadFlags {
   // Training.
   std::optional<int64_t> global_batch, seq_len;
   std::optional<double> total_tokens;
+  std::optional<std::string> stack;
+  std::optional<std::string> stack_options;  // comma-separated changes
+  std::optional<std::string> precision;
 
   // Adds the flags above to `flags` under a "Workload" section.
   void Register(FlagSet* flags);

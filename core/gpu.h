@@ -19,20 +19,31 @@ namespace tessera {
 struct GpuSpec {
   std::string name;
   double peak_dense_tflops = 0;  // dense bf16 tensor-core peak (fp16 on V100)
+  double peak_fp8_tflops = 0;    // dense fp8 tensor-core peak; 0 = no fp8
   int64_t memory_bytes = 0;      // device memory as the driver reports it
   double hbm_gbs = 0;            // device memory bandwidth
   double nvlink_gbs = 0;         // NVLink bandwidth per GPU, one direction
   double inter_node_gbs = 0;  // typical NIC bandwidth per node, one direction
   double tdp_w = 0;           // board power limit
   double idle_w = 0;          // typical idle power
+  // The tensor-core generation ("volta", "ampere", "hopper"; "" = unknown):
+  // training stacks' kernel efficiencies differ by generation
+  // (planner/stacks).
+  std::string architecture = {};
 };
 
-// Checks that every figure is positive (idle below TDP); errors name the field
-// as "gpu.<field>".
+// The architectures a GpuSpec may name: volta, ampere, hopper, blackwell, and
+// cpu (the agents' CPU ranks).
+const std::vector<std::string>& KnownArchitectures();
+// True for a known architecture or "" (unknown).
+bool IsKnownArchitecture(absl::string_view architecture);
+
+// Checks that every figure is positive (idle below TDP, the fp8 peak zero or
+// positive); errors name the field as "gpu.<field>".
 absl::Status ValidateGpu(const GpuSpec& gpu);
 
-// h100-sxm, h200-sxm, a100-sxm-80g, a100-sxm-40g, v100-sxm-32g. NotFound names
-// the preset and lists the known ones.
+// h100-sxm, h100-sxm-96g-500w, h200-sxm, a100-sxm-80g, a100-sxm-40g,
+// v100-sxm-32g. NotFound names the preset and lists the known ones.
 absl::StatusOr<GpuSpec> GpuPreset(absl::string_view name);
 std::vector<std::string> GpuPresetNames();
 

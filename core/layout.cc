@@ -205,7 +205,8 @@ absl::StatusOr<Layout> ResolveLayout(const Layout& in, int64_t world_size,
 }
 
 absl::Status CheckLayoutFitsModel(const Layout& l, const ModelConfig& m,
-                                  int64_t seq_len) {
+                                  int64_t seq_len,
+                                  bool allow_uneven_interleaving) {
   const std::pair<const char*, int64_t> split_by_tp[] = {
       {"heads", m.heads},
       {"kv_heads", m.kv_heads},
@@ -221,7 +222,13 @@ absl::Status CheckLayoutFitsModel(const Layout& l, const ModelConfig& m,
     return FieldError(
         "pp", absl::StrCat(l.pp, " stages exceed the ", m.layers, " layers"));
   }
-  if (l.vpp > 1 && m.layers % (l.pp * l.vpp) != 0) {
+  if (l.vpp > 1 && l.pp * l.vpp > m.layers) {
+    return FieldError("vpp", absl::StrCat("pp*vpp = ", l.pp * l.vpp,
+                                          " model chunks exceed the ",
+                                          m.layers, " layers"));
+  }
+  if (l.vpp > 1 && !allow_uneven_interleaving &&
+      m.layers % (l.pp * l.vpp) != 0) {
     return FieldError(
         "vpp", absl::StrCat("pp*vpp = ", l.pp * l.vpp, " does not divide the ",
                             m.layers, " layers"));
@@ -242,11 +249,20 @@ LayerRange StageLayers(int64_t layers, int64_t pp, int64_t vpp, int64_t stage,
                        int64_t chunk) {
   const int64_t chunks = pp * vpp;
   const int64_t m = chunk * pp + stage;
-  const int64_t base = layers / chunks;
-  const int64_t extra = layers % chunks;
+  const int64_t base = (layers + chunks - 1) / chunks;
+  // The short chunks, one layer fewer each, alternate from the two ends:
+  // m = 0, chunks-1, 1, chunks-2, ...: the first ceil(short/2) chunks and
+  // the last floor(short/2).
+  const int64_t short_chunks = base * chunks - layers;
+  const int64_t short_front = (short_chunks + 1) / 2;
+  const int64_t short_back = short_chunks / 2;
+  auto short_before = [&](int64_t i) {  // short chunks among 0..i-1
+    return std::min(i, short_front) +
+           std::max<int64_t>(0, i - (chunks - short_back));
+  };
   LayerRange r;
-  r.begin = m * base + std::min(m, extra);
-  r.end = r.begin + base + (m < extra ? 1 : 0);
+  r.begin = m * base - short_before(m);
+  r.end = (m + 1) * base - short_before(m + 1);
   return r;
 }
 

@@ -75,11 +75,14 @@ absl::StatusOr<Layout> ResolveLayout(const Layout& layout, int64_t world_size,
                                      int64_t global_batch);
 
 // Checks the rules that depend on the model and sequence length: tp divides
-// heads, kv_heads, ffn_hidden and vocab; pp <= layers; pp*vpp divides layers
-// when vpp > 1; cp > 1 needs seq_len divisible by 2*cp (causal load balance);
-// sp needs seq_len/cp divisible by tp.
+// heads, kv_heads, ffn_hidden and vocab; pp <= layers; pp*vpp <= layers, and
+// divides them when vpp > 1 unless `allow_uneven_interleaving` (stacks that
+// size each model chunk: Megatron-Core, torchtitan); cp > 1 needs seq_len
+// divisible by 2*cp (causal load balance); sp needs seq_len/cp divisible by
+// tp.
 absl::Status CheckLayoutFitsModel(const Layout& layout,
-                                  const ModelConfig& model, int64_t seq_len);
+                                  const ModelConfig& model, int64_t seq_len,
+                                  bool allow_uneven_interleaving = false);
 
 // The half-open range of layers [begin, end) of one model chunk.
 struct LayerRange {
@@ -90,8 +93,12 @@ struct LayerRange {
 
 // Layers held by pipeline rank `stage` (0..pp-1) in its virtual chunk `chunk`
 // (0..vpp-1). Model chunk m = chunk * pp + stage (Megatron's interleaved
-// assignment) holds layers / (pp * vpp) layers; when that does not divide
-// (only allowed with vpp == 1), the first layers % pp chunks hold one more.
+// assignment) holds layers / (pp * vpp) layers; when that does not divide,
+// every chunk holds ceil(layers / (pp * vpp)) but the first and last chunks
+// of the model, then the second and the second-to-last, ..., one fewer, until
+// the layers add up: the ends also hold the embedding and the output layer
+// (Llama 3 405B: 126 layers on 16 stages, 7 on the first and last, 8 on the
+// others; Dubey et al. 2024, Section 3.3.2). Needs pp * vpp <= layers.
 LayerRange StageLayers(int64_t layers, int64_t pp, int64_t vpp, int64_t stage,
                        int64_t chunk);
 

@@ -7,6 +7,17 @@
 
 namespace tessera {
 
+absl::string_view PrecisionName(Precision precision) {
+  return precision == Precision::kFp8 ? "fp8" : "bf16";
+}
+
+absl::StatusOr<Precision> ParsePrecision(absl::string_view text) {
+  if (text == "bf16") return Precision::kBf16;
+  if (text == "fp8") return Precision::kFp8;
+  return absl::InvalidArgumentError(
+      absl::StrCat("training.precision: '", text, "' is not bf16 or fp8"));
+}
+
 ClusterConfig MakeCluster(const GpuSpec& gpu, int64_t nodes,
                           int64_t gpus_per_node) {
   ClusterConfig c;
@@ -67,13 +78,28 @@ absl::Status ValidateTraining(const TrainingConfig& t) {
         "training.total_tokens: must be zero (none) or positive, got ",
         t.total_tokens));
   }
+  if (t.stack.empty()) {
+    return absl::InvalidArgumentError(
+        "training.stack: must name a training stack");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateTrainingOnGpu(const TrainingConfig& t,
+                                   const GpuSpec& gpu) {
+  if (t.precision == Precision::kFp8 && !(gpu.peak_fp8_tflops > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "training.precision: fp8 needs fp8 tensor cores, and gpu '", gpu.name,
+        "' has none (gpu.peak_fp8_tflops is 0)"));
+  }
   return absl::OkStatus();
 }
 
 absl::Status ValidateWorkload(const Workload& w) {
   TESSERA_RETURN_IF_ERROR(ValidateModel(w.model));
   TESSERA_RETURN_IF_ERROR(ValidateCluster(w.cluster));
-  return ValidateTraining(w.training);
+  TESSERA_RETURN_IF_ERROR(ValidateTraining(w.training));
+  return ValidateTrainingOnGpu(w.training, w.cluster.gpu);
 }
 
 }  // namespace tessera

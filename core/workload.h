@@ -7,8 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/gpu.h"
 #include "core/model.h"
 
@@ -34,12 +38,39 @@ struct ClusterConfig {
 ClusterConfig MakeCluster(const GpuSpec& gpu, int64_t nodes,
                           int64_t gpus_per_node);
 
+// The number format of the linear layers' matrix multiplies. Attention, norms,
+// the output layer and the optimizer stay in bf16/fp32 either way.
+enum class Precision {
+  kBf16,  // bf16 GEMMs (mixed precision with fp32 master weights)
+  kFp8,   // fp8 GEMMs in the linear layers (Transformer Engine, torchao
+          // float8), with per-tensor or per-row scaling
+};
+
+absl::string_view PrecisionName(Precision precision);
+// "bf16" or "fp8"; the error names training.precision.
+absl::StatusOr<Precision> ParsePrecision(absl::string_view text);
+
+// The training stack when a study names none: Megatron-Core, because it runs
+// every knob of the layout table (tp with sp, pp with interleaving, cp, DDP,
+// distributed optimizer, FSDP) and is what the largest published Llama runs
+// use (Megatron-LM, NeMo / Megatron-Bridge). planner/stacks lists them all.
+inline constexpr char kDefaultTrainingStack[] = "megatron-core";
+
 // What the study trains: a global batch of sequences of seq_len tokens per
-// optimizer step, and optionally the whole run's token budget.
+// optimizer step, with which software and number format, and optionally the
+// whole run's token budget.
 struct TrainingConfig {
   int64_t global_batch = 0;  // sequences per optimizer step
   int64_t seq_len = 0;       // tokens per sequence
   double total_tokens = 0;   // token budget of the whole run; 0 = not given
+  // The training stack (a file of planner/stacks: "megatron-core",
+  // "torchtitan", "pytorch-fsdp", ...): which layouts can run and how fast.
+  std::string stack = kDefaultTrainingStack;
+  // Changes to the stack's default options: "NAME" turns an option on,
+  // "no-NAME" off (torchtitan: "compile", "async-tp", ...). Checked against
+  // the stack by the planner.
+  std::vector<std::string> stack_options = {};
+  Precision precision = Precision::kBf16;
 
   int64_t tokens_per_step() const { return global_batch * seq_len; }
 };
@@ -52,8 +83,12 @@ struct Workload {
 
 // Checks the cluster (positive counts and links; errors "cluster.<field>").
 absl::Status ValidateCluster(const ClusterConfig& cluster);
-// Checks the training (errors "training.<field>").
+// Checks the training's numbers (errors "training.<field>"); the stack's name
+// and options are checked by the planner, which knows the stacks.
 absl::Status ValidateTraining(const TrainingConfig& training);
+// Checks what the training asks of the GPU: fp8 needs an fp8 peak.
+absl::Status ValidateTrainingOnGpu(const TrainingConfig& training,
+                                   const GpuSpec& gpu);
 // Checks model, GPU, cluster and training together.
 absl::Status ValidateWorkload(const Workload& workload);
 

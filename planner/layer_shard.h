@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "core/layout.h"
+#include "core/workload.h"
 
 namespace tessera::planner {
 
@@ -20,15 +21,17 @@ struct LayerShard {
   int64_t cp = 1;
   int64_t micro_batch = 1;  // sequences
   int64_t seq_len = 1;      // tokens per whole sequence (before cp splits it)
+  Precision precision = Precision::kBf16;  // of the linear layers' GEMMs
 
   // Tokens of the micro-batch on this GPU's context-parallel rank.
   double local_tokens() const {
     return static_cast<double>(micro_batch) * seq_len / cp;
   }
 
-  static LayerShard Of(const Layout& layout, int64_t seq_len) {
-    return LayerShard{layout.tp, layout.sp, layout.cp, layout.micro_batch,
-                      seq_len};
+  static LayerShard Of(const Layout& layout, const TrainingConfig& training) {
+    return LayerShard{layout.tp,          layout.sp,
+                      layout.cp,          layout.micro_batch,
+                      training.seq_len,   training.precision};
   }
 };
 

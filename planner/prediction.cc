@@ -3,7 +3,8 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
-#include "planner/memory_model.h"
+#include "planner/memory/memory_model.h"
+#include "planner/stacks/training_stack.h"
 #include "planner/step_model.h"
 
 namespace tessera::planner {
@@ -35,13 +36,24 @@ LayoutEvaluation PredictLayout(const Workload& workload, const Layout& layout,
     return e;
   }
   e.layout = *resolved;
-  if (absl::Status s = CheckLayoutFitsModel(e.layout, workload.model,
-                                            workload.training.seq_len);
+  absl::StatusOr<TrainingStack> stack = StackForTraining(workload.training);
+  if (!stack.ok()) {
+    e.reason = std::string(stack.status().message());
+    return e;
+  }
+  if (absl::Status s = stack->CanRun(e.layout, workload.training.precision);
       !s.ok()) {
     e.reason = std::string(s.message());
     return e;
   }
-  e.feasible = PredictStep(workload, e.layout, calibration,
+  if (absl::Status s = CheckLayoutFitsModel(
+          e.layout, workload.model, workload.training.seq_len,
+          stack->layouts.uneven_interleaving);
+      !s.ok()) {
+    e.reason = std::string(s.message());
+    return e;
+  }
+  e.feasible = PredictStep(workload, *stack, e.layout, calibration,
                            /*stop_if_over_memory=*/false, &e.prediction);
   if (!e.feasible) {
     e.reason = MemoryReason(e.prediction.memory.total_bytes,

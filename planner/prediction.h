@@ -13,7 +13,7 @@
 
 #include "core/layout.h"
 #include "core/workload.h"
-#include "planner/calibration.h"
+#include "planner/calibration/calibration.h"
 
 namespace tessera::planner {
 
@@ -24,6 +24,7 @@ struct MemoryBreakdown {
   double gradients_bytes = 0;       // fp32 gradients (sharded by zero >= 2)
   double optimizer_bytes = 0;       // AdamW moments (sharded by zero >= 1)
   double activations_bytes = 0;  // saved activations of in-flight micro-batches
+  double logits_bytes = 0;       // the loss's logits working set (last stage)
   double gathered_params_bytes =
       0;                      // FSDP: gathered units (current + prefetched)
   double overhead_bytes = 0;  // CUDA/NCCL workspace and fragmentation
@@ -62,7 +63,8 @@ struct Prediction {
 
 // A layout with its verdict: feasible with a prediction, or infeasible with
 // the reason ("memory: needs 93.1 GiB per GPU, 13.6 GiB over the usable 79.5
-// GiB", "layout.tp: 3 does not divide heads 32", ...).
+// GiB", "layout.tp: 3 does not divide heads 32", "layout.zero: the
+// torchtitan stack runs zero 0, 2, 3, not 1", ...).
 struct LayoutEvaluation {
   Layout layout;  // resolved (dp, grad_accum, shard_group filled in)
   bool feasible = false;
@@ -70,9 +72,12 @@ struct LayoutEvaluation {
   Prediction prediction;  // memory is filled in even when memory-infeasible
 };
 
-// Resolves `layout` against the workload (core/layout.h rules), checks memory
-// and predicts its step. Never fails: an invalid or infeasible layout comes
-// back with feasible = false and the reason. `workload` must be valid.
+// Resolves `layout` against the workload (core/layout.h rules), checks that
+// the workload's training stack (planner/stacks) can run it, checks memory
+// and predicts its step. Never fails: an invalid or infeasible layout, or an
+// unknown stack, comes back with feasible = false and the reason. `workload`
+// must be valid; `calibration` is usually DefaultCalibration(workload) or a
+// fit to trials.
 LayoutEvaluation PredictLayout(const Workload& workload, const Layout& layout,
                                const Calibration& calibration);
 

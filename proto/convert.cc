@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "planner/stacks/training_stack.h"
 
 namespace tessera {
 namespace {
@@ -122,6 +123,20 @@ absl::StatusOr<GpuSpec> GpuFromSpec(const v1::GpuSpec& spec) {
   TESSERA_RETURN_IF_ERROR(ApplyNumber("cluster.gpu.idle_w", spec.has_idle_w(),
                                       spec.idle_w(), true, &g.idle_w,
                                       &changed));
+  TESSERA_RETURN_IF_ERROR(ApplyNumber(
+      "cluster.gpu.peak_fp8_tflops", spec.has_peak_fp8_tflops(),
+      spec.peak_fp8_tflops(), true, &g.peak_fp8_tflops, &changed));
+  if (spec.has_architecture()) {
+    if (!IsKnownArchitecture(spec.architecture())) {
+      return FieldError(
+          "cluster.gpu.architecture",
+          absl::StrCat("'", spec.architecture(), "' is not one of ",
+                       absl::StrJoin(KnownArchitectures(), ", "),
+                       " or empty (unknown)"));
+    }
+    if (g.architecture != spec.architecture()) changed = true;
+    g.architecture = spec.architecture();
+  }
   if (!spec.preset().empty() && !changed) g.name = spec.preset();
   if (changed) g.name = "custom";
   TESSERA_RETURN_IF_ERROR(InSpecPath(ValidateGpu(g)));
@@ -177,7 +192,24 @@ absl::StatusOr<TrainingConfig> TrainingFromSpec(const v1::TrainingSpec& spec) {
   t.global_batch = spec.global_batch();
   t.seq_len = spec.seq_len();
   t.total_tokens = spec.total_tokens();
+  if (!spec.stack().empty()) t.stack = spec.stack();
+  t.stack_options.assign(spec.stack_options().begin(),
+                         spec.stack_options().end());
+  if (!spec.precision().empty()) {
+    TESSERA_ASSIGN_OR_RETURN(t.precision, ParsePrecision(spec.precision()));
+  }
   TESSERA_RETURN_IF_ERROR(ValidateTraining(t));
+  // The stack and its options, checked against planner/stacks.
+  absl::StatusOr<const planner::TrainingStack*> stack =
+      planner::FindStack(t.stack);
+  if (!stack.ok()) return stack.status();
+  TESSERA_RETURN_IF_ERROR(
+      planner::EnabledOptions(**stack, t.stack_options).status());
+  if (!(*stack)->SupportsPrecision(t.precision)) {
+    return FieldError("training.precision",
+                      absl::StrCat("the ", t.stack, " stack does not train in ",
+                                   PrecisionName(t.precision)));
+  }
   return t;
 }
 
@@ -239,6 +271,8 @@ v1::StudySpec SpecFromWorkload(const Workload& w) {
   g->set_inter_node_gbs(gpu.inter_node_gbs);
   g->set_tdp_w(gpu.tdp_w);
   g->set_idle_w(gpu.idle_w);
+  g->set_peak_fp8_tflops(gpu.peak_fp8_tflops);
+  if (!gpu.architecture.empty()) g->set_architecture(gpu.architecture);
   c->set_nodes(w.cluster.nodes);
   c->set_gpus_per_node(w.cluster.gpus_per_node);
   c->set_intra_node_gbs(w.cluster.intra_node_gbs);
@@ -249,6 +283,9 @@ v1::StudySpec SpecFromWorkload(const Workload& w) {
   t->set_global_batch(w.training.global_batch);
   t->set_seq_len(w.training.seq_len);
   t->set_total_tokens(w.training.total_tokens);
+  t->set_stack(w.training.stack);
+  for (const std::string& o : w.training.stack_options) t->add_stack_options(o);
+  t->set_precision(std::string(PrecisionName(w.training.precision)));
   return spec;
 }
 
@@ -317,6 +354,7 @@ v1::Prediction PredictionToProto(const planner::Prediction& p) {
   m->set_gradients_bytes(p.memory.gradients_bytes);
   m->set_optimizer_bytes(p.memory.optimizer_bytes);
   m->set_activations_bytes(p.memory.activations_bytes);
+  m->set_logits_bytes(p.memory.logits_bytes);
   m->set_gathered_params_bytes(p.memory.gathered_params_bytes);
   m->set_overhead_bytes(p.memory.overhead_bytes);
   m->set_total_bytes(p.memory.total_bytes);
@@ -353,6 +391,7 @@ planner::Prediction PredictionFromProto(const v1::Prediction& p) {
   out.memory.gradients_bytes = m.gradients_bytes();
   out.memory.optimizer_bytes = m.optimizer_bytes();
   out.memory.activations_bytes = m.activations_bytes();
+  out.memory.logits_bytes = m.logits_bytes();
   out.memory.gathered_params_bytes = m.gathered_params_bytes();
   out.memory.overhead_bytes = m.overhead_bytes();
   out.memory.total_bytes = m.total_bytes();

@@ -16,7 +16,7 @@
 #include "core/model_overrides.h"
 #include "core/workload.h"
 #include "planner/prediction.h"
-#include "planner/search.h"
+#include "planner/search/search.h"
 #include "tessera/v1/specs.pb.h"
 
 namespace tessera {

@@ -2,7 +2,9 @@
 // under 1 s each on one core; goal under 100 ms):
 // - llama3-405b on 16384 H100 (2048 nodes x 8), 2048 sequences x 8192 tokens
 //   per step (Llama 3's 16M-token batch, Dubey et al. 2024);
-// - llama2-70b on 2048 H100 (256 nodes x 8), 1024 sequences x 4096 tokens.
+// - llama2-70b on 2048 H100 (256 nodes x 8), 1024 sequences x 4096 tokens;
+// both under the default training stack (megatron-core: the whole layout
+// table).
 // Counters: layouts enumerated and scored per second, feasible layouts, and
 // the search's own elapsed time.
 //
@@ -13,7 +15,8 @@
 #include "core/gpu.h"
 #include "core/model.h"
 #include "core/workload.h"
-#include "planner/search.h"
+#include "planner/search/search.h"
+#include "planner/stacks/stack_calibration.h"
 
 namespace tessera::planner {
 namespace {
@@ -28,7 +31,8 @@ Workload MakeWorkload(const std::string& model, int64_t nodes,
 void RunSearch(benchmark::State& state, const Workload& w) {
   SearchResult last;
   for (auto _ : state) {
-    absl::StatusOr<SearchResult> r = SearchLayouts(w, Calibration{}, {});
+    absl::StatusOr<SearchResult> r =
+        SearchLayouts(w, *DefaultCalibration(w), {});
     if (!r.ok()) {
       state.SkipWithError(std::string(r.status().message()).c_str());
       return;

@@ -173,7 +173,11 @@ class Planner {
   void Emit(int64_t study_id, const std::string& message,
             const db::Trial* trial = nullptr);
   absl::StatusOr<Workload> WorkloadForRequest(const v1::StudySpec& spec);
+  // The calibration `workload` plans with: the latest fit of the trials on
+  // the GPU called `gpu_name` as StudyCalibration carries it to the
+  // workload's stack, or the stack's defaults without one.
   planner::Calibration LatestGpuCalibration(const std::string& gpu_name,
+                                            const Workload& workload,
                                             double* mape, int64_t* samples);
 
   // ---- Agents (planner_agents.cc) ----

@@ -25,8 +25,9 @@ absl::StatusOr<int64_t> Planner::SubmitStudy(const v1::StudySpec& spec) {
     // plan` says); the "agents" GPU is checked when it is known.
     planner::SearchOptions reach;
     reach.top = 1;
-    absl::StatusOr<planner::SearchResult> r =
-        planner::SearchLayouts(checked.workload, planner::Calibration{}, reach);
+    absl::StatusOr<planner::SearchResult> r = planner::SearchLayouts(
+        checked.workload, StudyCalibration(checked.workload, std::nullopt),
+        reach);
     if (!r.ok()) return InStudy(r.status());
   }
   db::NewStudy s;
@@ -252,7 +253,8 @@ absl::StatusOr<v1::PlanResponse> Planner::Plan(const v1::PlanRequest& request) {
   double mape = 0;
   int64_t samples = 0;
   const planner::Calibration calibration =
-      LatestGpuCalibration(workload.cluster.gpu.name, &mape, &samples);
+      LatestGpuCalibration(workload.cluster.gpu.name, workload, &mape,
+                           &samples);
   absl::StatusOr<planner::SearchResult> result =
       planner::SearchLayouts(workload, calibration, search);
   if (!result.ok()) return InStudy(result.status());
@@ -268,7 +270,8 @@ absl::StatusOr<v1::PredictResponse> Planner::Predict(
   double mape = 0;
   int64_t samples = 0;
   const planner::Calibration calibration =
-      LatestGpuCalibration(workload.cluster.gpu.name, &mape, &samples);
+      LatestGpuCalibration(workload.cluster.gpu.name, workload, &mape,
+                           &samples);
   v1::PredictResponse out;
   *out.mutable_evaluation() =
       EvaluationToProto(planner::PredictLayout(workload, layout, calibration));
@@ -276,13 +279,14 @@ absl::StatusOr<v1::PredictResponse> Planner::Predict(
 }
 
 planner::Calibration Planner::LatestGpuCalibration(const std::string& gpu_name,
+                                                   const Workload& workload,
                                                    double* mape,
                                                    int64_t* samples) {
   absl::StatusOr<db::Calibration> stored =
       store_->LatestCalibration(db::GpuScope(gpu_name));
   *mape = 0;
   *samples = 0;
-  if (!stored.ok()) return planner::Calibration{};
+  if (!stored.ok()) return StudyCalibration(workload, std::nullopt);
   std::vector<std::string> skipped;
   planner::Calibration c = CalibrationFromStored(*stored, &skipped);
   if (!skipped.empty()) {
@@ -293,7 +297,7 @@ planner::Calibration Planner::LatestGpuCalibration(const std::string& gpu_name,
   }
   *mape = stored->fit_error;
   *samples = stored->samples;
-  return c;
+  return StudyCalibration(workload, c);
 }
 
 }  // namespace tessera::service

@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "planner/service/trial_geometry.h"
+#include "planner/stacks/stack_calibration.h"
+#include "planner/stacks/training_stack.h"
 
 namespace tessera::service {
 
@@ -27,6 +29,10 @@ absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
   const db::TrialMeasurement& m = *trial.measured;
   planner::CalibrationSample s;
   s.workload = plan->workload;
+  // What ran: the executor, in its own number format.
+  s.workload.training.stack = kTrialStack;
+  s.workload.training.stack_options.clear();
+  s.workload.training.precision = Precision::kBf16;
   s.layout = trial.layout;
   s.step_time_s = m.step_time_s.median;
   if (m.backend == "cuda") {
@@ -41,8 +47,36 @@ absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
       std::isfinite(*m.watts_per_gpu)) {
     s.watts_per_gpu = m.watts_per_gpu;
   }
+  if (m.backend == "cuda" && m.peak_memory_bytes > 0 &&
+      std::isfinite(static_cast<double>(m.peak_memory_bytes))) {
+    s.peak_memory_bytes = static_cast<double>(m.peak_memory_bytes);
+  }
   s.weight = static_cast<double>(std::max<int64_t>(m.steps, 1));
   return s;
+}
+
+planner::Calibration TrialStackPrior(const GpuSpec& gpu) {
+  absl::StatusOr<const planner::TrainingStack*> stack =
+      planner::FindStack(kTrialStack);
+  if (!stack.ok()) return planner::Calibration{};
+  absl::StatusOr<planner::Calibration> c =
+      planner::StackCalibration(**stack, gpu, {});
+  return c.ok() ? *c : planner::Calibration{};
+}
+
+planner::Calibration StudyCalibration(
+    const Workload& workload,
+    const std::optional<planner::Calibration>& trial_fit) {
+  absl::StatusOr<planner::Calibration> defaults =
+      planner::DefaultCalibration(workload);
+  const planner::Calibration base = defaults.ok() ? *defaults
+                                                  : planner::Calibration{};
+  if (!trial_fit.has_value()) return base;
+  if (workload.training.stack == kTrialStack &&
+      workload.training.stack_options.empty()) {
+    return *trial_fit;
+  }
+  return planner::WithHardwareOf(*trial_fit, base);
 }
 
 planner::Calibration CalibrationFromStored(const db::Calibration& stored,

@@ -1,5 +1,5 @@
 // From trials to the cost model's calibration and back to the store: the
-// samples planner/calibration_fit.h fits (each ok trial as it ran: its
+// samples planner/calibration/calibration_fit.h fits (each ok trial as it ran: its
 // study's workload scaled to the trial's world and layers, its layout, its
 // measured step time), and the conversions between planner::Calibration and
 // the store's named coefficients.
@@ -20,14 +20,15 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/workload.h"
 #include "db/trial_store.h"
-#include "planner/calibration.h"
-#include "planner/calibration_fit.h"
+#include "planner/calibration/calibration.h"
+#include "planner/calibration/calibration_fit.h"
 
 namespace tessera::service {
 
@@ -36,6 +37,20 @@ namespace tessera::service {
 // time or whose layout no longer maps onto the study.
 absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
     const db::Trial& trial, const Workload& study_workload, int64_t layers);
+
+// The stack trials run: Tessera's own executor.
+inline constexpr char kTrialStack[] = "tessera";
+
+// The prior of a fit to trials on `gpu`: the tessera stack's defaults there.
+planner::Calibration TrialStackPrior(const GpuSpec& gpu);
+
+// What a study of `workload` plans with, given the latest fit of the trials
+// on its GPU (nullopt: none): the fit itself for a tessera-stack study;
+// otherwise the study's stack defaults (planner::DefaultCalibration) with
+// the fit's hardware coefficients (planner::WithHardwareOf).
+planner::Calibration StudyCalibration(
+    const Workload& workload,
+    const std::optional<planner::Calibration>& trial_fit);
 
 // The coefficients of `stored` over the defaults: unknown names and values
 // out of range are skipped (and listed in `*skipped` when given).

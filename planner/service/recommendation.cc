@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/util/json_util.h"
-#include "planner/pareto.h"
+#include "planner/search/pareto.h"
 #include "planner/service/measured_layouts.h"
 #include "planner/service/recalibration.h"
 #include "planner/service/study_spec.h"

@@ -28,7 +28,7 @@
 
 #include "core/workload.h"
 #include "db/trial_store.h"
-#include "planner/calibration.h"
+#include "planner/calibration/calibration.h"
 #include "planner/service/trial_pool.h"
 #include "tessera/v1/service.pb.h"
 

@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
-#include "planner/calibration_fit.h"
+#include "planner/calibration/calibration_fit.h"
 #include "planner/service/agents_gpu.h"
 #include "planner/service/halving.h"
 #include "planner/service/measured_layouts.h"
@@ -186,8 +186,9 @@ absl::StatusOr<bool> Planner::ResolveLocked(StudyRun& run) {
     }
     if (!run.workload.has_value()) return false;
   }
-  run.calibration = LatestGpuCalibration(run.gpu_name, &run.calibration_mape,
-                                         &run.calibration_samples);
+  run.calibration =
+      LatestGpuCalibration(run.gpu_name, *run.workload, &run.calibration_mape,
+                           &run.calibration_samples);
   return true;
 }
 
@@ -424,7 +425,8 @@ absl::Status Planner::RefitLocked(StudyRun& run,
   if (samples.empty()) return absl::OkStatus();
   TESSERA_ASSIGN_OR_RETURN(
       const planner::CalibrationFit fit,
-      planner::FitCalibration(samples, planner::Calibration{}, {}));
+      planner::FitCalibration(
+          samples, TrialStackPrior(run.workload->cluster.gpu), {}));
   TESSERA_RETURN_IF_ERROR(
       store_
           ->SaveCalibration(StoredCalibration(fit, db::GpuScope(run.gpu_name)))
@@ -432,7 +434,7 @@ absl::Status Planner::RefitLocked(StudyRun& run,
   TESSERA_RETURN_IF_ERROR(
       store_->SaveCalibration(StoredCalibration(fit, db::StudyScope(run.id)))
           .status());
-  run.calibration = fit.calibration;
+  run.calibration = StudyCalibration(*run.workload, fit.calibration);
   run.calibration_mape = fit.fitted_step_time_mape;
   run.calibration_samples = fit.samples;
   run.fitted_ok_trials = CountOk(trials);

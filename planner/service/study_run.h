@@ -13,7 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/workload.h"
-#include "planner/calibration.h"
+#include "planner/calibration/calibration.h"
 #include "planner/service/study_spec.h"
 
 namespace tessera::service {

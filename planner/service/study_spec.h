@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "core/workload.h"
-#include "planner/search.h"
+#include "planner/search/search.h"
 #include "planner/service/trial_options.h"
 #include "tessera/v1/specs.pb.h"
 

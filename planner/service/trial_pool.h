@@ -1,5 +1,5 @@
 // The candidates a study may trial: the calibrated ranking of its layouts
-// (planner/search.h), each with its trial plan (trial_geometry.h) and the
+// (planner/search/search.h), each with its trial plan (trial_geometry.h) and the
 // calibrated prediction at the trial's scale, so that what a trial measures
 // compares with what the model predicted for exactly that trial. A layout
 // that cannot be trialed keeps its place with the reason (the model-parallel
@@ -19,9 +19,9 @@
 #include "absl/status/statusor.h"
 #include "core/workload.h"
 #include "db/trial_store.h"
-#include "planner/calibration.h"
+#include "planner/calibration/calibration.h"
 #include "planner/prediction.h"
-#include "planner/search.h"
+#include "planner/search/search.h"
 #include "planner/service/trial_geometry.h"
 
 namespace tessera::service {

@@ -5,6 +5,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "planner/prediction.h"
+#include "planner/stacks/stack_calibration.h"
 #include "tests/cli/cli_test_util.h"
 
 namespace tessera::cli {
@@ -24,7 +25,8 @@ std::vector<std::string> Predict(const std::string& layout,
 Workload Example() {
   return Workload{*ModelPreset("llama2-7b"),
                   MakeCluster(*GpuPreset("h100-sxm"), 32, 8),
-                  TrainingConfig{512, 4096, 1e12}};
+                  TrainingConfig{
+                      .global_batch = 512, .seq_len = 4096, .total_tokens = 1e12}};
 }
 
 TEST(PredictCommandTest, FeasibleLayoutJson) {
@@ -42,9 +44,11 @@ TEST(PredictCommandTest, FeasibleLayoutJson) {
   EXPECT_EQ(l["shard_group"], 128);
   EXPECT_EQ(l["zero"], 3);
   EXPECT_EQ(l["recompute"], "none");
-  // The printed prediction is the cost model's, field for field.
-  const planner::LayoutEvaluation e = planner::PredictLayout(
-      Example(), *ParseLayout(kLayout), planner::Calibration{});
+  // The printed prediction is the cost model's with the default stack's
+  // coefficients, field for field.
+  const planner::LayoutEvaluation e =
+      planner::PredictLayout(Example(), *ParseLayout(kLayout),
+                             *planner::DefaultCalibration(Example()));
   ASSERT_TRUE(e.feasible) << e.reason;
   const json& p = j["prediction"];
   EXPECT_EQ(p["step_time_s"].get<double>(), e.prediction.step_time_s);

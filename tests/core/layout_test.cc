@@ -116,6 +116,14 @@ TEST(LayoutTest, FitsModelChecksDivisibility) {
   EXPECT_TRUE(CheckLayoutFitsModel(Layout{.pp = 3}, m, 4096).ok());  // uneven
   EXPECT_TRUE(Names(CheckLayoutFitsModel(Layout{.pp = 3, .vpp = 2}, m, 4096),
                     "layout.vpp"));
+  // Stacks that size each model chunk run uneven interleaving, not more
+  // chunks than layers.
+  EXPECT_TRUE(CheckLayoutFitsModel(Layout{.pp = 3, .vpp = 2}, m, 4096,
+                                   /*allow_uneven_interleaving=*/true)
+                  .ok());
+  EXPECT_TRUE(Names(CheckLayoutFitsModel(Layout{.pp = 41, .vpp = 2}, m, 4096,
+                                         /*allow_uneven_interleaving=*/true),
+                    "layout.vpp"));
   EXPECT_TRUE(
       Names(CheckLayoutFitsModel(Layout{.cp = 3}, m, 4096), "layout.cp"));
   EXPECT_TRUE(CheckLayoutFitsModel(Layout{.cp = 4}, m, 4096).ok());
@@ -128,8 +136,8 @@ TEST(LayoutTest, StageLayersCoverEveryLayerOnce) {
   for (int64_t layers : {1, 7, 32, 126}) {
     for (int64_t pp : {1, 2, 3, 4, 7}) {
       if (pp > layers) continue;
-      for (int64_t vpp : {1, 2}) {
-        if (vpp > 1 && layers % (pp * vpp) != 0) continue;
+      for (int64_t vpp : {1, 2, 3}) {
+        if (pp * vpp > layers) continue;
         int64_t next = 0;
         // Model chunk order: chunk-major, then stage.
         for (int64_t chunk = 0; chunk < vpp; ++chunk) {
@@ -145,9 +153,23 @@ TEST(LayoutTest, StageLayersCoverEveryLayerOnce) {
       }
     }
   }
-  // 80 layers on 3 stages: 27, 27, 26.
-  EXPECT_EQ(StageLayers(80, 3, 1, 0, 0).size(), 27);
-  EXPECT_EQ(StageLayers(80, 3, 1, 2, 0).size(), 26);
+  // 80 layers on 3 stages: 26, 27, 27 (the first stage is the lighter end).
+  EXPECT_EQ(StageLayers(80, 3, 1, 0, 0).size(), 26);
+  EXPECT_EQ(StageLayers(80, 3, 1, 1, 0).size(), 27);
+  EXPECT_EQ(StageLayers(80, 3, 1, 2, 0).size(), 27);
+  // Llama 3 405B (Dubey et al. 2024): 126 layers on 16 stages, 7 on the first
+  // and the last, 8 on the others.
+  EXPECT_EQ(StageLayers(126, 16, 1, 0, 0).size(), 7);
+  EXPECT_EQ(StageLayers(126, 16, 1, 1, 0).size(), 8);
+  EXPECT_EQ(StageLayers(126, 16, 1, 14, 0).size(), 8);
+  EXPECT_EQ(StageLayers(126, 16, 1, 15, 0).size(), 7);
+  // Interleaved and uneven: 126 layers as 16 x 2 chunks of 4 but the first
+  // (stage 0, chunk 0) and the last (stage 15, chunk 1), which hold 3: 32 * 4
+  // - 126 = 2 short chunks.
+  EXPECT_EQ(StageLayers(126, 16, 2, 0, 0).size(), 3);
+  EXPECT_EQ(StageLayers(126, 16, 2, 15, 1).size(), 3);
+  EXPECT_EQ(StageLayers(126, 16, 2, 1, 0).size(), 4);
+  EXPECT_EQ(StageLayers(126, 16, 2, 15, 1).end, 126);
   // Interleaved: stage 1, chunk 1 of 8 layers on pp=2, vpp=2 holds layers 6-7.
   EXPECT_EQ(StageLayers(8, 2, 2, 1, 1).begin, 6);
 }

@@ -10,7 +10,7 @@
 #include "core/layout.h"
 #include "core/layout_json.h"
 #include "core/model.h"
-#include "planner/calibration.h"
+#include "planner/calibration/calibration.h"
 #include "planner/prediction.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"

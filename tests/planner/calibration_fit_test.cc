@@ -1,7 +1,7 @@
 // FitCalibration against synthetic ground truth: trials "measured" by
 // PredictLayout under a known calibration that differs from the prior, with
 // and without noise, on H100 clusters and on a CPU-like "GPU".
-#include "planner/calibration_fit.h"
+#include "planner/calibration/calibration_fit.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,7 +18,8 @@ namespace tessera::planner {
 namespace {
 
 const std::set<std::string> kCompute = {
-    "gemm_peak_efficiency", "gemm_traffic_factor", "attention_efficiency",
+    "gemm_peak_efficiency",       "gemm_traffic_factor",
+    "attention_efficiency",       "attention_seq_half_tokens",
     "elementwise_traffic_factor", "optimizer_bytes_per_param"};
 
 Workload MakeWorkload(const char* model, const GpuSpec& gpu, int64_t nodes,
@@ -216,8 +217,10 @@ TEST(CalibrationFitTest, PowerStaysAtThePriorWithoutWatts) {
   const CalibrationFit fit = Fit(TrialRound(truth, /*watts=*/false));
   EXPECT_FALSE(Contains(fit.fitted, "power_compute_activity"));
   EXPECT_FALSE(Contains(fit.fitted, "power_comm_activity"));
-  EXPECT_EQ(fit.calibration.power_compute_activity, 0.85);
-  EXPECT_EQ(fit.calibration.power_comm_activity, 0.30);
+  EXPECT_EQ(fit.calibration.power_compute_activity,
+            Calibration{}.power_compute_activity);
+  EXPECT_EQ(fit.calibration.power_comm_activity,
+            Calibration{}.power_comm_activity);
   // Time coefficients are found as well as with watts.
   EXPECT_LT(fit.fitted_step_time_mape, 0.005);
   EXPECT_NEAR(fit.calibration.gemm_peak_efficiency, 0.55, 0.02 * 0.55);
@@ -258,10 +261,11 @@ TEST(CalibrationFitTest, ASingleRankSampleMovesOnlyCompute) {
   EXPECT_EQ(std::set<std::string>(fit.fitted.begin(), fit.fitted.end()),
             kCompute);
   ExpectUnfittedAtPrior(fit, Calibration{});
-  // One measurement: matched exactly, by slowing compute (every compute
+  // One measurement: matched (within 0.2%: the prior on six free compute
+  // coefficients pulls a little), by slowing compute (every compute
   // coefficient moves the slow way, gemm_peak_efficiency the most).
   EXPECT_GT(fit.prior_step_time_mape, 0.15);
-  EXPECT_LT(fit.fitted_step_time_mape, 1e-3);
+  EXPECT_LT(fit.fitted_step_time_mape, 2e-3);
   const Calibration prior;
   EXPECT_LT(fit.calibration.gemm_peak_efficiency, prior.gemm_peak_efficiency);
   EXPECT_LT(fit.calibration.attention_efficiency, prior.attention_efficiency);
@@ -277,7 +281,8 @@ TEST(CalibrationFitTest, ASingleRankSampleMovesOnlyCompute) {
   EXPECT_EQ(
       std::set<std::string>(with_watts.fitted.begin(), with_watts.fitted.end()),
       expected);
-  EXPECT_EQ(with_watts.calibration.power_comm_activity, 0.30);
+  EXPECT_EQ(with_watts.calibration.power_comm_activity,
+            Calibration{}.power_comm_activity);
 }
 
 TEST(CalibrationFitTest, FixedCoefficientsKeepThePrior) {
@@ -301,7 +306,9 @@ TEST(CalibrationFitTest, LeavesTheFlatSideOfAnOverlapKink) {
   Calibration prior;
   prior.fsdp_overlap_efficiency = 1.0;
   prior.fsdp_bandwidth_efficiency = 0.5;
-  const Calibration truth;  // the defaults: 0.4 and 0.19
+  Calibration truth;  // DeepSpeed-2021-like FSDP
+  truth.fsdp_overlap_efficiency = 0.4;
+  truth.fsdp_bandwidth_efficiency = 0.19;
   const Workload two = H100("llama3-8b", 2, 64, 4096);
   const Workload four = H100("llama2-70b", 4, 128, 4096);
   const Workload eight = H100("llama2-70b", 8, 128, 4096);
@@ -317,9 +324,13 @@ TEST(CalibrationFitTest, LeavesTheFlatSideOfAnOverlapKink) {
       Trial(eight, "tp=2,zero=3,micro_batch=4,recompute=full", truth, {}),
   };
   for (const CalibrationSample& s : samples) {
-    // Under the prior only the (blocking) tp traffic is exposed.
+    // Under the prior only the (blocking) tp traffic is exposed, and of the
+    // FSDP traffic the first unit's collectives of each pass (under 4% of
+    // it: at least 64 units of which 3 passes expose one).
     const Prediction p = PredictLayout(s.workload, s.layout, prior).prediction;
-    EXPECT_NEAR(p.exposed_comm_s, p.tp_comm_s, 1e-9) << FormatLayout(s.layout);
+    EXPECT_GE(p.exposed_comm_s, p.tp_comm_s) << FormatLayout(s.layout);
+    EXPECT_LT(p.exposed_comm_s - p.tp_comm_s, 0.04 * p.dp_comm_s)
+        << FormatLayout(s.layout);
   }
   const CalibrationFit fit = Fit(samples, prior);
   EXPECT_GT(fit.prior_step_time_mape, 0.1);
@@ -470,7 +481,11 @@ TEST(CalibrationFitTest, CpuLikeGpuMovesComputeByAnOrderOfMagnitude) {
   truth.ring_latency_factor = 30;
   truth.intra_node_bw_efficiency = 0.3;
   const std::vector<CalibrationSample> samples = CpuTrials(truth);
-  const CalibrationFit fit = Fit(samples);
+  // The trials share one sequence length, which cannot tell the attention
+  // kernel's efficiency from its sequence-length roll-off: keep the latter.
+  CalibrationFitOptions options;
+  options.fixed = {"attention_seq_half_tokens"};
+  const CalibrationFit fit = Fit(samples, Calibration{}, options);
   for (const CalibrationSampleResidual& r : fit.residuals) {
     EXPECT_LT(r.prior_step_time_s, 0.15 * r.measured_step_time_s);
   }
@@ -482,17 +497,25 @@ TEST(CalibrationFitTest, CpuLikeGpuMovesComputeByAnOrderOfMagnitude) {
   EXPECT_NEAR(std::log(c.intra_node_bw_efficiency / 0.3), 0, 0.1);
   // Element-wise traffic is a small share of the time here, so the prior
   // holds it back; it still moves the right way.
-  EXPECT_GT(c.elementwise_traffic_factor, 6);
+  EXPECT_GT(c.elementwise_traffic_factor,
+            Calibration{}.elementwise_traffic_factor);
   EXPECT_TRUE(fit.warnings.empty()) << fit.warnings.front();
 
   // With a weak prior the same trials give back the truth.
-  CalibrationFitOptions weak;
+  CalibrationFitOptions weak = options;
   weak.prior_log_sd = 10;
   const CalibrationFit free_fit = Fit(samples, Calibration{}, weak);
   EXPECT_LT(free_fit.fitted_step_time_mape, 0.001);
+  // Within 15%, but for the two traffic factors, which trade off on these
+  // shapes (both grow with the tokens of a small layer): within 30%.
   for (const std::string& name : free_fit.fitted) {
     const double t = Value(truth, name);
-    EXPECT_NEAR(Value(free_fit.calibration, name), t, std::max(0.15 * t, 0.01))
+    const double tolerance = name == "gemm_traffic_factor" ||
+                                     name == "elementwise_traffic_factor"
+                                 ? 0.3
+                                 : 0.15;
+    EXPECT_NEAR(Value(free_fit.calibration, name), t,
+                std::max(tolerance * t, 0.01))
         << name;
   }
 }

@@ -1,4 +1,4 @@
-#include "planner/calibration.h"
+#include "planner/calibration/calibration.h"
 
 #include <set>
 

@@ -1,7 +1,7 @@
-#include "planner/collectives.h"
+#include "planner/comm/collectives.h"
 
 #include "gtest/gtest.h"
-#include "planner/rank_placement.h"
+#include "planner/comm/rank_placement.h"
 
 namespace tessera::planner {
 namespace {

@@ -1,4 +1,4 @@
-#include "planner/flops.h"
+#include "planner/compute/flops.h"
 
 #include "gtest/gtest.h"
 

@@ -1,9 +1,9 @@
-#include "planner/memory_model.h"
+#include "planner/memory/memory_model.h"
 
 #include "gtest/gtest.h"
-#include "planner/activations.h"
-#include "planner/pipeline_schedule.h"
-#include "planner/stage_params.h"
+#include "planner/memory/layer_activations.h"
+#include "planner/pipeline/pipeline_schedule.h"
+#include "planner/pipeline/stage_params.h"
 
 namespace tessera::planner {
 namespace {
@@ -35,10 +35,17 @@ TEST(StageParamsTest, EmbeddingOnTheFirstStageOutputOnTheLast) {
   double total = 0;
   for (int64_t s = 0; s < 4; ++s) total += StageParamsPerGpu(m, l, s).params;
   EXPECT_DOUBLE_EQ(total * 2, static_cast<double>(m.ParamCount()));
-  // Interleaved (2 chunks of 4 layers per rank) and uneven (32 = 11+11+10).
+  // Interleaved (2 chunks of 4 layers per rank) and uneven (32 = 10+11+11:
+  // the first stage, which holds the embedding, is the lighter end), also
+  // interleaved (32 layers in 6 chunks of 6 but 4 of 5, taken alternately
+  // from the ends: chunks 0, 5, 1, 4; stage 0 holds chunks 0 and 3, 5 + 6,
+  // stage 1 chunks 1 and 4, 5 + 5, stage 2 chunks 2 and 5, 6 + 5).
   EXPECT_EQ(StageParamsPerGpu(m, Layout{.pp = 4, .vpp = 2}, 3).layers, 8);
-  EXPECT_EQ(StageParamsPerGpu(m, Layout{.pp = 3}, 0).layers, 11);
-  EXPECT_EQ(StageParamsPerGpu(m, Layout{.pp = 3}, 2).layers, 10);
+  EXPECT_EQ(StageParamsPerGpu(m, Layout{.pp = 3}, 0).layers, 10);
+  EXPECT_EQ(StageParamsPerGpu(m, Layout{.pp = 3}, 2).layers, 11);
+  EXPECT_EQ(StageParamsPerGpu(m, Layout{.pp = 3, .vpp = 2}, 0).layers, 11);
+  EXPECT_EQ(StageParamsPerGpu(m, Layout{.pp = 3, .vpp = 2}, 1).layers, 10);
+  EXPECT_EQ(StageParamsPerGpu(m, Layout{.pp = 3, .vpp = 2}, 2).layers, 11);
 }
 
 TEST(StageParamsTest, TiedEmbeddingsCopiedToTheLastStage) {
@@ -70,40 +77,98 @@ TEST(PipelineScheduleTest, BubbleFraction) {
   EXPECT_DOUBLE_EQ(PipelineBubbleFraction(8, 4, 32), 7.0 / 128);
 }
 
+const TrainingStack& Stack(const char* name) { return **FindStack(name); }
+
+TrainingConfig Training(int64_t global_batch, int64_t seq_len,
+                        Precision precision = Precision::kBf16) {
+  return TrainingConfig{.global_batch = global_batch,
+                        .seq_len = seq_len,
+                        .precision = precision};
+}
+
 TEST(MemoryModelTest, ModelStatesByZeroStage) {
-  // llama2-7b, 8 GPUs, dp 8: 2 + 4 + 4 + 8 bytes per parameter, sharded 8
-  // ways by stage: zero 1 master and moments, zero 2 + gradients, zero 3 +
-  // weights.
+  // llama2-7b, 8 GPUs, dp 8, Megatron-Core: 2 + 4 + 4 + 8 bytes per
+  // parameter, sharded 8 ways by stage: zero 1 master and moments, zero 2 +
+  // gradients, zero 3 + weights.
   const ModelConfig m = *ModelPreset("llama2-7b");
   const double p = static_cast<double>(m.ParamCount());
   const Calibration c;
+  const TrainingStack& mc = Stack("megatron-core");
+  const TrainingConfig t = Training(8, 4096);
   const MemoryBreakdown z0 =
-      PeakMemoryPerGpu(m, Resolve(Layout{}, 8, 8), 4096, c);
+      PeakMemoryPerGpu(m, Resolve(Layout{}, 8, 8), t, mc, c);
   EXPECT_DOUBLE_EQ(z0.weights_bytes, 2 * p);
   EXPECT_DOUBLE_EQ(z0.master_weights_bytes, 4 * p);
   EXPECT_DOUBLE_EQ(z0.gradients_bytes, 4 * p);
   EXPECT_DOUBLE_EQ(z0.optimizer_bytes, 8 * p);
   EXPECT_EQ(z0.gathered_params_bytes, 0);
   const MemoryBreakdown z1 =
-      PeakMemoryPerGpu(m, Resolve(Layout{.zero = 1}, 8, 8), 4096, c);
+      PeakMemoryPerGpu(m, Resolve(Layout{.zero = 1}, 8, 8), t, mc, c);
   EXPECT_DOUBLE_EQ(z1.master_weights_bytes, 4 * p / 8);
   EXPECT_DOUBLE_EQ(z1.optimizer_bytes, 8 * p / 8);
   EXPECT_DOUBLE_EQ(z1.gradients_bytes, 4 * p);
   const MemoryBreakdown z2 =
-      PeakMemoryPerGpu(m, Resolve(Layout{.zero = 2}, 8, 8), 4096, c);
+      PeakMemoryPerGpu(m, Resolve(Layout{.zero = 2}, 8, 8), t, mc, c);
   EXPECT_DOUBLE_EQ(z2.gradients_bytes, 4 * p / 8);
   EXPECT_DOUBLE_EQ(z2.weights_bytes, 2 * p);
+  EXPECT_EQ(z2.gathered_params_bytes, 0);  // ZeRO-2 keeps the weights whole
   const MemoryBreakdown z3 =
-      PeakMemoryPerGpu(m, Resolve(Layout{.zero = 3}, 8, 8), 4096, c);
+      PeakMemoryPerGpu(m, Resolve(Layout{.zero = 3}, 8, 8), t, mc, c);
   EXPECT_DOUBLE_EQ(z3.weights_bytes, 2 * p / 8);
-  // Gathered: 2 bf16 units + 1 fp32 gradient unit of the largest unit, here
-  // the output projection and final norm, 32000 x 4096 + 4096 (larger than
-  // the embedding and than a layer / 6 = 33.6M).
-  EXPECT_DOUBLE_EQ(z3.gathered_params_bytes, 8 * (32000.0 * 4096 + 4096));
+  // Gathered: the current and the prefetched unit in bf16, and the current
+  // unit's gradient in bf16 and fp32, of the largest unit: one layer (202.4M
+  // parameters, one unit per layer), larger than the embedding and the
+  // output projection (131M each).
+  const double layer = static_cast<double>(m.ParamsPerLayer());
+  EXPECT_DOUBLE_EQ(z3.gathered_params_bytes, (2 * 2 + 2 + 4) * layer);
   // Memory falls with every stage.
   EXPECT_GT(z0.total_bytes, z1.total_bytes);
   EXPECT_GT(z1.total_bytes, z2.total_bytes);
   EXPECT_GT(z2.total_bytes, z3.total_bytes);
+}
+
+TEST(MemoryModelTest, StacksKeepDifferentStates) {
+  // FSDP / FSDP2 keep the fp32 parameter as the only persistent copy: 0 + 4
+  // + 4 + 8 bytes per parameter; Transformer Engine's fp8 keeps 2 more.
+  const ModelConfig m = *ModelPreset("llama2-7b");
+  const double p = static_cast<double>(m.ParamCount());
+  const Calibration c;
+  const Layout z3 = Resolve(Layout{.zero = 3}, 8, 8);
+  const MemoryBreakdown titan =
+      PeakMemoryPerGpu(m, z3, Training(8, 4096), Stack("torchtitan"), c);
+  EXPECT_EQ(titan.weights_bytes, 0);
+  EXPECT_DOUBLE_EQ(titan.master_weights_bytes, 4 * p / 8);
+  const MemoryBreakdown te = PeakMemoryPerGpu(
+      m, Resolve(Layout{.zero = 1}, 8, 8), Training(8, 4096, Precision::kFp8),
+      Stack("megatron-core"), c);
+  EXPECT_DOUBLE_EQ(te.weights_bytes, (2 + 2) * p);
+  // FSDP SHARD_GRAD_OP (pytorch-fsdp's zero 2): weights sharded at rest, the
+  // whole model gathered in bf16 from the forward to the backward, plus the
+  // current unit's gradient (bf16 and its bf16 reduce copy).
+  const MemoryBreakdown sgo =
+      PeakMemoryPerGpu(m, Resolve(Layout{.zero = 2}, 8, 8), Training(8, 4096),
+                       Stack("pytorch-fsdp"), c);
+  EXPECT_DOUBLE_EQ(sgo.master_weights_bytes, 4 * p / 8);
+  const double layer = static_cast<double>(m.ParamsPerLayer());
+  EXPECT_DOUBLE_EQ(sgo.gathered_params_bytes, 2 * p + (2 + 2) * layer);
+}
+
+TEST(MemoryModelTest, TorchtitanKeepsAPipelineStageGathered) {
+  // With pipeline parallelism torchtitan keeps the stage's parameters
+  // gathered (bf16) and its gradients unsharded (fp32) across the
+  // micro-batches; Megatron FSDP re-gathers unit by unit.
+  const ModelConfig m = *ModelPreset("llama2-7b");
+  const Calibration c;
+  const Layout l = Resolve(Layout{.pp = 2, .zero = 3}, 16, 64);
+  const StageParams stage = StageParamsPerGpu(m, l, 0);
+  EXPECT_DOUBLE_EQ(StageMemory(m, l, Training(64, 4096), Stack("torchtitan"),
+                               c, 0)
+                       .gathered_params_bytes,
+                   (2 + 4) * stage.params);
+  EXPECT_DOUBLE_EQ(StageMemory(m, l, Training(64, 4096),
+                               Stack("megatron-core"), c, 0)
+                       .gathered_params_bytes,
+                   (2 * 2 + 2 + 4) * stage.layer_params);
 }
 
 TEST(MemoryModelTest, HsdpAndContextParallelSharding) {
@@ -112,33 +177,41 @@ TEST(MemoryModelTest, HsdpAndContextParallelSharding) {
   const ModelConfig m = *ModelPreset("llama2-7b");
   const double p = static_cast<double>(m.ParamCount());
   const MemoryBreakdown mem = PeakMemoryPerGpu(
-      m, Resolve(Layout{.cp = 2, .zero = 3, .shard_group = 4}, 32, 32), 4096,
-      Calibration{});
+      m, Resolve(Layout{.cp = 2, .zero = 3, .shard_group = 4}, 32, 32),
+      Training(32, 4096), Stack("megatron-core"), Calibration{});
   EXPECT_DOUBLE_EQ(mem.weights_bytes, 2 * p / 8);
   EXPECT_DOUBLE_EQ(mem.optimizer_bytes, 8 * p / 8);
 }
 
 TEST(MemoryModelTest, ActivationsLogitsAndOverheadByHand) {
-  // llama2-7b, pp 1, micro_batch 2, s 4096, selective: 32 layers of
-  // LayerActivationBytes, the fp32 logits 4 * 2 * 4096 * 32000, and the
-  // overhead 1 GiB + 8% of the rest.
+  // llama2-7b, pp 1, micro_batch 2, s 4096, full recomputation: 32 layer
+  // inputs plus the whole set of the layer being recomputed (less its
+  // input, already counted), the logits at
+  // logits_bytes_per_element (4) * 2 * 4096 * 32000, and the overhead 1 GiB
+  // + 8% of the rest.
   const ModelConfig m = *ModelPreset("llama2-7b");
   const Calibration c;
+  const TrainingStack& mc = Stack("megatron-core");
   const Layout l = Resolve(
-      Layout{.micro_batch = 2, .recompute = Recompute::kSelective}, 8, 64);
-  const MemoryBreakdown mem = PeakMemoryPerGpu(m, l, 4096, c);
-  const double per_layer = LayerActivationBytes(
-      m, LayerShard{.micro_batch = 2, .seq_len = 4096}, Recompute::kSelective);
+      Layout{.micro_batch = 2, .recompute = Recompute::kFull}, 8, 64);
+  const MemoryBreakdown mem = PeakMemoryPerGpu(m, l, Training(64, 4096), mc, c);
+  const LayerShard shard{.micro_batch = 2, .seq_len = 4096};
+  const double input = 2.0 * 2 * 4096 * 4096;  // 2 bytes x tokens x h
+  EXPECT_DOUBLE_EQ(LayerActivationBytes(m, shard, mc, Recompute::kFull, c),
+                   input);
   EXPECT_DOUBLE_EQ(mem.activations_bytes,
-                   32 * per_layer + 4.0 * 2 * 4096 * 32000);
+                   32 * input + LayerWorkingSetBytes(m, shard, mc, c) - input);
+  EXPECT_DOUBLE_EQ(mem.logits_bytes, 4.0 * 2 * 4096 * 32000);
   const double tensors = mem.weights_bytes + mem.master_weights_bytes +
                          mem.gradients_bytes + mem.optimizer_bytes +
-                         mem.activations_bytes + mem.gathered_params_bytes;
+                         mem.activations_bytes + mem.logits_bytes +
+                         mem.gathered_params_bytes;
   EXPECT_DOUBLE_EQ(mem.overhead_bytes, 1.0 * kGiB + 0.08 * tensors);
   EXPECT_DOUBLE_EQ(mem.total_bytes, tensors + mem.overhead_bytes);
 }
 
 TEST(MemoryModelTest, RecomputationTradesMemory) {
+  // torchtitan's selective policy keeps less than none, full less still.
   const ModelConfig m = *ModelPreset("llama2-13b");
   const Calibration c;
   double previous = 1e300;
@@ -146,10 +219,23 @@ TEST(MemoryModelTest, RecomputationTradesMemory) {
        {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
     const Layout l =
         Resolve(Layout{.tp = 8, .sp = true, .pp = 4, .recompute = r}, 64, 64);
-    const double bytes = PeakMemoryPerGpu(m, l, 4096, c).activations_bytes;
+    const double bytes = PeakMemoryPerGpu(m, l, Training(64, 4096),
+                                          Stack("torchtitan"), c)
+                             .activations_bytes;
     EXPECT_LT(bytes, previous) << RecomputeName(r);
     previous = bytes;
   }
+  // Megatron's attention-core recomputation frees nothing under flash
+  // attention and re-materialises nothing.
+  const Layout none = Resolve(Layout{.tp = 8, .sp = true, .pp = 4}, 64, 64);
+  Layout selective = none;
+  selective.recompute = Recompute::kSelective;
+  EXPECT_EQ(PeakMemoryPerGpu(m, selective, Training(64, 4096),
+                             Stack("megatron-core"), c)
+                .activations_bytes,
+            PeakMemoryPerGpu(m, none, Training(64, 4096),
+                             Stack("megatron-core"), c)
+                .activations_bytes);
 }
 
 TEST(MemoryModelTest, FirstStageHoldsMostMicroBatches) {
@@ -158,15 +244,18 @@ TEST(MemoryModelTest, FirstStageHoldsMostMicroBatches) {
   // logits.
   const ModelConfig m = *ModelPreset("llama2-70b");
   const Calibration c;
+  const TrainingStack& mc = Stack("megatron-core");
+  const TrainingConfig t = Training(64, 4096);
   const Layout l = Resolve(Layout{.tp = 8, .sp = true, .pp = 4}, 64, 64);
-  const LayerShard shard = LayerShard::Of(l, 4096);
-  const double per_layer = LayerActivationBytes(m, shard, Recompute::kNone);
-  const MemoryBreakdown first = StageMemory(m, l, 4096, c, 0);
-  const MemoryBreakdown last = StageMemory(m, l, 4096, c, 3);
+  const LayerShard shard = LayerShard::Of(l, t);
+  const double per_layer =
+      LayerActivationBytes(m, shard, mc, Recompute::kNone, c);
+  const MemoryBreakdown first = StageMemory(m, l, t, mc, c, 0);
+  const MemoryBreakdown last = StageMemory(m, l, t, mc, c, 3);
   EXPECT_DOUBLE_EQ(first.activations_bytes, 4 * 20 * per_layer);
-  EXPECT_DOUBLE_EQ(last.activations_bytes,
-                   20 * per_layer + LogitsActivationBytes(m, shard));
-  EXPECT_EQ(PeakMemoryPerGpu(m, l, 4096, c).total_bytes,
+  EXPECT_DOUBLE_EQ(last.activations_bytes, 20 * per_layer);
+  EXPECT_DOUBLE_EQ(last.logits_bytes, LogitsWorkingSetBytes(m, shard, c));
+  EXPECT_EQ(PeakMemoryPerGpu(m, l, t, mc, c).total_bytes,
             std::max(first.total_bytes, last.total_bytes));
   EXPECT_EQ(UsableMemoryBytes(*GpuPreset("h100-sxm")), 81559.0 * 1024 * 1024);
 }

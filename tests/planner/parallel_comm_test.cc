@@ -3,10 +3,10 @@
 // GPU's NIC share, 320 GB/s for a group with 8 GPUs per node; 1 us / 5 us
 // per step).
 #include "gtest/gtest.h"
-#include "planner/context_parallel_comm.h"
-#include "planner/data_parallel_comm.h"
-#include "planner/pipeline_comm.h"
-#include "planner/tensor_parallel_comm.h"
+#include "planner/comm/context_parallel_comm.h"
+#include "planner/comm/data_parallel_comm.h"
+#include "planner/comm/pipeline_comm.h"
+#include "planner/comm/tensor_parallel_comm.h"
 
 namespace tessera::planner {
 namespace {
@@ -106,9 +106,13 @@ class DataParallelCommTest : public ::testing::Test {
                 .layers = 32,
                 .forward_compute_s = 0.05,
                 .backward_compute_s = 0.1};
-    return DataParallelComm(l, PlaceLayout(l, 8), w, H100Nodes(2), c_);
+    return DataParallelComm(l, PlaceLayout(l, 8), w, H100Nodes(2), *stack_,
+                            c_);
   }
   Calibration c_;
+  // fp32 gradients, bf16 parameters, FULL_SHARD, units re-gathered per
+  // micro-batch.
+  const TrainingStack* stack_ = *FindStack("megatron-core");
 };
 
 TEST_F(DataParallelCommTest, DdpAllReduceByHand) {
@@ -124,9 +128,14 @@ TEST_F(DataParallelCommTest, DdpAllReduceByHand) {
 }
 
 TEST_F(DataParallelCommTest, FsdpByHand) {
-  // zero 3 over 16 GPUs: 32 layers x 6 = 192 units. AllGathers of 2e9 B:
-  // 192 * 15 * 5 us + 15/16 * 2e9 / (320e9 * 0.19) = 14.4 ms + 30.839 ms;
-  // ReduceScatters of 4e9 B: 14.4 ms + 61.678 ms.
+  // zero 3 over 16 GPUs with DeepSpeed-2021-like coefficients: 32 layers x 6
+  // = 192 units at 19% of the bus bandwidth, 40% of a pass's compute hiding
+  // them. AllGathers of 2e9 B: 192 * 15 * 5 us + 15/16 * 2e9 / (320e9 *
+  // 0.19) = 14.4 ms + 30.839 ms; ReduceScatters of 4e9 B: 14.4 ms + 61.678
+  // ms.
+  c_.fsdp_units_per_layer = 6;
+  c_.fsdp_bandwidth_efficiency = 0.19;
+  c_.fsdp_overlap_efficiency = 0.4;
   const double gather = 192 * 75e-6 + 15.0 / 16 * 2e9 / (320e9 * 0.19);
   const double scatter = 192 * 75e-6 + 15.0 / 16 * 4e9 / (320e9 * 0.19);
   const DataParallelTimes t =
@@ -137,6 +146,43 @@ TEST_F(DataParallelCommTest, FsdpByHand) {
   EXPECT_NEAR(t.per_micro_batch_exposed_s,
               (gather - 0.02) + (gather + scatter - 0.04), 1e-12);
   EXPECT_EQ(t.per_step_s, 0);  // no replicas
+  // With full overlap the first unit's gather of each pass stays exposed.
+  c_.fsdp_overlap_efficiency = 1.0;
+  EXPECT_NEAR(Run(Layout{.dp = 16, .zero = 3, .shard_group = 16})
+                  .per_micro_batch_exposed_s,
+              std::max(gather / 192, gather - 0.05) +
+                  std::max((gather + scatter) / 192, gather + scatter - 0.1),
+              1e-12);
+}
+
+TEST_F(DataParallelCommTest, FsdpPoliciesOfStacks) {
+  c_.fsdp_units_per_layer = 1;
+  c_.fsdp_bandwidth_efficiency = 1;
+  // 32 units; AllGather of 2e9 B and ReduceScatter of 4e9 (fp32) B.
+  const double gather = 32 * 75e-6 + 15.0 / 16 * 2e9 / 320e9;
+  const double scatter = 32 * 75e-6 + 15.0 / 16 * 4e9 / 320e9;
+  // FSDP SHARD_GRAD_OP (pytorch-fsdp's zero 2, bf16 reduce by default):
+  // gathered once in the forward, no gather in the backward.
+  stack_ = *FindStack("pytorch-fsdp");
+  const double bf16_scatter = 32 * 75e-6 + 15.0 / 16 * 2e9 / 320e9;
+  EXPECT_NEAR(Run(Layout{.dp = 16, .zero = 2, .shard_group = 16})
+                  .per_micro_batch_s,
+              gather + bf16_scatter, 1e-12);
+  // torchtitan with pipeline parallelism: once per step, whatever the
+  // micro-batches (the stage's work is the same StageWork here).
+  stack_ = *FindStack("torchtitan");
+  const Layout pp{.pp = 2, .dp = 8, .zero = 3, .shard_group = 8,
+                  .grad_accum = 4};
+  const DataParallelTimes once =
+      DataParallelComm(pp, PlaceLayout(pp, 8),
+                       StageWork{.params = 1e9, .layers = 32,
+                                 .forward_compute_s = 0.05,
+                                 .backward_compute_s = 0.1},
+                       H100Nodes(2), *stack_, c_);
+  EXPECT_EQ(once.per_micro_batch_s, 0);
+  EXPECT_GT(once.per_step_s, 0);
+  const Layout no_pp{.dp = 16, .zero = 3, .shard_group = 16};
+  EXPECT_NEAR(Run(no_pp).per_micro_batch_s, 2 * gather + scatter, 1e-12);
 }
 
 TEST_F(DataParallelCommTest, HsdpAddsTheReplicaAllReduce) {

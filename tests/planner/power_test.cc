@@ -1,4 +1,4 @@
-#include "planner/power.h"
+#include "planner/power/power.h"
 
 #include "gtest/gtest.h"
 
@@ -6,11 +6,16 @@ namespace tessera::planner {
 namespace {
 
 TEST(PowerTest, WattsByHand) {
-  // H100: idle 70 W, TDP 700 W. Compute busy 80%, communication 50%:
-  // 0.85*0.8 + 0.3*0.5 = 0.83 of the 630 W range: 70 + 522.9 = 592.9 W.
+  // H100: idle 70 W, TDP 700 W. Compute 80% of the step, exposed
+  // communication and pipeline waits 20%: 0.85*0.8 + 0.75*0.2 = 0.83 of the
+  // 630 W range: 70 + 522.9 = 592.9 W.
   const GpuSpec h100 = *GpuPreset("h100-sxm");
   const Calibration c;
-  EXPECT_NEAR(WattsPerGpu(h100, 0.8, 0.5, c), 592.9, 1e-9);
+  EXPECT_NEAR(WattsPerGpu(h100, 0.8, 0.2, c), 592.9, 1e-9);
+  // Waiting on NCCL draws nearly what computing does (the seed study's flat
+  // power per GPU): a step that is half exposed communication still draws
+  // 70 + (0.85*0.5 + 0.75*0.5) * 630 = 574 W.
+  EXPECT_NEAR(WattsPerGpu(h100, 0.5, 0.5, c), 574, 1e-9);
   EXPECT_EQ(WattsPerGpu(h100, 0, 0, c), 70);
   // Never above TDP.
   EXPECT_EQ(WattsPerGpu(h100, 1, 1, c), 700);

@@ -6,9 +6,10 @@
 #include <cstdio>
 
 #include "gtest/gtest.h"
-#include "planner/compute_time.h"
-#include "planner/flops.h"
-#include "planner/search.h"
+#include "planner/compute/compute_time.h"
+#include "planner/compute/flops.h"
+#include "planner/search/search.h"
+#include "planner/stacks/stack_calibration.h"
 
 namespace tessera::planner {
 namespace {
@@ -23,10 +24,11 @@ Workload MakeWorkload(const char* model, const char* gpu, int64_t nodes,
       TrainingConfig{.global_batch = global_batch, .seq_len = seq_len}};
 }
 
+// With the workload's stack defaults (megatron-core unless set).
 LayoutEvaluation Predict(const Workload& w, const char* layout) {
   absl::StatusOr<Layout> l = ParseLayout(layout);
   EXPECT_TRUE(l.ok()) << l.status();
-  return PredictLayout(w, *l, Calibration{});
+  return PredictLayout(w, *l, *DefaultCalibration(w));
 }
 
 TEST(PredictionTest, BreakdownAddsUp) {
@@ -67,10 +69,11 @@ TEST(PredictionTest, ComputeIsThreeForwardsPlusOptimizer) {
   // forward times, 4 micro-batches, plus AdamW over all 6.74e9 parameters.
   const Workload w = MakeWorkload("llama2-7b", "h100-sxm", 1, 32, 2048);
   const LayoutEvaluation e = Predict(w, "zero=0,micro_batch=1");
-  const Calibration c;
+  const Calibration c = *DefaultCalibration(w);
   const LayerShard shard{.seq_len = 2048};
-  const double layer =
-      ForwardLayerTimes(w.model, w.cluster.gpu, c, shard).total_s();
+  const double layer = ForwardLayerTimes(w.model, w.cluster.gpu,
+                                         **FindStack("megatron-core"), c, shard)
+                           .total_s();
   const double logits = LogitsForwardTimeS(w.model, w.cluster.gpu, c, shard);
   const double optimizer = OptimizerStepTimeS(
       static_cast<double>(w.model.ParamCount()), w.cluster.gpu, c);
@@ -172,19 +175,30 @@ TEST(PredictionTest, BubbleShrinksWithMoreMicroBatches) {
 }
 
 TEST(PredictionTest, RecomputationTradesMemoryForTime) {
-  const Workload w = MakeWorkload("llama2-70b", "h100-sxm", 8, 512, 4096);
+  // Under torchtitan, whose selective policy frees memory.
+  Workload w = MakeWorkload("llama2-70b", "h100-sxm", 8, 512, 4096);
+  w.training.stack = "torchtitan";
   const Prediction none =
-      Predict(w, "tp=8,sp=1,pp=4,zero=1,recompute=none").prediction;
+      Predict(w, "tp=8,sp=1,pp=4,zero=3,recompute=none").prediction;
   const Prediction selective =
-      Predict(w, "tp=8,sp=1,pp=4,zero=1,recompute=selective").prediction;
+      Predict(w, "tp=8,sp=1,pp=4,zero=3,recompute=selective").prediction;
   const Prediction full =
-      Predict(w, "tp=8,sp=1,pp=4,zero=1,recompute=full").prediction;
+      Predict(w, "tp=8,sp=1,pp=4,zero=3,recompute=full").prediction;
+  ASSERT_GT(none.step_time_s, 0);
   EXPECT_GT(none.memory.activations_bytes, selective.memory.activations_bytes);
   EXPECT_GT(selective.memory.activations_bytes, full.memory.activations_bytes);
   EXPECT_LT(none.step_time_s, selective.step_time_s);
   EXPECT_LT(selective.step_time_s, full.step_time_s);
   // Full recomputation costs about one more forward: ~4/3 of the compute.
   EXPECT_NEAR(full.compute_s / none.compute_s, 4.0 / 3, 0.05);
+  // Megatron's attention-core recomputation: the same memory, more time.
+  w.training.stack = "megatron-core";
+  const Prediction m_none =
+      Predict(w, "tp=8,sp=1,pp=4,zero=1,recompute=none").prediction;
+  const Prediction m_selective =
+      Predict(w, "tp=8,sp=1,pp=4,zero=1,recompute=selective").prediction;
+  EXPECT_EQ(m_selective.memory.total_bytes, m_none.memory.total_bytes);
+  EXPECT_GT(m_selective.compute_s, m_none.compute_s);
 }
 
 TEST(PredictionTest, FasterGpusAreMoreCommunicationBound) {
@@ -219,7 +233,7 @@ TEST(PredictionTest, ModelParallelismBeatsFsdpAtScale) {
   // or pipeline parallelism and beats every pure FSDP layout.
   const Workload w = MakeWorkload("llama2-70b", "h100-sxm", 128, 1024, 4096);
   absl::StatusOr<SearchResult> r =
-      SearchLayouts(w, Calibration{}, SearchOptions{.top = 0});
+      SearchLayouts(w, *DefaultCalibration(w), SearchOptions{.top = 0});
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_GT(r->feasible, 0);
   const LayoutEvaluation& best = r->best_throughput;

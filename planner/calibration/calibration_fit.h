@@ -1,0 +1,167 @@
+// Refits the cost model's calibration (calibration.h) to what trials measured:
+// the coefficient values that make PredictLayout agree with the measured step
+// times (and, where measured, the compute, communication and exposed
+// communication times, the power per GPU and the peak memory per GPU), pulled
+// toward a prior (the stack's defaults or the last fit) so that a few samples
+// move only what they can identify.
+//
+// The objective, in each coefficient's shifted log u = log(x + offset) (offset
+// 0 for a coefficient whose range starts above 0, else a tenth of its default,
+// or of its maximum when the default is 0, so that 0 stays reachable):
+//   sum over samples i, measured quantities q of
+//       w_i * k_q * (log(pred_iq + f_iq) - log(meas_iq + f_iq))^2 / sd_m^2
+//   + sum over fitted coefficients j of (u_j - u_prior_j)^2 / sd_p^2,
+// w_i the sample weights scaled to average 1 (each sample counts once; the
+// weights say which count more), k_q the quantity's weight (step time 1,
+// compute/comm/exposed options.breakdown_weight, power options.power_weight,
+// memory options.memory_weight), f_iq a floor for times that may be 0
+// (comm, exposed comm: options.zero_floor_fraction of the measured step
+// time; 0 otherwise),
+// sd_m = options.measurement_log_sd and sd_p = options.prior_log_sd (a
+// Gaussian prior in log space: the fit is the maximum a posteriori estimate).
+// It is minimised by Levenberg-Marquardt over the fitted u's with
+// finite-difference Jacobians, projected onto the coefficients' [min, max],
+// followed by golden-section line searches along each coefficient (to leave
+// the flat regions of max(0, comm - overlap) kinks) and LM again.
+// Deterministic: the same input gives bit-identical output.
+//
+// Which coefficients are fitted (the rule): a coefficient not named in
+// options.fixed is fitted when moving it by a factor of 2 up or down (in u,
+// within its range) changes some measured quantity of some sample by more than
+// options.min_sensitivity (relative, 1e-3). The others keep the prior's value
+// exactly. In practice:
+//   - compute (gemm_*, attention_efficiency, elementwise_traffic_factor,
+//     optimizer_bytes_per_param): always, since every sample measures a step;
+//   - ring_latency_factor: only with communication (collectives, pipeline or
+//     context-parallel sends); intra_node_bw_efficiency: only with
+//     communication that NVLink carries or, at half the efficiency, would
+//     limit; inter_node_bw_efficiency: only with a group or send that spans
+//     nodes;
+//   - tp_overlap_efficiency: only with tp > 1; dp_overlap_efficiency: only with
+//     DDP/ZeRO-1/2 traffic (dp > 1, zero <= 2); fsdp_*: only with zero-3
+//     sharded over more than one rank; cp_overlap_efficiency: only with cp > 1
+//     whose K/V ring is (partly) exposed at the prior or at half its overlap;
+//   - power_*: only with samples that measured watts_per_gpu (power_comm_
+//     activity only if they communicate);
+//   - memory_*, saved_activation_factor, logits_bytes_per_element: only with
+//     samples that measured peak_memory_bytes (no time or power depends on
+//     them), each where it moves that sample's predicted peak.
+// A sample with a single rank therefore moves only compute coefficients.
+// A sample the model thinks does not fit in memory is fitted all the same (it
+// ran).
+//
+//   std::vector<CalibrationSample> samples = ...;  // one per finished trial
+//   Calibration last = ...;  // the last fit for this GPU, or Calibration{}
+//   TESSERA_ASSIGN_OR_RETURN(CalibrationFit fit,
+//                            FitCalibration(samples, last, {}));
+//   // fit.calibration for every later prediction; fit.warnings to the user.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/layout.h"
+#include "core/workload.h"
+#include "planner/calibration/calibration.h"
+
+namespace tessera::planner {
+
+// What one trial measured, with what it ran. Times are per optimizer step
+// (medians over the measured steps); an absent or NaN optional means "not
+// measured" and leaves that quantity out of the fit.
+struct CalibrationSample {
+  // The trial's model (as trialed: possibly scaled down), the cluster it ran
+  // on, and its global batch and sequence length.
+  Workload workload;
+  // The layout it ran; resolved against `workload` here (dp, grad_accum and
+  // shard_group may be given or left at 0).
+  Layout layout;
+  double step_time_s = 0;                // required: positive and finite
+  std::optional<double> compute_s;       // positive when present
+  std::optional<double> comm_s;          // >= 0 when present
+  std::optional<double> exposed_comm_s;  // >= 0 when present
+  std::optional<double> watts_per_gpu;   // positive; absent: not measured
+  // Peak device memory of the most loaded rank (what the allocator reserved
+  // plus the process's fixed share, as the cost model predicts it).
+  std::optional<double> peak_memory_bytes;  // positive; absent: not measured
+  double weight = 1;  // relative trust (e.g. measured steps); positive
+};
+
+struct CalibrationFitOptions {
+  // Log-space standard deviation of a measurement (0.05: about 5%).
+  double measurement_log_sd = 0.05;
+  // Log-space standard deviation of the prior on each coefficient (1.0: the
+  // prior is trusted within about a factor of e).
+  double prior_log_sd = 1.0;
+  // Weight of measured compute, comm and exposed comm times (step time 1).
+  double breakdown_weight = 0.5;
+  // Weight of measured watts per GPU.
+  double power_weight = 1.0;
+  // Weight of measured peak memory per GPU.
+  double memory_weight = 1.0;
+  // Comm and exposed comm are compared as log(t + f), f this fraction of the
+  // sample's measured step time (both may be 0).
+  double zero_floor_fraction = 0.02;
+  // Relative change of a measured quantity, under a factor-2 move of a
+  // coefficient, below which the coefficient is not identifiable.
+  double min_sensitivity = 1e-3;
+  // Levenberg-Marquardt iterations per pass (two passes).
+  int max_iterations = 100;
+  // A fit whose step-time MAPE stays above this with a coefficient at a bound
+  // gets a warning that the ranges cannot explain the measurements.
+  double poor_fit_mape = 0.10;
+  // Coefficients kept at the prior whatever the samples identify.
+  std::vector<std::string> fixed;
+};
+
+// How one sample's step time (and power, when measured) compares.
+struct CalibrationSampleResidual {
+  double measured_step_time_s = 0;
+  double prior_step_time_s = 0;   // predicted with the prior
+  double fitted_step_time_s = 0;  // predicted with the fit
+  std::optional<double> measured_watts_per_gpu;
+  double prior_watts_per_gpu = 0;
+  double fitted_watts_per_gpu = 0;
+  std::optional<double> measured_peak_memory_bytes;
+  double prior_peak_memory_bytes = 0;
+  double fitted_peak_memory_bytes = 0;
+  // fitted / measured - 1.
+  double step_time_error() const {
+    return fitted_step_time_s / measured_step_time_s - 1;
+  }
+};
+
+struct CalibrationFit {
+  Calibration calibration;            // the fit (the prior where not fitted)
+  std::vector<std::string> fitted;    // coefficients that were free, in
+                                      // Calibration::Infos() order
+  std::vector<std::string> at_bound;  // fitted ones that ended at min or max
+  int64_t samples = 0;
+  // Mean over samples of |predicted / measured - 1| of the step time.
+  double prior_step_time_mape = 0;
+  double fitted_step_time_mape = 0;
+  // The objective (see above) at the prior and at the fit.
+  double prior_objective = 0;
+  double fitted_objective = 0;
+  int iterations = 0;  // Levenberg-Marquardt steps taken
+  std::vector<CalibrationSampleResidual> residuals;  // one per sample, in order
+  // What the caller should know: coefficients pushed to a bound, and fits
+  // the coefficients' ranges cannot make good (wrong hardware figures).
+  std::vector<std::string> warnings;
+};
+
+// Fits the calibration to `samples` starting from `prior` (whose values must
+// lie in their ranges). INVALID_ARGUMENT, naming the field, for no samples, a
+// sample with an invalid workload, a layout that does not resolve or fit its
+// workload, a measured value that is not positive (step_time_s, compute_s,
+// watts_per_gpu, weight), negative (comm_s, exposed_comm_s) or not finite
+// ("samples[3].step_time_s: ..."), an out-of-range prior ("prior.<name>: ..."),
+// an unknown fixed name or bad options ("options.<field>: ...").
+absl::StatusOr<CalibrationFit> FitCalibration(
+    const std::vector<CalibrationSample>& samples, const Calibration& prior,
+    const CalibrationFitOptions& options);
+
+}  // namespace tessera::planner

@@ -1,0 +1,62 @@
+// Peak memory per GPU of a layout under a training stack: model states, the
+// saved activations of the micro-batches in flight (layer_activations.h,
+// pipeline_schedule.h), the loss's logits, what FSDP holds gathered, and the
+// calibrated overheads.
+//
+// Model states (Rajbhandari et al. 2020, ZeRO): the stack's bytes per
+// parameter of persistent weights, fp32 master weights, gradients and AdamW
+// moments (Megatron-Core 2 + 4 + 4 + 8; FSDP/FSDP2 keep the fp32 parameter as
+// the only persistent copy: 0 + 4 + 4 + 8), plus cached fp8 weight copies
+// with fp8. Every state divides by tp*pp (stage_params.h). ZeRO shards over
+// the shard group, shard_group * cp ranks (cp ranks hold the same weights,
+// and Megatron-LM and torchtitan fold them into the sharding group): zero >= 1
+// the master weights and moments, zero >= 2 also the gradients, zero 3 also
+// the weights. With HSDP (shard_group < dp) the states are replicated across
+// dp / shard_group groups.
+//
+// Gathered parameters (zero 3, and zero 2 where the stack's ZeRO-2 shards
+// parameters): by default the current and the prefetched unit in bf16 and
+// the current unit's unsharded gradient (bf16, and its reduce-dtype copy)
+// before its ReduceScatter (Zhao et al. 2023, PyTorch FSDP, Section 3.3);
+// the whole stage in bf16 when parameters stay gathered from forward to
+// backward (FSDP SHARD_GRAD_OP, reshard_after_forward=False), plus its
+// unsharded gradients when they also stay across pipeline micro-batches
+// (torchtitan with pp).
+//
+// Peak = tensors + memory_fixed_overhead_gib + memory_fragmentation *
+// tensors; the most loaded of the first, second and last stage (most
+// micro-batches in flight, the embedding; the output layer and logits).
+//
+//   MemoryBreakdown m = PeakMemoryPerGpu(model, layout, training, stack, c);
+//   bool fits = m.total_bytes <= UsableMemoryBytes(gpu);
+#pragma once
+
+#include <cstdint>
+
+#include "core/gpu.h"
+#include "core/layout.h"
+#include "core/model.h"
+#include "core/workload.h"
+#include "planner/calibration/calibration.h"
+#include "planner/prediction.h"
+#include "planner/stacks/training_stack.h"
+
+namespace tessera::planner {
+
+// The memory of pipeline rank `stage` of a resolved layout.
+MemoryBreakdown StageMemory(const ModelConfig& model, const Layout& layout,
+                            const TrainingConfig& training,
+                            const TrainingStack& stack,
+                            const Calibration& calibration, int64_t stage);
+
+// The most loaded stage's memory.
+MemoryBreakdown PeakMemoryPerGpu(const ModelConfig& model, const Layout& layout,
+                                 const TrainingConfig& training,
+                                 const TrainingStack& stack,
+                                 const Calibration& calibration);
+
+// The memory a layout may use: what the driver reports for the GPU (the
+// overheads are part of the prediction, not subtracted here).
+double UsableMemoryBytes(const GpuSpec& gpu);
+
+}  // namespace tessera::planner

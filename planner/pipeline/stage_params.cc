@@ -1,0 +1,30 @@
+#include "planner/pipeline/stage_params.h"
+
+namespace tessera::planner {
+
+StageParams StageParamsPerGpu(const ModelConfig& m, const Layout& layout,
+                              int64_t stage) {
+  StageParams s;
+  for (int64_t chunk = 0; chunk < layout.vpp; ++chunk) {
+    s.layers += StageLayers(m.layers, layout.pp, layout.vpp, stage, chunk).size();
+  }
+  const double tp = static_cast<double>(layout.tp);
+  s.first = stage == 0;
+  s.last = stage == layout.pp - 1;
+  s.layer_params = static_cast<double>(m.ParamsPerLayer()) / tp;
+  if (s.first) s.embedding_params = m.EmbeddingParams() / tp;
+  if (s.last) {
+    // Untied: output projection + final norm. Tied: only the final norm when
+    // the embedding is already here, else a copy of it (Megatron-LM).
+    const bool needs_copy = m.tie_embeddings && !s.first;
+    s.output_params =
+        (static_cast<double>(m.OutputParams()) +
+         (needs_copy ? static_cast<double>(m.EmbeddingParams()) : 0)) /
+        tp;
+  }
+  s.params = static_cast<double>(s.layers) * s.layer_params +
+             s.embedding_params + s.output_params;
+  return s;
+}
+
+}  // namespace tessera::planner

@@ -1,0 +1,38 @@
+// GPU power and energy (DESIGN.md, "Power"): a GPU draws its idle power plus a
+// share of the range up to TDP set by how busy its compute and communication
+// keep it:
+//   watts = idle + (tdp - idle) * min(1, compute_busy * power_compute_activity
+//                                        + comm_busy * power_comm_activity),
+// busy fractions being each kind's time over the step time (clamped to 1):
+// compute_busy the compute on the critical path, comm_busy the rest of the
+// step, exposed communication and pipeline waits, when NCCL kernels spin on
+// the SMs (so power stays near the compute figure as communication grows).
+// Communication hidden under compute adds nothing: the GPU is already busy.
+// Energy per step = watts * step time * GPUs.
+//
+//   double w = WattsPerGpu(gpu, 0.8, 0.3, calibration);
+//   double tpj = TokensPerJoule(tokens_per_step, w, step_s, gpus);
+#pragma once
+
+#include <cstdint>
+
+#include "core/gpu.h"
+#include "planner/calibration/calibration.h"
+#include "planner/prediction.h"
+
+namespace tessera::planner {
+
+double WattsPerGpu(const GpuSpec& gpu, double compute_busy_fraction,
+                   double exposed_comm_busy_fraction,
+                   const Calibration& calibration);
+
+// Tokens per joule of the whole cluster.
+double TokensPerJoule(double tokens_per_step, double watts_per_gpu,
+                      double step_time_s, int64_t gpus);
+
+// The whole run: total_tokens at tokens_per_s on `gpus` GPUs drawing
+// watts_per_gpu: days, MWh (1 MWh = 3.6e9 J) and GPU-hours.
+FullRunPrediction PredictFullRun(double total_tokens, double tokens_per_s,
+                                 double watts_per_gpu, int64_t gpus);
+
+}  // namespace tessera::planner

@@ -1,0 +1,32 @@
+// The coefficient defaults a run starts from: coefficients.inc's generic
+// values, then the training stack's own, then the stack's for the GPU's
+// architecture, then those of each stack option the run has on (in the
+// stack file's order). This is the prior every prediction uses until trials
+// or a calibration file say otherwise.
+//
+//   TESSERA_ASSIGN_OR_RETURN(Calibration c, DefaultCalibration(workload));
+//   LayoutEvaluation e = PredictLayout(workload, layout, c);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/gpu.h"
+#include "core/workload.h"
+#include "planner/calibration/calibration.h"
+#include "planner/stacks/training_stack.h"
+
+namespace tessera::planner {
+
+// The defaults of `stack` on `gpu` with the option `changes` ("NAME",
+// "no-NAME"); INVALID_ARGUMENT for an unknown option.
+absl::StatusOr<Calibration> StackCalibration(
+    const TrainingStack& stack, const GpuSpec& gpu,
+    const std::vector<std::string>& option_changes);
+
+// The defaults of the workload's stack, GPU and stack options;
+// INVALID_ARGUMENT naming training.stack or training.stack_options.
+absl::StatusOr<Calibration> DefaultCalibration(const Workload& workload);
+
+}  // namespace tessera::planner
