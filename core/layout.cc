@@ -266,4 +266,22 @@ LayerRange StageLayers(int64_t layers, int64_t pp, int64_t vpp, int64_t stage,
   return r;
 }
 
+int64_t StageLayerCount(int64_t layers, int64_t pp, int64_t vpp,
+                        int64_t stage) {
+  const int64_t chunks = pp * vpp;
+  const int64_t base = (layers + chunks - 1) / chunks;
+  const int64_t short_chunks = base * chunks - layers;
+  const int64_t short_front = (short_chunks + 1) / 2;
+  const int64_t short_back = short_chunks / 2;
+  // This stage's chunks are m = c * pp + stage, c = 0..vpp-1. Those below
+  // short_front: c <= (short_front - 1 - stage) / pp.
+  const int64_t front =
+      stage < short_front ? (short_front - 1 - stage) / pp + 1 : 0;
+  // Those at or above chunks - short_back: c >= ceil((chunks - short_back -
+  // stage) / pp).
+  const int64_t first_back = (chunks - short_back - stage + pp - 1) / pp;
+  const int64_t back = std::max<int64_t>(0, vpp - first_back);
+  return vpp * base - front - back;
+}
+
 }  // namespace tessera

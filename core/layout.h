@@ -102,4 +102,9 @@ struct LayerRange {
 LayerRange StageLayers(int64_t layers, int64_t pp, int64_t vpp, int64_t stage,
                        int64_t chunk);
 
+// Layers of pipeline rank `stage` over all its vpp chunks: the sum of
+// StageLayers(...).size() over the chunks, in constant time.
+int64_t StageLayerCount(int64_t layers, int64_t pp, int64_t vpp,
+                        int64_t stage);
+
 }  // namespace tessera

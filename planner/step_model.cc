@@ -20,16 +20,6 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// Per-layer, per-micro-batch figures every stage shares.
-struct LayerCosts {
-  double forward_s = 0;   // compute
-  double backward_s = 0;  // compute, recomputation included
-  LayerCommTimes tp;
-  LayerCommTimes cp;
-  double logits_forward_s = 0;
-  double send_s = 0;  // one pipeline send
-};
-
 // One stage's share of a step.
 struct StageStep {
   double micro_s = 0;          // one micro-batch, exposed comm included
@@ -39,13 +29,14 @@ struct StageStep {
   double tp_s = 0, cp_s = 0, pp_s = 0, dp_s = 0;  // whole step, hidden or not
 };
 
-LayerCosts CostLayer(const Workload& w, const TrainingStack& stack,
-                     const Layout& l, const LayoutPlacement& place,
-                     const Calibration& c) {
+void CostLayer(const Workload& w, const TrainingStack& stack, const Layout& l,
+               const LayoutPlacement& place, const Calibration& c,
+               LayerStep* out) {
   const LayerShard shard = LayerShard::Of(l, w.training);
   const GpuSpec& gpu = w.cluster.gpu;
   const LayerComputeTimes fwd = ForwardLayerTimes(w.model, gpu, stack, c, shard);
-  LayerCosts r;
+  LayerStep& r = *out;
+  r.have_costs = true;
   r.forward_s = fwd.total_s();
   // Backward = 2x forward (compute_time.h) plus the recomputed forward work.
   r.backward_s = 2 * r.forward_s + LayerRecomputeTimeS(fwd, stack, l.recompute);
@@ -58,12 +49,11 @@ LayerCosts CostLayer(const Workload& w, const TrainingStack& stack,
     r.send_s =
         PipelineSendTimeS(w.model, shard, place.pp_crosses_nodes, w.cluster, c);
   }
-  return r;
 }
 
 StageStep StepOfStage(const Workload& w, const TrainingStack& stack,
                       const Layout& l, const LayoutPlacement& place,
-                      const LayerCosts& lc, const Calibration& c,
+                      const LayerStep& lc, const Calibration& c,
                       int64_t stage) {
   const StageParams sp = StageParamsPerGpu(w.model, l, stage);
   const double layers = static_cast<double>(sp.layers);
@@ -101,19 +91,44 @@ StageStep StepOfStage(const Workload& w, const TrainingStack& stack,
 
 }  // namespace
 
+LayerStep LayerStepOf(const Workload& w, const TrainingStack& stack,
+                      const Layout& l, const Calibration& c) {
+  LayerStep r;
+  r.memory = LayerMemoryOf(w.model, l, w.training, stack, c);
+  return r;
+}
+
 bool PredictStep(const Workload& w, const TrainingStack& stack,
                  const Layout& l, const Calibration& c,
                  bool stop_if_over_memory, Prediction* out) {
+  LayerStep layer = LayerStepOf(w, stack, l, c);
+  return PredictStep(w, stack, l, c, &layer, stop_if_over_memory, out);
+}
+
+bool PredictStep(const Workload& w, const TrainingStack& stack,
+                 const Layout& l, const Calibration& c, LayerStep* layer,
+                 bool stop_if_over_memory, Prediction* out) {
+  const LayerMemory& layer_memory = layer->memory;
   Prediction& p = *out;
   p = Prediction{};
   const GpuSpec& gpu = w.cluster.gpu;
-  p.memory = PeakMemoryPerGpu(w.model, l, w.training, stack, c);
+  if (stop_if_over_memory) {
+    // The first stage alone decides most layouts of the search: when it
+    // does not fit, neither does the peak.
+    p.memory = StageMemory(w.model, l, w.training, stack, c, layer_memory, 0);
+    if (p.memory.total_bytes > UsableMemoryBytes(gpu)) {
+      p.memory_gib_per_gpu = p.memory.total_bytes / kGiB;
+      return false;
+    }
+  }
+  p.memory = PeakMemoryPerGpu(w.model, l, w.training, stack, c, layer_memory);
   p.memory_gib_per_gpu = p.memory.total_bytes / kGiB;
   const bool fits = p.memory.total_bytes <= UsableMemoryBytes(gpu);
   if (!fits && stop_if_over_memory) return false;
 
   const LayoutPlacement place = PlaceLayout(l, w.cluster.gpus_per_node);
-  const LayerCosts lc = CostLayer(w, stack, l, place, c);
+  if (!layer->have_costs) CostLayer(w, stack, l, place, c, layer);
+  const LayerStep& lc = *layer;
   // The first, middle and last stages (the others repeat the middle one).
   StageStep beat = StepOfStage(w, stack, l, place, lc, c, 0);
   double once_s = beat.once_s;

@@ -28,6 +28,8 @@
 #include "core/layout.h"
 #include "core/workload.h"
 #include "planner/calibration/calibration.h"
+#include "planner/comm/layer_comm.h"
+#include "planner/memory/memory_model.h"
 #include "planner/prediction.h"
 #include "planner/stacks/training_stack.h"
 
@@ -37,9 +39,33 @@ namespace tessera::planner {
 // CheckLayoutFitsModel for the valid `workload`, and be runnable by `stack`.
 // Returns whether the peak memory fits the GPU. With `stop_if_over_memory`,
 // a layout that does not fit gets only its memory filled (the search's fast
-// path).
+// path; the first stage's when that alone does not fit).
 bool PredictStep(const Workload& workload, const TrainingStack& stack,
                  const Layout& layout, const Calibration& calibration,
                  bool stop_if_over_memory, Prediction* out);
+
+// What one layer costs per micro-batch on every stage, and what it holds:
+// the same for all the layouts that differ only in ZeRO stage and shard
+// group, so the search computes it once for them (`costs` on first use).
+struct LayerStep {
+  LayerMemory memory;  // memory_model.h LayerMemoryOf
+  bool have_costs = false;
+  double forward_s = 0;   // compute
+  double backward_s = 0;  // compute, recomputation included
+  LayerCommTimes tp;
+  LayerCommTimes cp;
+  double logits_forward_s = 0;
+  double send_s = 0;  // one pipeline send
+};
+
+// The LayerStep of `layout` (costs left for PredictStep to fill).
+LayerStep LayerStepOf(const Workload& workload, const TrainingStack& stack,
+                      const Layout& layout, const Calibration& calibration);
+
+// PredictStep with `layer` of a layout that differs from this one at most in
+// zero and shard_group (filled in on first use).
+bool PredictStep(const Workload& workload, const TrainingStack& stack,
+                 const Layout& layout, const Calibration& calibration,
+                 LayerStep* layer, bool stop_if_over_memory, Prediction* out);
 
 }  // namespace tessera::planner

@@ -38,10 +38,30 @@ double GatheredParamBytes(const Layout& l, const StageParams& sp,
 
 }  // namespace
 
+LayerMemory LayerMemoryOf(const ModelConfig& model, const Layout& l,
+                          const TrainingConfig& training,
+                          const TrainingStack& stack, const Calibration& c) {
+  const LayerShard shard = LayerShard::Of(l, training);
+  LayerMemory r;
+  r.kept_bytes = LayerActivationBytes(model, shard, stack, l.recompute, c);
+  r.recompute_extra_bytes =
+      LayerRecomputeExtraBytes(model, shard, stack, l.recompute, c);
+  r.logits_bytes = LogitsWorkingSetBytes(model, shard, c);
+  return r;
+}
+
 MemoryBreakdown StageMemory(const ModelConfig& model, const Layout& l,
                             const TrainingConfig& training,
                             const TrainingStack& stack, const Calibration& c,
                             int64_t stage) {
+  return StageMemory(model, l, training, stack, c,
+                     LayerMemoryOf(model, l, training, stack, c), stage);
+}
+
+MemoryBreakdown StageMemory(const ModelConfig& model, const Layout& l,
+                            const TrainingConfig& training,
+                            const TrainingStack& stack, const Calibration& c,
+                            const LayerMemory& layer, int64_t stage) {
   const StageParams sp = StageParamsPerGpu(model, l, stage);
   const double shards = static_cast<double>(l.shard_group * l.cp);
   const ModelStateBytes& b = stack.model_states;
@@ -56,15 +76,12 @@ MemoryBreakdown StageMemory(const ModelConfig& model, const Layout& l,
   m.gradients_bytes = b.gradients * sp.params / (l.zero >= 2 ? shards : 1);
   m.optimizer_bytes = b.optimizer * sp.params / (l.zero >= 1 ? shards : 1);
 
-  const LayerShard shard = LayerShard::Of(l, training);
   m.activations_bytes =
-      InFlightLayers(l, stage, model.layers, sp.layers) *
-      LayerActivationBytes(model, shard, stack, l.recompute, c);
+      InFlightLayers(l, stage, model.layers, sp.layers) * layer.kept_bytes;
   // The layer being recomputed re-materialises what it dropped (Korthikanti
   // 2022, Section 5: one layer's whole set under full recomputation).
-  m.activations_bytes +=
-      LayerRecomputeExtraBytes(model, shard, stack, l.recompute, c);
-  if (sp.last) m.logits_bytes = LogitsWorkingSetBytes(model, shard, c);
+  m.activations_bytes += layer.recompute_extra_bytes;
+  if (sp.last) m.logits_bytes = layer.logits_bytes;
   m.gathered_params_bytes = GatheredParamBytes(l, sp, stack, c);
   const double tensors = m.weights_bytes + m.master_weights_bytes +
                          m.gradients_bytes + m.optimizer_bytes +
@@ -80,12 +97,22 @@ MemoryBreakdown PeakMemoryPerGpu(const ModelConfig& model, const Layout& l,
                                  const TrainingConfig& training,
                                  const TrainingStack& stack,
                                  const Calibration& c) {
-  MemoryBreakdown peak = StageMemory(model, l, training, stack, c, 0);
+  return PeakMemoryPerGpu(model, l, training, stack, c,
+                          LayerMemoryOf(model, l, training, stack, c));
+}
+
+MemoryBreakdown PeakMemoryPerGpu(const ModelConfig& model, const Layout& l,
+                                 const TrainingConfig& training,
+                                 const TrainingStack& stack,
+                                 const Calibration& c,
+                                 const LayerMemory& layer) {
+  MemoryBreakdown peak = StageMemory(model, l, training, stack, c, layer, 0);
   // The second stage holds one micro-batch fewer but may hold more layers
   // (uneven stages are lighter at the ends); the last holds the logits.
   for (int64_t stage : {int64_t{1}, l.pp - 1}) {
     if (stage <= 0 || stage >= l.pp) continue;
-    MemoryBreakdown m = StageMemory(model, l, training, stack, c, stage);
+    MemoryBreakdown m =
+        StageMemory(model, l, training, stack, c, layer, stage);
     if (m.total_bytes > peak.total_bytes) peak = m;
   }
   return peak;

@@ -43,17 +43,40 @@
 
 namespace tessera::planner {
 
+// What one layer of a micro-batch holds, the same on every stage: computed
+// once per layout (layer_activations.h).
+struct LayerMemory {
+  double kept_bytes = 0;              // LayerActivationBytes
+  double recompute_extra_bytes = 0;   // LayerRecomputeExtraBytes
+  double logits_bytes = 0;            // LogitsWorkingSetBytes (last stage)
+};
+LayerMemory LayerMemoryOf(const ModelConfig& model, const Layout& layout,
+                          const TrainingConfig& training,
+                          const TrainingStack& stack,
+                          const Calibration& calibration);
+
 // The memory of pipeline rank `stage` of a resolved layout.
 MemoryBreakdown StageMemory(const ModelConfig& model, const Layout& layout,
                             const TrainingConfig& training,
                             const TrainingStack& stack,
                             const Calibration& calibration, int64_t stage);
+MemoryBreakdown StageMemory(const ModelConfig& model, const Layout& layout,
+                            const TrainingConfig& training,
+                            const TrainingStack& stack,
+                            const Calibration& calibration,
+                            const LayerMemory& layer, int64_t stage);
 
-// The most loaded stage's memory.
+// The most loaded stage's memory (`layer`: LayerMemoryOf the same layout,
+// when the caller has it).
 MemoryBreakdown PeakMemoryPerGpu(const ModelConfig& model, const Layout& layout,
                                  const TrainingConfig& training,
                                  const TrainingStack& stack,
                                  const Calibration& calibration);
+MemoryBreakdown PeakMemoryPerGpu(const ModelConfig& model, const Layout& layout,
+                                 const TrainingConfig& training,
+                                 const TrainingStack& stack,
+                                 const Calibration& calibration,
+                                 const LayerMemory& layer);
 
 // The memory a layout may use: what the driver reports for the GPU (the
 // overheads are part of the prediction, not subtracted here).

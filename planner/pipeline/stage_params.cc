@@ -5,9 +5,7 @@ namespace tessera::planner {
 StageParams StageParamsPerGpu(const ModelConfig& m, const Layout& layout,
                               int64_t stage) {
   StageParams s;
-  for (int64_t chunk = 0; chunk < layout.vpp; ++chunk) {
-    s.layers += StageLayers(m.layers, layout.pp, layout.vpp, stage, chunk).size();
-  }
+  s.layers = StageLayerCount(m.layers, layout.pp, layout.vpp, stage);
   const double tp = static_cast<double>(layout.tp);
   s.first = stage == 0;
   s.last = stage == layout.pp - 1;

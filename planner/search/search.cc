@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "planner/memory/memory_model.h"
 #include "planner/search/pareto.h"
 #include "planner/stacks/training_stack.h"
 #include "planner/step_model.h"
@@ -190,14 +191,16 @@ void Searcher::EnumerateInner(const Layout& outer, RejectKind model_rule,
     Prediction p;
     for (Recompute recompute : s.recompute) {
       l.recompute = recompute;
+      // Per-layer memory and costs do not depend on the ZeRO stage.
+      LayerStep layer = LayerStepOf(w_, stack_, l, c_);
       for (int64_t zero : zeros) {
         l.zero = zero;
         const size_t groups = zero == 0 ? 1 : shard_groups.size();
         for (size_t g = 0; g < groups; ++g) {
           l.shard_group = zero == 0 ? 1 : shard_groups[g];
           ++r->scored;
-          if (!PredictStep(w_, stack_, l, c_, /*stop_if_over_memory=*/true,
-                           &p)) {
+          if (!PredictStep(w_, stack_, l, c_, &layer,
+                           /*stop_if_over_memory=*/true, &p)) {
             ++rejected_[kMemory];
             continue;
           }

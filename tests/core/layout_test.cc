@@ -133,11 +133,21 @@ TEST(LayoutTest, FitsModelChecksDivisibility) {
 }
 
 TEST(LayoutTest, StageLayersCoverEveryLayerOnce) {
-  for (int64_t layers : {1, 7, 32, 126}) {
-    for (int64_t pp : {1, 2, 3, 4, 7}) {
+  for (int64_t layers : {1, 7, 32, 80, 126}) {
+    for (int64_t pp : {1, 2, 3, 4, 7, 16}) {
       if (pp > layers) continue;
-      for (int64_t vpp : {1, 2, 3}) {
+      for (int64_t vpp : {1, 2, 3, 4, 5}) {
         if (pp * vpp > layers) continue;
+        // Each stage's count is the sum over its chunks.
+        for (int64_t stage = 0; stage < pp; ++stage) {
+          int64_t sum = 0;
+          for (int64_t chunk = 0; chunk < vpp; ++chunk) {
+            sum += StageLayers(layers, pp, vpp, stage, chunk).size();
+          }
+          EXPECT_EQ(StageLayerCount(layers, pp, vpp, stage), sum)
+              << layers << " layers, pp " << pp << ", vpp " << vpp
+              << ", stage " << stage;
+        }
         int64_t next = 0;
         // Model chunk order: chunk-major, then stage.
         for (int64_t chunk = 0; chunk < vpp; ++chunk) {
