@@ -271,6 +271,27 @@ absl::StatusOr<SelectiveRecompute> ReadSelective(const StackReader& r,
   return s;
 }
 
+absl::StatusOr<ModelStateBytes> ReadModelStates(const StackReader& r,
+                                                const Json& m,
+                                                const std::string& mp) {
+  TESSERA_RETURN_IF_ERROR(r.OnlyKeys(
+      m, mp,
+      {"weights", "master_weights", "gradients", "optimizer", "fp8_weights"}));
+  ModelStateBytes b;
+  TESSERA_ASSIGN_OR_RETURN(b.weights, r.Number(m, "weights", mp, 2, 0, 8));
+  TESSERA_ASSIGN_OR_RETURN(b.master_weights,
+                           r.Number(m, "master_weights", mp, 4, 0, 8));
+  TESSERA_ASSIGN_OR_RETURN(b.gradients, r.Number(m, "gradients", mp, 4, 0, 8));
+  TESSERA_ASSIGN_OR_RETURN(b.optimizer, r.Number(m, "optimizer", mp, 8, 0, 16));
+  TESSERA_ASSIGN_OR_RETURN(b.fp8_weights,
+                           r.Number(m, "fp8_weights", mp, 0, 0, 4));
+  if (b.weights + b.master_weights <= 0) {
+    return r.Error(mp, "a parameter must be held somewhere: weights or "
+                       "master_weights must be positive");
+  }
+  return b;
+}
+
 absl::StatusOr<CommBytes> ReadCommBytes(const StackReader& r, const Json& c,
                                         const std::string& p) {
   TESSERA_RETURN_IF_ERROR(
@@ -288,7 +309,7 @@ absl::StatusOr<StackOption> ReadOption(const StackReader& r, const Json& o,
   TESSERA_RETURN_IF_ERROR(r.OnlyKeys(
       o, p,
       {"name", "description", "default", "coefficients", "selective_recompute",
-       "comm_bytes"}));
+       "comm_bytes", "model_states"}));
   StackOption opt;
   TESSERA_ASSIGN_OR_RETURN(opt.name, r.String(o, "name", p));
   if (opt.name.empty() || absl::StartsWith(opt.name, "no-") ||
@@ -311,10 +332,22 @@ absl::StatusOr<StackOption> ReadOption(const StackReader& r, const Json& o,
         ReadSelective(r, o["selective_recompute"],
                       StackReader::Path(p, "selective_recompute")));
   }
+  // Only the fields given change; each is checked as the stack's own.
   if (o.contains("comm_bytes")) {
-    TESSERA_ASSIGN_OR_RETURN(
-        opt.comm_bytes,
-        ReadCommBytes(r, o["comm_bytes"], StackReader::Path(p, "comm_bytes")));
+    const std::string cp = StackReader::Path(p, "comm_bytes");
+    TESSERA_RETURN_IF_ERROR(ReadCommBytes(r, o["comm_bytes"], cp).status());
+    for (const auto& [k, v] : o["comm_bytes"].items()) {
+      opt.comm_bytes[k] = v.get<double>();
+    }
+  }
+  if (o.contains("model_states")) {
+    const std::string mp = StackReader::Path(p, "model_states");
+    Json full = {{"weights", 2}, {"master_weights", 4}};
+    full.update(o["model_states"]);
+    TESSERA_RETURN_IF_ERROR(ReadModelStates(r, full, mp).status());
+    for (const auto& [k, v] : o["model_states"].items()) {
+      opt.model_states[k] = v.get<double>();
+    }
   }
   return opt;
 }
@@ -395,25 +428,8 @@ absl::StatusOr<TrainingStack> ParseStack(absl::string_view file_name,
       r.Bool(f, "zero2_replicates_parameters", "fsdp", true));
 
   if (!o.contains("model_states")) return r.Error("model_states", "required");
-  const Json& m = o["model_states"];
-  const std::string mp = "model_states";
-  TESSERA_RETURN_IF_ERROR(r.OnlyKeys(
-      m, mp,
-      {"weights", "master_weights", "gradients", "optimizer", "fp8_weights"}));
-  TESSERA_ASSIGN_OR_RETURN(s.model_states.weights,
-                           r.Number(m, "weights", mp, 2, 0, 8));
-  TESSERA_ASSIGN_OR_RETURN(s.model_states.master_weights,
-                           r.Number(m, "master_weights", mp, 4, 0, 8));
-  TESSERA_ASSIGN_OR_RETURN(s.model_states.gradients,
-                           r.Number(m, "gradients", mp, 4, 0, 8));
-  TESSERA_ASSIGN_OR_RETURN(s.model_states.optimizer,
-                           r.Number(m, "optimizer", mp, 8, 0, 16));
-  TESSERA_ASSIGN_OR_RETURN(s.model_states.fp8_weights,
-                           r.Number(m, "fp8_weights", mp, 0, 0, 4));
-  if (s.model_states.weights + s.model_states.master_weights <= 0) {
-    return r.Error(mp, "a parameter must be held somewhere: weights or "
-                       "master_weights must be positive");
-  }
+  TESSERA_ASSIGN_OR_RETURN(s.model_states,
+                           ReadModelStates(r, o["model_states"], "model_states"));
 
   if (o.contains("comm_bytes")) {
     TESSERA_ASSIGN_OR_RETURN(s.comm_bytes,
@@ -587,7 +603,17 @@ absl::StatusOr<TrainingStack> StackForTraining(const TrainingConfig& t) {
   TrainingStack s = *stack;
   for (const StackOption* o : options) {
     if (o->selective.has_value()) s.selective = *o->selective;
-    if (o->comm_bytes.has_value()) s.comm_bytes = *o->comm_bytes;
+    for (const auto& [field, value] : o->comm_bytes) {
+      if (field == "parameter_gather") s.comm_bytes.parameter_gather = value;
+      if (field == "gradient_reduce") s.comm_bytes.gradient_reduce = value;
+    }
+    for (const auto& [field, value] : o->model_states) {
+      if (field == "weights") s.model_states.weights = value;
+      if (field == "master_weights") s.model_states.master_weights = value;
+      if (field == "gradients") s.model_states.gradients = value;
+      if (field == "optimizer") s.model_states.optimizer = value;
+      if (field == "fp8_weights") s.model_states.fp8_weights = value;
+    }
   }
   return s;
 }

@@ -143,16 +143,19 @@ struct StackLayouts {
 };
 
 // An option of the stack a run may turn on or off (torch.compile, async TP,
-// torchtitan's per-layer selective checkpointing, FSDP's reduce dtype); it
-// changes coefficient defaults and may replace the stack's selective
-// recomputation policy or the bytes its data-parallel collectives carry.
+// torchtitan's per-layer selective checkpointing, FSDP's reduce dtype,
+// Megatron's fp8 parameters); it changes coefficient defaults and may replace
+// the stack's selective recomputation policy, the bytes its data-parallel
+// collectives carry, or its model-state bytes.
 struct StackOption {
   std::string name;
   std::string description;
   bool default_on = false;
   std::map<std::string, double> coefficients;
   std::optional<SelectiveRecompute> selective;
-  std::optional<CommBytes> comm_bytes;
+  // Fields of the stack's comm_bytes and model_states it changes, by name.
+  std::map<std::string, double> comm_bytes;
+  std::map<std::string, double> model_states;
 };
 
 struct TrainingStack {
@@ -222,8 +225,8 @@ absl::StatusOr<std::vector<const StackOption*>> EnabledOptions(
     const TrainingStack& stack, const std::vector<std::string>& changes);
 
 // The stack as a run of `training` uses it: training.stack with the
-// selective policy and collective bytes of its enabled options (the last one
-// that sets each). The options' coefficients are applied by StackCalibration
+// selective policy, collective bytes and model-state bytes of its enabled
+// options (the last one that sets each). The options' coefficients are applied by StackCalibration
 // (stack_calibration.h). INVALID_ARGUMENT naming training.stack or
 // training.stack_options.
 absl::StatusOr<TrainingStack> StackForTraining(const TrainingConfig& training);

@@ -193,6 +193,15 @@ absl::StatusOr<PublishedRun> MapRow(int64_t index, const Json& row) {
     }
   }
   if (r.source == "fms-fsdp") t.stack_options.push_back("compile");
+  if (r.source == "megatron-bridge") {
+    // Megatron-Bridge's H100 performance recipes (scripts/performance, then
+    // perf_recipes/llama/h100): grad_reduce_in_fp32=False, and with fp8
+    // fp8_param_gather=True.
+    t.stack_options.push_back("grad-reduce-bf16");
+    if (t.precision == Precision::kFp8) {
+      t.stack_options.push_back("fp8-param-gather");
+    }
+  }
   if (r.source == "llm-foundry") {
     // Composer's FSDP defaults (fsdp_config: backward_prefetch BACKWARD_POST;
     // mixed_precision DEFAULT reduces in fp32, PURE in bf16).

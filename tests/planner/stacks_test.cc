@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "planner/memory/memory_model.h"
 #include "planner/prediction.h"
 #include "planner/search/search.h"
 #include "planner/stacks/stack_calibration.h"
@@ -149,6 +150,23 @@ TEST(StacksTest, OptionsLayerOverTheDefaults) {
                 .message()
                 .find("'compile' is set twice"),
             std::string::npos);
+  // Options change the bytes collectives carry and states take, field by
+  // field, and compose.
+  TrainingConfig fsdp{.global_batch = 8, .seq_len = 4096,
+                      .stack = "pytorch-fsdp"};
+  EXPECT_EQ(StackForTraining(fsdp)->comm_bytes.gradient_reduce, 2);
+  fsdp.stack_options = {"reduce-fp32"};
+  EXPECT_EQ(StackForTraining(fsdp)->comm_bytes.gradient_reduce, 4);
+  TrainingConfig mc{.global_batch = 8, .seq_len = 4096,
+                    .stack = "megatron-core",
+                    .stack_options = {"grad-reduce-bf16", "fp8-param-gather"},
+                    .precision = Precision::kFp8};
+  const TrainingStack both = *StackForTraining(mc);
+  EXPECT_EQ(both.comm_bytes.gradient_reduce, 2);
+  EXPECT_EQ(both.comm_bytes.parameter_gather, 1);
+  EXPECT_EQ(both.model_states.gradients, 2);
+  EXPECT_EQ(both.model_states.weights, 0);
+  EXPECT_EQ(both.model_states.master_weights, 4);
   // An option can replace the selective policy.
   TrainingConfig t{.global_batch = 8, .seq_len = 4096, .stack = "torchtitan"};
   EXPECT_EQ(StackForTraining(t)->selective.full_recompute_layer_fraction, 0);
@@ -214,6 +232,27 @@ TEST(StacksTest, TheSameLayoutDiffersByStack) {
   EXPECT_LT(a.prediction.memory.weights_bytes,
             b.prediction.memory.weights_bytes);
   EXPECT_NE(a.prediction.step_time_s, b.prediction.step_time_s);
+}
+
+TEST(StacksTest, TheMemoryModelTakesTheStacksBytes) {
+  // A stack of our own with unusual state bytes: every figure follows it.
+  std::string json = StackJson(R"(, "comm_bytes": {"gradient_reduce": 1})");
+  const std::string empty_states = R"("model_states": {})";
+  json.replace(json.find(empty_states), empty_states.size(),
+               R"("model_states": {"weights": 1, "master_weights": 2,
+                  "gradients": 3, "optimizer": 5})");
+  absl::StatusOr<TrainingStack> mine = ParseStack("mine.json", json);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  const ModelConfig m = *ModelPreset("llama2-7b");
+  const double p = static_cast<double>(m.ParamCount());
+  const Layout l = *ResolveLayout(Layout{.zero = 0}, 8, 8);
+  const MemoryBreakdown mem = PeakMemoryPerGpu(
+      m, l, TrainingConfig{.global_batch = 8, .seq_len = 4096}, *mine,
+      Calibration{});
+  EXPECT_DOUBLE_EQ(mem.weights_bytes, 1 * p);
+  EXPECT_DOUBLE_EQ(mem.master_weights_bytes, 2 * p);
+  EXPECT_DOUBLE_EQ(mem.gradients_bytes, 3 * p);
+  EXPECT_DOUBLE_EQ(mem.optimizer_bytes, 5 * p);
 }
 
 TEST(StacksTest, UnevenInterleavingOnlyWhereTheStackSizesChunks) {

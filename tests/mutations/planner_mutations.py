@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Applies small semantic mutations to the cost model one at a time, rebuilds
+the planner's tests, runs them, and reports which mutations the suite kills
+(a test fails) and which survive. The tree is restored after each one.
+
+    tests/mutations/planner_mutations.py [--build build] [--only NAME]
+
+Each mutation is (name, file, text to find, replacement); the text must occur
+exactly once. Run from a configured build (cmake -B build).
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+MUTATIONS = [
+    ("flash attention computes the whole square",
+     "planner/compute/compute_time.cc",
+     "stack.attention == AttentionKernel::kFlash ? 0.5 : 1.0",
+     "stack.attention == AttentionKernel::kFlash ? 1.0 : 1.0"),
+    ("attention efficiency ignores the sequence length",
+     "planner/compute/compute_time.cc",
+     "c.attention_efficiency * s / (s + c.attention_seq_half_tokens)",
+     "c.attention_efficiency"),
+    ("no logits working set",
+     "planner/memory/memory_model.cc",
+     "if (sp.last) m.logits_bytes = layer.logits_bytes;",
+     ""),
+    ("FSDP never re-gathers for the backward",
+     "planner/comm/fsdp_comm.cc",
+     "const bool regather = l.zero == 3 && stack.fsdp.reshard_after_forward;",
+     "const bool regather = false;"),
+    ("FSDP gathers per micro-batch under torchtitan's pipeline",
+     "planner/comm/fsdp_comm.cc",
+     "stack.fsdp.keeps_gathered_across_pipeline_micro_batches;",
+     "false;"),
+    ("only the first pipeline stage sets the pace",
+     "planner/step_model.cc",
+     "    if (s.micro_s > beat.micro_s) beat = s;",
+     ""),
+    ("the bubble counts compute only",
+     "planner/step_model.cc",
+     "PipelineBubbleFraction(l.pp, l.vpp, l.grad_accum) * m * beat.micro_s;",
+     "PipelineBubbleFraction(l.pp, l.vpp, l.grad_accum) * m * beat.micro_compute_s;"),
+    ("pipeline sends off the critical path",
+     "planner/step_model.cc",
+     "(1 - c.pp_overlap_efficiency) * sends_s;",
+     "0 * sends_s;"),
+    ("layer-fraction selective policies ignored",
+     "planner/memory/layer_activations.cc",
+     "return scale * (f > 0 ? f * input + (1 - f) * kept : kept);",
+     "return scale * kept;"),
+    ("pipeline waits draw idle power",
+     "planner/step_model.cc",
+     "(p.exposed_comm_s + p.bubble_s) / p.step_time_s, c);",
+     "p.exposed_comm_s / p.step_time_s, c);"),
+    ("the search ignores the stack's ZeRO stages",
+     "planner/search/search.cc",
+     "for (int64_t z : s.zero_stages) {",
+     "for (int64_t z : {0, 1, 2, 3}) {"),
+    ("stack options' collective bytes ignored",
+     "planner/stacks/training_stack.cc",
+     "if (field == \"gradient_reduce\") s.comm_bytes.gradient_reduce = value;",
+     ""),
+    ("uneven stages heavier at the front",
+     "core/layout.cc",
+     "  const int64_t short_front = (short_chunks + 1) / 2;\n  const int64_t short_back = short_chunks / 2;\n  auto",
+     "  const int64_t short_front = 0;\n  const int64_t short_back = short_chunks;\n  auto"),
+    ("fp8 casts free",
+     "planner/compute/compute_time.cc",
+     "r.elementwise_s += c.fp8_cast_traffic_factor * cast_bytes / HbmBytesPerS(gpu);",
+     ""),
+    ("model states ignore the stack's bytes",
+     "planner/memory/memory_model.cc",
+     "m.master_weights_bytes = b.master_weights * sp.params",
+     "m.master_weights_bytes = 4 * sp.params"),
+    ("FSDP exposure without the first unit's floor",
+     "planner/comm/fsdp_comm.cc",
+     "return std::max({0.0, floor_s, comm_s - efficiency * window_s});",
+     "return std::max({0.0, comm_s - efficiency * window_s});"),
+]
+
+TESTS = ["core_test", "planner_test", "planner_behaviour_test",
+         "planner_calibration_fit_test", "planner_megatron_validation_test",
+         "planner_published_runs_test"]
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, **kw)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--only", default=None)
+    args = ap.parse_args()
+    results = []
+    for name, path, find, repl in MUTATIONS:
+        if args.only and args.only not in name:
+            continue
+        full = os.path.join(ROOT, path)
+        original = open(full).read()
+        if original.count(find) != 1:
+            results.append((name, "NOT APPLIED (text not found once)"))
+            continue
+        try:
+            open(full, "w").write(original.replace(find, repl))
+            b = run(["ninja", "-C", args.build] + TESTS)
+            if b.returncode != 0:
+                results.append((name, "killed (does not build)"))
+                continue
+            failed = []
+            for t in TESTS:
+                exe = run(["find", args.build, "-name", t, "-type", "f"]).stdout.split()
+                if not exe:
+                    continue
+                r = run([exe[0]])
+                if r.returncode != 0:
+                    failed.append(t)
+            results.append((name, "killed by " + ", ".join(failed) if failed
+                            else "SURVIVED"))
+        finally:
+            open(full, "w").write(original)
+    run(["ninja", "-C", args.build] + TESTS)
+    width = max(len(n) for n, _ in results)
+    for name, outcome in results:
+        print(f"{name:<{width}}  {outcome}")
+    return 1 if any(o == "SURVIVED" for _, o in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
