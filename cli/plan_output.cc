@@ -143,13 +143,19 @@ nlohmann::json PredictJson(const planner::LayoutEvaluation& e) {
 }
 
 std::string DescribeWorkload(const Workload& w) {
+  const TrainingConfig& t = w.training;
   return absl::StrFormat(
       "%s (%.2fB parameters) on %d x %d %s = %d GPUs; global batch %d x %d = "
-      "%d tokens per step",
+      "%d tokens per step\ntraining stack %s%s%s, %s",
       w.model.name, w.model.ParamCount() / 1e9, w.cluster.nodes,
       w.cluster.gpus_per_node, w.cluster.gpu.name, w.cluster.world_size(),
-      w.training.global_batch, w.training.seq_len,
-      w.training.tokens_per_step());
+      t.global_batch, t.seq_len, t.tokens_per_step(), t.stack,
+      t.stack == kDefaultTrainingStack ? " (the default; --stack to change)"
+                                       : "",
+      t.stack_options.empty()
+          ? ""
+          : absl::StrCat(" with ", absl::StrJoin(t.stack_options, ",")),
+      PrecisionName(t.precision));
 }
 
 void PrintPlan(const Workload& w, const planner::SearchResult& r,
