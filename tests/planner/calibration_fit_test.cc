@@ -50,6 +50,7 @@ Calibration Truth() {
 struct Measured {
   bool breakdown = false;  // compute, comm and exposed comm
   bool watts = false;
+  bool memory = false;  // peak memory per GPU
 };
 
 // A trial of `layout` on `w` whose measurements are the prediction under
@@ -70,6 +71,7 @@ CalibrationSample Trial(const Workload& w, const char* layout,
     s.exposed_comm_s = e.prediction.exposed_comm_s;
   }
   if (measured.watts) s.watts_per_gpu = e.prediction.watts_per_gpu;
+  if (measured.memory) s.peak_memory_bytes = e.prediction.memory.total_bytes;
   return s;
 }
 
@@ -134,6 +136,58 @@ CalibrationFit Fit(const std::vector<CalibrationSample>& samples,
   absl::StatusOr<CalibrationFit> fit = FitCalibration(samples, prior, options);
   EXPECT_TRUE(fit.ok()) << fit.status();
   return fit.ok() ? *std::move(fit) : CalibrationFit{};
+}
+
+TEST(CalibrationFitTest, PeakMemoryRefitsTheMemoryCoefficients) {
+  // Trials that measure their peak memory (CUDA's allocator) identify the
+  // memory coefficients, which no time depends on: a larger fixed overhead,
+  // more fragmentation and more saved activations than the defaults. Each
+  // layout holds a different mix of states, activations and logits.
+  Calibration truth;
+  truth.memory_fixed_overhead_gib = 3;
+  truth.memory_fragmentation = 0.15;
+  truth.saved_activation_factor = 1.3;
+  truth.logits_bytes_per_element = 8;
+  const Workload w = H100("llama3-8b", 1, 16, 4096);
+  const Workload shorter = H100("llama3-8b", 1, 64, 1024);
+  const std::vector<CalibrationSample> samples = {
+      Trial(w, "zero=3,micro_batch=1,recompute=full", truth, {.memory = true}),
+      Trial(w, "zero=3,micro_batch=1,recompute=selective", truth,
+            {.memory = true}),
+      Trial(w, "tp=2,sp=1,zero=1,micro_batch=1", truth, {.memory = true}),
+      Trial(w, "tp=8,zero=0,micro_batch=2", truth, {.memory = true}),
+      Trial(shorter, "zero=3,micro_batch=4", truth, {.memory = true}),
+      Trial(shorter, "tp=4,sp=1,pp=2,zero=1,micro_batch=4", truth,
+            {.memory = true}),
+  };
+  const CalibrationFit fit = Fit(samples);
+  for (const char* name :
+       {"memory_fixed_overhead_gib", "memory_fragmentation",
+        "saved_activation_factor", "logits_bytes_per_element"}) {
+    EXPECT_TRUE(Contains(fit.fitted, name)) << name;
+  }
+  for (size_t i = 0; i < fit.residuals.size(); ++i) {
+    const CalibrationSampleResidual& r = fit.residuals[i];
+    ASSERT_TRUE(r.measured_peak_memory_bytes.has_value());
+    // The defaults were 5-50% off; the fit is within 3% (the prior on four
+    // coefficients pulls a little).
+    EXPECT_NEAR(r.fitted_peak_memory_bytes / *r.measured_peak_memory_bytes,
+                1, 0.03)
+        << "sample " << i;
+    EXPECT_GT(std::abs(r.prior_peak_memory_bytes /
+                           *r.measured_peak_memory_bytes -
+                       1),
+              0.05)
+        << "sample " << i;
+  }
+  EXPECT_NEAR(fit.calibration.saved_activation_factor, 1.3, 0.1);
+  // Without measured memory they stay at the prior.
+  std::vector<CalibrationSample> no_memory = samples;
+  for (CalibrationSample& s : no_memory) s.peak_memory_bytes.reset();
+  const CalibrationFit times_only = Fit(no_memory);
+  EXPECT_FALSE(Contains(times_only.fitted, "memory_fragmentation"));
+  EXPECT_EQ(times_only.calibration.memory_fragmentation,
+            Calibration{}.memory_fragmentation);
 }
 
 TEST(CalibrationFitTest, RecoversThePerturbedCoefficients) {
