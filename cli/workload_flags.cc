@@ -133,7 +133,7 @@ void WorkloadFlags::Register(FlagSet* flags) {
                    &stack);
   flags->AddString("stack-options", "A,B",
                    "changes to the stack's default options: NAME on, no-NAME "
-                   "off (e.g. async-tp,no-compile); '' keeps the defaults",
+                   "off (e.g. async-tp,no-compile)",
                    &stack_options);
   flags->AddString("precision", "P", "bf16 (default) or fp8 linear layers",
                    &precision);

@@ -83,6 +83,34 @@ TEST(WorkloadFlagsTest, SpecFileEqualsFlags) {
   EXPECT_EQ(from_file->spec.search().top(), 10);
 }
 
+TEST(WorkloadFlagsTest, StackOptionsAndPrecision) {
+  absl::StatusOr<Study> s = Resolve(With(
+      kExampleFlags, {"--stack", "torchtitan", "--stack-options",
+                      "async-tp, no-compile", "--precision", "fp8"}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->workload.training.stack, "torchtitan");
+  EXPECT_EQ(s->workload.training.stack_options,
+            (std::vector<std::string>{"async-tp", "no-compile"}));
+  EXPECT_EQ(s->workload.training.precision, Precision::kFp8);
+  // Without the flag the stack's defaults stand; an empty value is refused.
+  s = Resolve(With(kExampleFlags, {"--stack", "torchtitan"}));
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->workload.training.stack_options.empty());
+  EXPECT_EQ(ErrorOf(With(kExampleFlags, {"--stack-options", ""})),
+            "--stack-options: empty value (--stack-options A,B)");
+  EXPECT_EQ(ErrorOf(With(kExampleFlags, {"--stack", "jax"})).rfind(
+                "training.stack: unknown stack 'jax'", 0),
+            0u);
+  EXPECT_NE(ErrorOf(With(kExampleFlags, {"--stack", "jax"})).find("(--stack)"),
+            std::string::npos);
+  EXPECT_EQ(ErrorOf(With(kExampleFlags, {"--precision", "fp4"})),
+            "training.precision: 'fp4' is not bf16 or fp8 (--precision)");
+  EXPECT_NE(ErrorOf(With(kExampleFlags,
+                         {"--stack", "torchtitan", "--stack-options", "x"}))
+                .find("(--stack-options)"),
+            std::string::npos);
+}
+
 TEST(WorkloadFlagsTest, FlagsOverrideTheSpecFile) {
   absl::StatusOr<Study> study =
       Resolve({"--spec", kExample, "--nodes", "64", "--model", "llama2-13b",

@@ -235,6 +235,93 @@ TEST(ConvertTest, ClusterAndTrainingErrorsNameTheField) {
             "");
 }
 
+TEST(ConvertTest, TrainingStackOptionsAndPrecision) {
+  auto study = [](const std::string& training) {
+    return Parse(R"({"model": {"preset": "llama3-8b"},
+        "cluster": {"gpu": {"preset": "h100-sxm"}, "nodes": 2,
+                    "gpus_per_node": 8},
+        "training": )" + training + "}");
+  };
+  absl::StatusOr<Workload> w = WorkloadFromSpec(study(
+      R"({"global_batch": 64, "seq_len": 8192, "stack": "torchtitan",
+          "stack_options": ["async-tp", "no-compile"], "precision": "fp8"})"));
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->training.stack, "torchtitan");
+  EXPECT_EQ(w->training.stack_options,
+            (std::vector<std::string>{"async-tp", "no-compile"}));
+  EXPECT_EQ(w->training.precision, Precision::kFp8);
+  // Absent: the default stack, its default options, bf16.
+  absl::StatusOr<Workload> d =
+      WorkloadFromSpec(study(R"({"global_batch": 64, "seq_len": 8192})"));
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->training.stack, kDefaultTrainingStack);
+  EXPECT_TRUE(d->training.stack_options.empty());
+  EXPECT_EQ(d->training.precision, Precision::kBf16);
+  // Round trip through the spec.
+  absl::StatusOr<Workload> back = WorkloadFromSpec(SpecFromWorkload(*w));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->training.stack, "torchtitan");
+  EXPECT_EQ(back->training.stack_options, w->training.stack_options);
+  EXPECT_EQ(back->training.precision, Precision::kFp8);
+
+  const struct {
+    const char* training;
+    const char* error;
+  } bad[] = {
+      {R"({"global_batch": 8, "seq_len": 16, "stack": "jax"})",
+       "training.stack: unknown stack 'jax' (known: deepspeed, "
+       "megatron-2021, megatron-core, nanotron, pytorch-fsdp, tessera, "
+       "torchtitan)"},
+      {R"({"global_batch": 8, "seq_len": 16, "stack": "torchtitan",
+           "stack_options": ["turbo"]})",
+       "training.stack_options: the torchtitan stack has no option 'turbo' "
+       "(its options: compile, async-tp, float8-rowwise, selective-layer)"},
+      {R"({"global_batch": 8, "seq_len": 16, "precision": "fp4"})",
+       "training.precision: 'fp4' is not bf16 or fp8"},
+      {R"({"global_batch": 8, "seq_len": 16, "stack": "deepspeed",
+           "precision": "fp8"})",
+       "training.precision: the deepspeed stack does not train in fp8"},
+  };
+  for (const auto& b : bad) {
+    EXPECT_EQ(WorkloadFromSpec(study(b.training)).status().message(),
+              b.error)
+        << b.training;
+  }
+  // fp8 on a GPU without fp8 tensor cores.
+  EXPECT_EQ(WorkloadFromSpec(
+                Parse(R"({"model": {"preset": "llama3-8b"},
+                          "cluster": {"gpu": {"preset": "a100-sxm-80g"},
+                                      "nodes": 1, "gpus_per_node": 8},
+                          "training": {"global_batch": 8, "seq_len": 16,
+                                       "precision": "fp8"}})"))
+                .status()
+                .message(),
+            "training.precision: fp8 needs fp8 tensor cores, and gpu "
+            "'a100-sxm-80g' has none (gpu.peak_fp8_tflops is 0)");
+  // A GPU's architecture and fp8 peak.
+  absl::StatusOr<Workload> custom = WorkloadFromSpec(Parse(
+      R"({"model": {"preset": "llama3-8b"},
+          "cluster": {"gpu": {"preset": "a100-sxm-80g",
+                              "peak_fp8_tflops": 600,
+                              "architecture": "hopper"},
+                      "nodes": 1, "gpus_per_node": 8},
+          "training": {"global_batch": 8, "seq_len": 16}})"));
+  ASSERT_TRUE(custom.ok()) << custom.status();
+  EXPECT_EQ(custom->cluster.gpu.architecture, "hopper");
+  EXPECT_EQ(custom->cluster.gpu.peak_fp8_tflops, 600);
+  EXPECT_EQ(custom->cluster.gpu.name, "custom");
+  EXPECT_EQ(WorkloadFromSpec(
+                Parse(R"({"model": {"preset": "llama3-8b"},
+                          "cluster": {"gpu": {"preset": "h100-sxm",
+                                              "architecture": "tpu"},
+                                      "nodes": 1, "gpus_per_node": 8},
+                          "training": {"global_batch": 8, "seq_len": 16}})"))
+                .status()
+                .message(),
+            "cluster.gpu.architecture: 'tpu' is not one of volta, ampere, "
+            "hopper, blackwell, cpu or empty (unknown)");
+}
+
 TEST(ConvertTest, ClusterOverrides) {
   absl::StatusOr<Workload> w = WorkloadFromSpec(Parse(
       R"({"model": {"preset": "llama2-7b"},
