@@ -16,17 +16,30 @@ double ListBytes(const std::vector<SavedTensor>& list, const ModelConfig& m,
   return bytes;
 }
 
+// One layer's dimensions on this GPU.
+struct Dims {
+  bool swiglu;
+  double tokens, tp, h, kv, ffn;
+  double replicated_div;  // tp with sequence parallelism, else 1
+};
+
+Dims DimsOf(const ModelConfig& m, const LayerShard& shard) {
+  const double tp = static_cast<double>(shard.tp);
+  return Dims{m.mlp == MlpKind::kSwiGlu,
+              shard.local_tokens(),
+              tp,
+              static_cast<double>(m.hidden),
+              static_cast<double>(m.kv_dim()),
+              static_cast<double>(m.ffn_hidden),
+              shard.sp ? tp : 1.0};
+}
+
 }  // namespace
 
 double SavedTensorBytes(SavedTensor t, const ModelConfig& m,
                         const LayerShard& shard, const TrainingStack& stack) {
-  const bool swiglu = m.mlp == MlpKind::kSwiGlu;
-  const double tokens = shard.local_tokens();
-  const double tp = static_cast<double>(shard.tp);
-  const double h = static_cast<double>(m.hidden);
-  const double kv = static_cast<double>(m.kv_dim());
-  const double ffn = static_cast<double>(m.ffn_hidden);
-  const double replicated_div = shard.sp ? tp : 1.0;
+  const auto [swiglu, tokens, tp, h, kv, ffn, replicated_div] =
+      DimsOf(m, shard);
   // Linear layers' inputs in fp8 under Transformer Engine.
   const double input_bytes =
       shard.precision == Precision::kFp8 && stack.fp8_saves_linear_inputs ? 1
@@ -117,15 +130,10 @@ double LayerWorkingSetBytes(const ModelConfig& m, const LayerShard& shard,
 
 double LayerElementwiseReferenceBytes(const ModelConfig& m,
                                       const LayerShard& shard) {
-  const bool swiglu = m.mlp == MlpKind::kSwiGlu;
-  const double tokens = shard.local_tokens();
-  const double tp = static_cast<double>(shard.tp);
-  const double h = static_cast<double>(m.hidden);
-  const double kv = static_cast<double>(m.kv_dim());
-  const double ffn = static_cast<double>(m.ffn_hidden);
-  const double replicated = 4 * h / (shard.sp ? tp : 1.0);
-  const double split = 2 * h + 2 * kv + (swiglu ? 3 : 2) * ffn;
-  return tokens * 2 * (replicated + split / tp);
+  const Dims d = DimsOf(m, shard);
+  const double replicated = 4 * d.h / d.replicated_div;
+  const double split = 2 * d.h + 2 * d.kv + (d.swiglu ? 3 : 2) * d.ffn;
+  return d.tokens * 2 * (replicated + split / d.tp);
 }
 
 double LogitsWorkingSetBytes(const ModelConfig& m, const LayerShard& shard,

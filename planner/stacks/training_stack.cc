@@ -154,6 +154,24 @@ class StackReader {
   std::string file_;
 };
 
+// A List() item parser from core's parser of a name, with the error saying
+// what the name may be.
+template <typename T>
+auto ByName(const StackReader& r,
+            absl::StatusOr<T> (*parse)(absl::string_view),
+            const char* expected) {
+  return [&r, parse, expected](const Json& v,
+                               absl::string_view at) -> absl::StatusOr<T> {
+    absl::StatusOr<T> value = v.is_string()
+                                  ? parse(v.get<std::string>())
+                                  : absl::InvalidArgumentError("not a name");
+    if (!value.ok()) {
+      return r.Error(at, absl::StrCat(v.dump(), " is not ", expected));
+    }
+    return value;
+  };
+}
+
 absl::StatusOr<StackLayouts> ReadLayouts(const StackReader& r, const Json& o) {
   const std::string p = "layouts";
   TESSERA_RETURN_IF_ERROR(r.OnlyKeys(
@@ -208,33 +226,11 @@ absl::StatusOr<StackLayouts> ReadLayouts(const StackReader& r, const Json& o) {
   TESSERA_ASSIGN_OR_RETURN(
       l.recompute,
       r.List<Recompute>(o, "recompute", p,
-                        [&](const Json& v, absl::string_view at)
-                            -> absl::StatusOr<Recompute> {
-                          absl::StatusOr<Recompute> rc =
-                              v.is_string() ? ParseRecompute(v.get<std::string>())
-                                            : absl::InvalidArgumentError("");
-                          if (!rc.ok()) {
-                            return r.Error(at, absl::StrCat(v.dump(),
-                                                            " is not none, "
-                                                            "selective or full"));
-                          }
-                          return *rc;
-                        }));
+                        ByName(r, &ParseRecompute, "none, selective or full")));
   TESSERA_ASSIGN_OR_RETURN(
       l.precisions,
       r.List<Precision>(o, "precisions", p,
-                        [&](const Json& v, absl::string_view at)
-                            -> absl::StatusOr<Precision> {
-                          absl::StatusOr<Precision> pr =
-                              v.is_string() ? ParsePrecision(v.get<std::string>())
-                                            : absl::InvalidArgumentError("");
-                          if (!pr.ok()) {
-                            return r.Error(at, absl::StrCat(v.dump(),
-                                                            " is not bf16 or "
-                                                            "fp8"));
-                          }
-                          return *pr;
-                        }));
+                        ByName(r, &ParsePrecision, "bf16 or fp8")));
   if (l.zero_stages.empty()) return r.Error("layouts.zero_stages", "empty");
   if (l.recompute.empty()) return r.Error("layouts.recompute", "empty");
   if (l.precisions.empty()) return r.Error("layouts.precisions", "empty");
