@@ -153,7 +153,8 @@ TEST(PlanCommandTest, HumanTableAndBestLayouts) {
   const std::string& out = r.out;
   EXPECT_EQ(out.rfind("llama2-7b (6.74B parameters) on 32 x 8 h100-sxm = 256 "
                       "GPUs; global batch 512 x 4096 = 2097152 tokens per "
-                      "step\nsearched ",
+                      "step\ntraining stack megatron-core (the default; "
+                      "--stack to change), bf16\nsearched ",
                       0),
             0u)
       << out;
