@@ -6,12 +6,14 @@
 //   TESSERA_RETURN_IF_ERROR(c.Set("fsdp_overlap_efficiency", 0.7));
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "planner/comm/measured_collectives.h"
 
 namespace tessera::planner {
 
@@ -37,6 +39,11 @@ struct Calibration {
   double name = default_value;
 #include "planner/calibration/coefficients.inc"
 #undef TESSERA_COEFFICIENT
+
+  // The cluster's measured collective bus bandwidth, used in place of the
+  // link figures (and their efficiencies) where it covers a collective;
+  // null: none measured.
+  std::shared_ptr<const MeasuredCollectives> collectives;
 
   // Every coefficient, in declaration order.
   static const std::vector<CoefficientInfo>& Infos();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace tessera::planner {
 namespace {
@@ -47,11 +48,55 @@ double BusBandwidthBytesPerS(const GroupPlacement& g, const ClusterConfig& cl,
       nvlink, static_cast<double>(g.ranks_per_node) * NicShareBytesPerS(cl, c));
 }
 
+namespace {
+
+CollectiveOp OpOf(Collective kind) {
+  switch (kind) {
+    case Collective::kAllReduce:
+      return CollectiveOp::kAllReduce;
+    case Collective::kAllGather:
+      return CollectiveOp::kAllGather;
+    case Collective::kReduceScatter:
+      break;
+  }
+  return CollectiveOp::kReduceScatter;
+}
+
+// The measured bus bandwidth of `op` for group `g`, bytes/s: the measured
+// figure on the group's nodes, scaled by the modelled ratio of the group's
+// placement to the measurement's (measured_collectives.h); nullopt when `op`
+// was not measured.
+std::optional<double> MeasuredBusBandwidth(CollectiveOp op, double bytes,
+                                           const GroupPlacement& g,
+                                           const ClusterConfig& cl,
+                                           const Calibration& c) {
+  if (c.collectives == nullptr) return std::nullopt;
+  const std::optional<double> gbs =
+      c.collectives->BusBandwidthGbs(op, bytes, g.nodes);
+  if (!gbs.has_value()) return std::nullopt;
+  const int64_t per_node = c.collectives->MeasuredGpusPerNode(op, g.nodes);
+  GroupPlacement measured;
+  measured.ranks_per_node = std::max<int64_t>(per_node, 1);
+  measured.nodes = g.nodes;
+  measured.ranks = measured.ranks_per_node * measured.nodes;
+  return *gbs * 1e9 * BusBandwidthBytesPerS(g, cl, c) /
+         BusBandwidthBytesPerS(measured, cl, c);
+}
+
+}  // namespace
+
 double CollectiveTimeS(Collective kind, double bytes, const GroupPlacement& g,
                        const ClusterConfig& cl, const Calibration& c,
                        double bandwidth_scale) {
   if (g.ranks <= 1) return 0;
   const double n = static_cast<double>(g.ranks);
+  const double factor =
+      kind == Collective::kAllReduce ? 2 * (n - 1) / n : (n - 1) / n;
+  // nccl-tests' busbw at this size already holds the latency: no alpha.
+  if (const std::optional<double> measured =
+          MeasuredBusBandwidth(OpOf(kind), bytes, g, cl, c)) {
+    return factor * bytes / (*measured * bandwidth_scale);
+  }
   const double busbw = BusBandwidthBytesPerS(g, cl, c) * bandwidth_scale;
   const double step_s = StepLatencyS(g.nodes > 1, cl, c);
   if (kind != Collective::kAllReduce) {
@@ -72,6 +117,13 @@ double CollectiveTimeS(Collective kind, double bytes, const GroupPlacement& g,
 
 double PointToPointTimeS(double bytes, bool crosses_nodes,
                          const ClusterConfig& cl, const Calibration& c) {
+  if (c.collectives != nullptr) {
+    // sendrecv_perf between two GPUs: on one node, or on two.
+    if (const std::optional<double> gbs = c.collectives->BusBandwidthGbs(
+            CollectiveOp::kSendRecv, bytes, crosses_nodes ? 2 : 1)) {
+      return bytes / (*gbs * 1e9);
+    }
+  }
   const double nvlink = IntraBytesPerS(cl, c);
   const double bw =
       crosses_nodes ? std::min(nvlink, NicShareBytesPerS(cl, c)) : nvlink;

@@ -15,7 +15,10 @@
 //     several nodes runs at the slower of NVLink and its share of the node's
 //     NICs: with rail-optimized rings a group with g GPUs in each node uses g
 //     of the node's gpus_per_node NICs, g * inter_node_gbs / gpus_per_node.
-// Bandwidth and latency efficiencies are calibration coefficients.
+// Bandwidth and latency efficiencies are calibration coefficients. Where the
+// calibration holds the cluster's measured bus bandwidth of a collective
+// (measured_collectives.h), that replaces busbw, and the alpha term (the
+// measurement at the message's size already holds it).
 //
 //   GroupPlacement g = PlaceGroup(/*ranks=*/64, /*stride=*/8,
 //   /*gpus_per_node=*/8); double t = CollectiveTimeS(Collective::kAllGather,
