@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/best_command.h"
+#include "cli/calibrate_command.h"
 #include "cli/cancel_command.h"
 #include "cli/exit_codes.h"
 #include "cli/history_command.h"
@@ -51,6 +52,8 @@ const std::vector<Command>& Commands() {
        &RunPlan},
       {"predict", "predict one layout: step time, throughput, memory, energy",
        &RunPredict},
+      {"calibrate", "fit the cost model to measured runs and collectives",
+       &RunCalibrate},
       {"submit", "send a study to the planner service (--wait: follow it)",
        &RunSubmit},
       {"watch", "follow a study's trials until its recommendation", &RunWatch},

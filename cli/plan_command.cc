@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "cli/calibration_flag.h"
 #include "cli/exit_codes.h"
 #include "cli/plan_output.h"
 #include "cli/planner_client.h"
@@ -69,12 +70,17 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
   workload_flags.Register(&flags);
   std::optional<int64_t> top;
   bool json = false;
+  std::optional<std::string> calibration_path;
   flags.AddSection("Output");
   flags.AddInt("top", "N",
                "layouts listed, best tokens/s first (default 10; 0: all "
                "feasible)",
                &top);
   flags.AddSwitch("json", "print one JSON object instead of the table", &json);
+  flags.AddString("calibration", "FILE",
+                  "a calibration file from `tessera calibrate` instead of the "
+                  "stack's defaults",
+                  &calibration_path);
   PlannerFlags planner;
   planner.Register(&flags,
                    "rank on the planner service at HOST:PORT, with its "
@@ -104,9 +110,17 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     }
     return ReportError(err, kCommand, s);
   }
-  absl::StatusOr<planner::Calibration> defaults =
-      planner::DefaultCalibration(study->workload);
+  if (calibration_path && planner.planner.has_value()) {
+    return ReportError(
+        err, kCommand,
+        absl::InvalidArgumentError("--calibration: not with --planner (the "
+                                   "planner service uses its own)"));
+  }
+  std::string calibration_note;
+  absl::StatusOr<planner::Calibration> defaults = CalibrationForWorkload(
+      study->workload, calibration_path, &calibration_note);
   if (!defaults.ok()) return ReportError(err, kCommand, defaults.status());
+  if (!calibration_note.empty()) err << "note: " << calibration_note << "\n";
   absl::StatusOr<planner::SearchResult> result =
       planner.planner.has_value()
           ? PlanOnService(planner, study->spec)

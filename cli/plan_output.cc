@@ -55,11 +55,13 @@ void PrintBest(absl::string_view title, const Workload& w,
 std::string MemoryLine(const planner::MemoryBreakdown& m) {
   return absl::StrFormat(
       "%.1f GiB: weights %.1f, master weights %.1f, gradients %.1f, optimizer "
-      "%.1f, activations %.1f, gathered params %.1f, overhead %.1f",
+      "%.1f, activations %.1f, logits %.1f, gathered params %.1f, overhead "
+      "%.1f",
       m.total_bytes / kGiB, m.weights_bytes / kGiB,
       m.master_weights_bytes / kGiB, m.gradients_bytes / kGiB,
       m.optimizer_bytes / kGiB, m.activations_bytes / kGiB,
-      m.gathered_params_bytes / kGiB, m.overhead_bytes / kGiB);
+      m.logits_bytes / kGiB, m.gathered_params_bytes / kGiB,
+      m.overhead_bytes / kGiB);
 }
 
 }  // namespace
@@ -70,6 +72,7 @@ nlohmann::json MemoryBreakdownJson(const planner::MemoryBreakdown& m) {
                         {"gradients_bytes", m.gradients_bytes},
                         {"optimizer_bytes", m.optimizer_bytes},
                         {"activations_bytes", m.activations_bytes},
+                        {"logits_bytes", m.logits_bytes},
                         {"gathered_params_bytes", m.gathered_params_bytes},
                         {"overhead_bytes", m.overhead_bytes},
                         {"total_bytes", m.total_bytes}};

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "cli/calibration_flag.h"
 #include "cli/exit_codes.h"
 #include "cli/plan_output.h"
 #include "cli/planner_client.h"
@@ -72,11 +73,16 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
   workload_flags.Register(&flags);
   std::optional<std::string> layout_text;
   bool json = false;
+  std::optional<std::string> calibration_path;
   flags.AddSection("Layout and output");
   flags.AddString("layout", "LAYOUT",
                   "the layout, e.g. tp=2,zero=3,micro_batch=2 (required)",
                   &layout_text);
   flags.AddSwitch("json", "print one JSON object", &json);
+  flags.AddString("calibration", "FILE",
+                  "a calibration file from `tessera calibrate` instead of the "
+                  "stack's defaults",
+                  &calibration_path);
   PlannerFlags planner;
   planner.Register(&flags,
                    "predict on the planner service at HOST:PORT, with its "
@@ -104,9 +110,17 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
   }
   absl::StatusOr<Study> study = workload_flags.Resolve();
   if (!study.ok()) return ReportError(err, kCommand, study.status());
-  absl::StatusOr<planner::Calibration> defaults =
-      planner::DefaultCalibration(study->workload);
+  if (calibration_path && planner.planner.has_value()) {
+    return ReportError(
+        err, kCommand,
+        absl::InvalidArgumentError("--calibration: not with --planner (the "
+                                   "planner service uses its own)"));
+  }
+  std::string calibration_note;
+  absl::StatusOr<planner::Calibration> defaults = CalibrationForWorkload(
+      study->workload, calibration_path, &calibration_note);
   if (!defaults.ok()) return ReportError(err, kCommand, defaults.status());
+  if (!calibration_note.empty()) err << "note: " << calibration_note << "\n";
   absl::StatusOr<planner::LayoutEvaluation> evaluation =
       planner.planner.has_value()
           ? PredictOnService(planner, study->spec, *layout)

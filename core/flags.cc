@@ -75,6 +75,18 @@ void FlagSet::AddString(absl::string_view name, absl::string_view value_name,
   Add(std::move(f));
 }
 
+void FlagSet::AddStrings(absl::string_view name, absl::string_view value_name,
+                         absl::string_view help,
+                         std::vector<std::string>* values) {
+  Flag f = MakeFlag(name, value_name, absl::StrCat(help, " (repeatable)"));
+  f.repeatable = true;
+  f.set = [values](absl::string_view text) {
+    values->push_back(std::string(text));
+    return absl::OkStatus();
+  };
+  Add(std::move(f));
+}
+
 void FlagSet::AddInt(absl::string_view name, absl::string_view value_name,
                      absl::string_view help, std::optional<int64_t>* value) {
   Flag f = MakeFlag(name, value_name, help);
@@ -186,7 +198,7 @@ absl::Status FlagSet::Parse(const std::vector<std::string>& args) {
                     : absl::StrCat("unknown flag (did you mean --", suggestion,
                                    "?)"));
     }
-    if (!seen.insert(flag->name).second) {
+    if (!seen.insert(flag->name).second && !flag->repeatable) {
       return FlagError(name, "given twice");
     }
     if (flag->is_switch) {

@@ -1,8 +1,9 @@
 // A small command-line flag parser, one FlagSet per subcommand (absl::flags
 // keeps process-wide globals; subcommands need flags of their own). Flags are
 // `--name value` or `--name=value`; switches are `--name` (or
-// `--name=true|false`). Unknown flags, flags given twice, missing, empty or
-// malformed values and positional arguments are errors that name the flag.
+// `--name=true|false`). Unknown flags, flags given twice (but those added as
+// repeatable), missing, empty or malformed values and positional arguments
+// are errors that name the flag.
 //
 //   std::optional<int64_t> nodes;
 //   bool json = false;
@@ -34,6 +35,9 @@ class FlagSet {
   // A string flag; an empty value is an error.
   void AddString(absl::string_view name, absl::string_view value_name,
                  absl::string_view help, std::optional<std::string>* value);
+  // A string flag that may be given more than once; each value is appended.
+  void AddStrings(absl::string_view name, absl::string_view value_name,
+                  absl::string_view help, std::vector<std::string>* values);
   // An integer flag (decimal, int64).
   void AddInt(absl::string_view name, absl::string_view value_name,
               absl::string_view help, std::optional<int64_t>* value);
@@ -63,6 +67,7 @@ class FlagSet {
     std::string help;
     std::string section;
     bool is_switch = false;
+    bool repeatable = false;
     std::function<absl::Status(absl::string_view)> set;
   };
   static Flag MakeFlag(absl::string_view name, absl::string_view value_name,

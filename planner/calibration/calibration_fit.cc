@@ -436,6 +436,25 @@ bool DampedStep(const Objective& f, const std::vector<double>& u,
   return true;
 }
 
+// The log-space posterior standard deviation of each fitted coefficient: the
+// square roots of the diagonal of (J^T J)^-1 at the fit (Gauss-Newton; the
+// prior's rows keep it positive definite).
+void PosteriorSpread(const Objective& f, const std::vector<double>& u,
+                     CalibrationFit* fit) {
+  const size_t n = f.dimensions();
+  if (n == 0) return;
+  std::vector<double> r;
+  f.Residuals(u, &r);
+  const NormalEquations e = Linearise(f, u, r);
+  for (size_t j = 0; j < n; ++j) {
+    std::vector<double> unit(n, 0), column;
+    unit[j] = 1;
+    if (!SolveSpd(e.jtj, unit, n, &column) || !(column[j] > 0)) continue;
+    fit->posterior_log_sd[Calibration::Infos()[f.axis(j).coefficient].name] =
+        std::sqrt(column[j]);
+  }
+}
+
 // Levenberg-Marquardt (Marquardt's diagonal scaling) from `*u`, projected onto
 // the axes' ranges: a coefficient at a bound whose gradient points outward
 // sits out the step. Returns the steps taken.
@@ -647,6 +666,7 @@ absl::StatusOr<CalibrationFit> FitCalibration(
   fit.fitted_objective = objective.Cost(u);
   fit.calibration = objective.At(u);
   Report(samples, prepared, axes, prior, &fit);
+  PosteriorSpread(objective, u, &fit);
   AddWarnings(prior, options, &fit);
   return fit;
 }

@@ -58,6 +58,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -139,6 +140,11 @@ struct CalibrationFit {
   std::vector<std::string> fitted;    // coefficients that were free, in
                                       // Calibration::Infos() order
   std::vector<std::string> at_bound;  // fitted ones that ended at min or max
+  // How well the measurements determine each fitted coefficient: its
+  // posterior standard deviation in log space (u) at the fit, from the
+  // Gauss-Newton curvature; near options.prior_log_sd, the measurements say
+  // little about it.
+  std::map<std::string, double> posterior_log_sd;
   int64_t samples = 0;
   // Mean over samples of |predicted / measured - 1| of the step time.
   double prior_step_time_mape = 0;

@@ -16,6 +16,7 @@ struct Values {
   std::optional<double> tokens;
   bool json = false;
   std::optional<bool> tie;
+  std::vector<std::string> inputs;
 };
 
 // Parses `args` into fresh values; returns the error message ("" if none).
@@ -25,6 +26,7 @@ std::string ParseInto(const std::vector<std::string>& args, Values* v) {
   flags.AddString("model", "NAME", "model preset", &v->model);
   flags.AddInt("nodes", "N", "nodes", &v->nodes);
   flags.AddDouble("total-tokens", "N", "token budget", &v->tokens);
+  flags.AddStrings("input", "FILE", "an input file", &v->inputs);
   flags.AddSection("Output");
   flags.AddSwitch("json", "JSON output", &v->json);
   flags.AddSwitch("tie-embeddings", "tied", &v->tie);
@@ -38,6 +40,12 @@ std::string ParseInto(const std::vector<std::string>& args, Values* v) {
 std::string ErrorOf(const std::vector<std::string>& args) {
   Values v;
   return ParseInto(args, &v);
+}
+
+TEST(FlagsTest, RepeatableFlagsCollectEveryValue) {
+  Values v;
+  ASSERT_EQ(ParseInto({"--input", "a.jsonl", "--input=b.jsonl"}, &v), "");
+  EXPECT_EQ(v.inputs, (std::vector<std::string>{"a.jsonl", "b.jsonl"}));
 }
 
 TEST(FlagsTest, BothValueFormsAndSwitches) {
@@ -83,6 +91,7 @@ TEST(FlagsTest, ErrorsNameTheFlag) {
             "--total-tokens: 'inf' is not a finite number");
   EXPECT_EQ(ErrorOf({"--json=maybe"}), "--json: 'maybe' is not true or false");
   EXPECT_EQ(ErrorOf({"--nodes", "1", "--nodes=2"}), "--nodes: given twice");
+  EXPECT_EQ(ErrorOf({"--input", ""}), "--input: empty value (--input FILE)");
   EXPECT_EQ(ErrorOf({"llama"}),
             "unexpected argument 'llama' (flags are --name value; see "
             "tessera test --help)");

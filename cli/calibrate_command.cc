@@ -1,0 +1,275 @@
+#include "cli/calibrate_command.h"
+
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "cli/exit_codes.h"
+#include "cli/measurement_file.h"
+#include "core/file_io.h"
+#include "core/flags.h"
+#include "core/status_macros.h"
+#include "planner/calibration/calibration_file.h"
+#include "planner/calibration/calibration_fit.h"
+#include "planner/stacks/stack_calibration.h"
+
+namespace tessera::cli {
+namespace {
+
+constexpr char kCommand[] = "tessera calibrate";
+
+constexpr char kAbout[] =
+    "Usage: tessera calibrate --measurements FILE... [--collectives "
+    "[KIND=]FILE[@NODES]...]\n"
+    "                         [--stack NAME --gpu NAME] [--out FILE] [--json]\n"
+    "\n"
+    "Fits the cost model's coefficients to measured runs and writes a\n"
+    "calibration file for `tessera plan|predict --calibration FILE`. Every\n"
+    "coefficient is listed with its value, its prior (the stack's default),\n"
+    "whether it was fitted and how well the runs determine it, with the fit's\n"
+    "error per measured quantity and what it was fitted from.\n"
+    "\n"
+    "--measurements: JSON Lines, one run per line:\n"
+    "  {\"spec\": {StudySpec: model, cluster, training with stack},\n"
+    "   \"layout\": \"tp=2,zero=1,micro_batch=2\",\n"
+    "   \"measured\": {\"step_time_s\" or \"tokens_per_s_per_gpu\", and any of\n"
+    "                \"peak_memory_gib\", \"compute_s\", \"comm_s\",\n"
+    "                \"exposed_comm_s\", \"watts_per_gpu\"}}\n"
+    "A malformed line stops the command and names its file, line and field;\n"
+    "a run the model cannot express (unknown stack, a layout that does not\n"
+    "resolve) is skipped and reported.\n"
+    "\n"
+    "--collectives: the cluster's measured bus bandwidth, used in place of\n"
+    "the link figures: nccl-tests' output (all_gather_perf, reduce_scatter_\n"
+    "perf, all_reduce_perf, sendrecv_perf; KIND= when the file name does not\n"
+    "say it, @NODES when its rank lines do not) or CSV\n"
+    "collective,nodes,gpus_per_node,bytes,busbw_gbs.\n";
+
+// One --collectives value: [KIND=]FILE[@NODES].
+absl::StatusOr<std::vector<planner::CollectiveMeasurement>> ReadCollectives(
+    const std::string& value) {
+  std::string file = value;
+  std::optional<planner::CollectiveOp> op;
+  int64_t nodes = 0;
+  const size_t eq = file.find('=');
+  if (eq != std::string::npos) {
+    TESSERA_ASSIGN_OR_RETURN(op, planner::ParseCollectiveOp(file.substr(0, eq)));
+    file = file.substr(eq + 1);
+  }
+  const size_t at = file.rfind('@');
+  if (at != std::string::npos) {
+    if (!absl::SimpleAtoi(file.substr(at + 1), &nodes) || nodes < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--collectives: '", value, "': @NODES must be a positive integer"));
+    }
+    file = file.substr(0, at);
+  }
+  TESSERA_ASSIGN_OR_RETURN(std::string text, ReadFile(file));
+  if (absl::StartsWith(text, "collective,")) {
+    return planner::ParseCollectivesCsv(text, file);
+  }
+  return planner::ParseNcclTests(text, file, op, nodes);
+}
+
+void PrintSummary(const planner::CalibrationFile& f,
+                  const std::vector<MeasurementFile>& files,
+                  std::ostream& out) {
+  out << "calibration for the " << f.stack << " stack"
+      << (f.stack_options.empty()
+              ? ""
+              : absl::StrCat(" with ", absl::StrJoin(f.stack_options, ",")))
+      << " on " << f.gpu << "\n";
+  for (const MeasurementFile& m : files) {
+    out << "  " << m.path << ": " << m.samples.size() << " runs, "
+        << m.skipped.size() << " skipped\n";
+    for (const SkippedMeasurement& s : m.skipped) {
+      out << "    line " << s.line << " skipped: " << s.reason << "\n";
+    }
+  }
+  if (f.samples > 0) {
+    out << absl::StrFormat("step time MAPE %.1f%% -> %.1f%% over %d runs\n",
+                           100 * f.step_time.prior_mape,
+                           100 * f.step_time.fitted_mape, f.samples);
+    if (f.peak_memory) {
+      out << absl::StrFormat(
+          "peak memory MAPE %.1f%% -> %.1f%% over %d runs\n",
+          100 * f.peak_memory->prior_mape, 100 * f.peak_memory->fitted_mape,
+          f.peak_memory->samples);
+    }
+    if (f.watts) {
+      out << absl::StrFormat("watts MAPE %.1f%% -> %.1f%% over %d runs\n",
+                             100 * f.watts->prior_mape,
+                             100 * f.watts->fitted_mape, f.watts->samples);
+    }
+    out << absl::StrFormat("%-28s %10s %10s %10s\n", "fitted coefficient",
+                           "prior", "value", "log sd");
+    for (const std::string& name : f.fitted) {
+      auto sd = f.posterior_log_sd.find(name);
+      out << absl::StrFormat(
+          "%-28s %10.4g %10.4g %10s\n", name, *f.prior.Get(name),
+          *f.calibration.Get(name),
+          sd == f.posterior_log_sd.end() ? "-"
+                                         : absl::StrFormat("%.3f", sd->second));
+    }
+  }
+  for (const std::string& w : f.warnings) out << "warning: " << w << "\n";
+  if (f.calibration.collectives != nullptr) {
+    out << "collectives: " << f.calibration.collectives->measurements().size()
+        << " measurements of bus bandwidth\n";
+  }
+}
+
+}  // namespace
+
+int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
+                 std::ostream& err) {
+  FlagSet flags(kCommand);
+  std::vector<std::string> measurements, collectives;
+  std::optional<std::string> stack, gpu, out_path;
+  bool json = false;
+  flags.AddStrings("measurements", "FILE", "measured runs, JSON Lines",
+                   &measurements);
+  flags.AddStrings("collectives", "[KIND=]FILE[@NODES]",
+                   "nccl-tests output or CSV of measured bus bandwidth",
+                   &collectives);
+  flags.AddString("stack", "NAME",
+                  "the stack of a calibration from collectives alone",
+                  &stack);
+  flags.AddString("gpu", "NAME",
+                  "the GPU preset of a calibration from collectives alone",
+                  &gpu);
+  flags.AddString("out", "FILE", "write the calibration file", &out_path);
+  flags.AddSwitch("json", "print the calibration file", &json);
+  if (FlagSet::WantsHelp(args)) {
+    out << kAbout << "\n" << flags.Help() << "\n" << kExitStatusHelp;
+    return kExitOk;
+  }
+  if (absl::Status s = flags.Parse(args); !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  if (measurements.empty() && collectives.empty()) {
+    return ReportError(err, kCommand,
+                       absl::InvalidArgumentError(
+                           "--measurements: required (or --collectives)"));
+  }
+  // The runs, all of one stack and one GPU.
+  std::vector<MeasurementFile> files;
+  std::vector<planner::CalibrationSample> samples;
+  std::string where;  // the first run's file:line
+  for (const std::string& path : measurements) {
+    absl::StatusOr<MeasurementFile> m = ReadMeasurements(path);
+    if (!m.ok()) return ReportError(err, kCommand, m.status());
+    for (size_t i = 0; i < m->samples.size(); ++i) {
+      const planner::CalibrationSample& s = m->samples[i];
+      const std::string at = absl::StrCat(path, ":", m->sample_lines[i]);
+      if (!samples.empty()) {
+        const Workload& first = samples.front().workload;
+        if (s.workload.training.stack != first.training.stack ||
+            s.workload.training.stack_options !=
+                first.training.stack_options) {
+          return ReportError(
+              err, kCommand,
+              absl::InvalidArgumentError(absl::StrCat(
+                  at, ": spec.training.stack: this run's stack differs from ",
+                  where, "'s; a calibration is for one stack")));
+        }
+        if (s.workload.cluster.gpu.name != first.cluster.gpu.name) {
+          return ReportError(
+              err, kCommand,
+              absl::InvalidArgumentError(absl::StrCat(
+                  at, ": spec.cluster.gpu: this run's GPU '",
+                  s.workload.cluster.gpu.name, "' differs from ", where,
+                  "'s '", first.cluster.gpu.name,
+                  "'; a calibration is for one GPU")));
+        }
+      } else {
+        where = at;
+      }
+      samples.push_back(s);
+    }
+    files.push_back(*std::move(m));
+  }
+  std::vector<planner::CollectiveMeasurement> measured;
+  for (const std::string& value : collectives) {
+    absl::StatusOr<std::vector<planner::CollectiveMeasurement>> c =
+        ReadCollectives(value);
+    if (!c.ok()) return ReportError(err, kCommand, c.status());
+    measured.insert(measured.end(), c->begin(), c->end());
+  }
+  // The prior: the runs' stack defaults on their GPU, or --stack/--gpu.
+  std::string stack_name;
+  std::vector<std::string> options;
+  GpuSpec gpu_spec;
+  if (!samples.empty()) {
+    stack_name = samples.front().workload.training.stack;
+    options = samples.front().workload.training.stack_options;
+    gpu_spec = samples.front().workload.cluster.gpu;
+  } else {
+    if (!gpu) {
+      return ReportError(err, kCommand,
+                         absl::InvalidArgumentError(
+                             "--gpu: required with --collectives alone"));
+    }
+    absl::StatusOr<GpuSpec> g = GpuPreset(*gpu);
+    if (!g.ok()) {
+      return ReportError(err, kCommand,
+                         absl::InvalidArgumentError(
+                             absl::StrCat("--gpu: ", g.status().message())));
+    }
+    gpu_spec = *g;
+    stack_name = stack.value_or(kDefaultTrainingStack);
+  }
+  if (samples.empty() && files.size() > 0) {
+    return ReportError(err, kCommand,
+                       absl::InvalidArgumentError(
+                           "--measurements: no run could be expressed (see "
+                           "the skipped lines)"));
+  }
+  absl::StatusOr<const planner::TrainingStack*> s =
+      planner::FindStack(stack_name);
+  if (!s.ok()) return ReportError(err, kCommand, s.status());
+  absl::StatusOr<planner::Calibration> prior =
+      planner::StackCalibration(**s, gpu_spec, options);
+  if (!prior.ok()) return ReportError(err, kCommand, prior.status());
+  if (!measured.empty()) {
+    prior->collectives =
+        std::make_shared<planner::MeasuredCollectives>(std::move(measured));
+  }
+  std::optional<planner::CalibrationFit> fit;
+  if (!samples.empty()) {
+    absl::StatusOr<planner::CalibrationFit> f =
+        planner::FitCalibration(samples, *prior, {});
+    if (!f.ok()) return ReportError(err, kCommand, f.status());
+    fit = *std::move(f);
+  }
+  planner::CalibrationFile file = planner::MakeCalibrationFile(
+      stack_name, options, gpu_spec, *prior, fit ? &*fit : nullptr);
+  for (const MeasurementFile& m : files) {
+    file.fitted_from.push_back(absl::StrCat(m.path, ": ", m.samples.size(),
+                                            " runs (", m.skipped.size(),
+                                            " skipped)"));
+  }
+  for (const std::string& c : collectives) {
+    file.fitted_from.push_back(absl::StrCat("collectives: ", c));
+  }
+  const std::string text = planner::CalibrationFileJson(file);
+  if (out_path) {
+    if (absl::Status w = WriteFileAtomically(*out_path, text); !w.ok()) {
+      return ReportError(err, kCommand, w);
+    }
+  }
+  if (json) {
+    out << text;
+  } else {
+    PrintSummary(file, files, out);
+    if (out_path) out << "wrote " << *out_path << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,43 @@
+#include "cli/calibration_flag.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
+#include "planner/calibration/calibration_file.h"
+#include "planner/stacks/stack_calibration.h"
+
+namespace tessera::cli {
+
+absl::StatusOr<planner::Calibration> CalibrationForWorkload(
+    const Workload& w, const std::optional<std::string>& path,
+    std::string* note) {
+  if (note != nullptr) note->clear();
+  TESSERA_ASSIGN_OR_RETURN(planner::Calibration defaults,
+                           planner::DefaultCalibration(w));
+  if (!path.has_value()) return defaults;
+  absl::StatusOr<planner::CalibrationFile> file =
+      planner::ReadCalibrationFile(*path);
+  if (!file.ok()) {
+    return absl::Status(file.status().code(),
+                        absl::StrCat("--calibration: ", file.status().message()));
+  }
+  if (!file->gpu.empty() && file->gpu != w.cluster.gpu.name) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--calibration: ", *path, " was fitted on gpu '", file->gpu,
+        "', the workload runs on '", w.cluster.gpu.name, "'"));
+  }
+  if (file->stack == w.training.stack &&
+      file->stack_options == w.training.stack_options) {
+    return file->calibration;
+  }
+  if (note != nullptr) {
+    *note = absl::StrCat("calibration ", *path, " was fitted for the ",
+                         file->stack, " stack: its hardware coefficients and "
+                         "measured collectives are used with the ",
+                         w.training.stack, " stack's defaults");
+  }
+  planner::Calibration c = planner::WithHardwareOf(file->calibration, defaults);
+  c.collectives = file->calibration.collectives;
+  return c;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,270 @@
+// `tessera calibrate` and `--calibration`: measured runs in, a calibration
+// file out (every coefficient, its prior, whether fitted, how well
+// determined, the fit's errors, what it came from), used by plan and
+// predict; bad input named by file, line and field, and no file written.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/measurement_file.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "planner/calibration/calibration_file.h"
+#include "planner/prediction.h"
+#include "planner/stacks/stack_calibration.h"
+#include "tests/cli/cli_test_util.h"
+
+namespace tessera::cli {
+namespace {
+
+using json = nlohmann::json;
+
+std::string TempPath(const std::string& name) {
+  return absl::StrCat(::testing::TempDir(), "/", name);
+}
+
+void Write(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+bool Exists(const std::string& path) { return std::ifstream(path).good(); }
+
+// A run of llama3-8b on `nodes` H100 nodes under torchtitan.
+std::string SpecJson(int64_t nodes, int64_t global_batch) {
+  return absl::StrFormat(
+      R"({"model": {"preset": "llama3-8b"}, "cluster": {"gpu": {"preset": "h100-sxm"}, "nodes": %d, "gpus_per_node": 8}, "training": {"global_batch": %d, "seq_len": 4096, "stack": "torchtitan"}})",
+      nodes, global_batch);
+}
+
+Workload WorkloadOf(int64_t nodes, int64_t global_batch) {
+  Workload w{*ModelPreset("llama3-8b"),
+             MakeCluster(*GpuPreset("h100-sxm"), nodes, 8),
+             TrainingConfig{.global_batch = global_batch,
+                            .seq_len = 4096,
+                            .stack = "torchtitan"}};
+  return w;
+}
+
+// Runs "measured" as the cost model predicts them under `truth`: a GEMM
+// rate 15% below the stack's default.
+std::string TruthRuns() {
+  planner::Calibration truth = *planner::DefaultCalibration(WorkloadOf(1, 16));
+  truth.gemm_peak_efficiency = 0.68;
+  truth.memory_fixed_overhead_gib = 3;
+  std::string text = "# synthetic runs\n";
+  const struct {
+    int64_t nodes, batch;
+    const char* layout;
+  } runs[] = {{1, 16, "zero=3,micro_batch=2,recompute=selective"},
+              {1, 16, "zero=3,micro_batch=1,recompute=full"},
+              {2, 32, "tp=2,sp=1,zero=3,micro_batch=2"},
+              {2, 64, "zero=3,micro_batch=2,recompute=full"},
+              {4, 64, "tp=4,sp=1,zero=3,micro_batch=4"}};
+  for (const auto& r : runs) {
+    const Workload w = WorkloadOf(r.nodes, r.batch);
+    const planner::LayoutEvaluation e =
+        planner::PredictLayout(w, *ParseLayout(r.layout), truth);
+    EXPECT_TRUE(e.feasible) << r.layout << ": " << e.reason;
+    absl::StrAppend(
+        &text,
+        absl::StrFormat(
+            R"({"spec": %s, "layout": "%s", "measured": {"step_time_s": %.9g, "peak_memory_gib": %.9g}})",
+            SpecJson(r.nodes, r.batch), r.layout, e.prediction.step_time_s,
+            e.prediction.memory_gib_per_gpu),
+        "\n");
+  }
+  return text;
+}
+
+TEST(CalibrateCommandTest, FitsWritesAndIsUsedByPredict) {
+  const std::string runs = TempPath("runs.jsonl");
+  const std::string cal = TempPath("cal.json");
+  Write(runs, TruthRuns());
+  CliRun r = RunCli({"calibrate", "--measurements", runs, "--out", cal});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("calibration for the torchtitan stack on h100-sxm"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("5 runs, 0 skipped"), std::string::npos) << r.out;
+  absl::StatusOr<planner::CalibrationFile> f =
+      planner::ReadCalibrationFile(cal);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->stack, "torchtitan");
+  EXPECT_EQ(f->gpu, "h100-sxm");
+  EXPECT_EQ(f->samples, 5);
+  EXPECT_LT(f->step_time.fitted_mape, 0.01);
+  EXPECT_GT(f->step_time.prior_mape, 0.05);
+  ASSERT_TRUE(f->peak_memory.has_value());
+  EXPECT_LT(f->peak_memory->fitted_mape, 0.02);
+  EXPECT_NEAR(f->calibration.gemm_peak_efficiency, 0.68, 0.05);
+  EXPECT_EQ(f->prior.gemm_peak_efficiency, 0.80);
+  // Every coefficient is in the file, with its prior and whether fitted.
+  const json j = json::parse(std::ifstream(cal));
+  EXPECT_EQ(j["coefficients"].size(), planner::Calibration::Infos().size());
+  EXPECT_EQ(j["coefficients"]["gemm_peak_efficiency"]["fitted"], true);
+  EXPECT_TRUE(
+      j["coefficients"]["gemm_peak_efficiency"].contains("posterior_log_sd"));
+  // No run measured watts: power stays at its prior, unfitted.
+  EXPECT_EQ(j["coefficients"]["power_compute_activity"]["fitted"], false);
+  EXPECT_EQ(j["fitted_from"][0].get<std::string>(),
+            absl::StrCat(runs, ": 5 runs (0 skipped)"));
+
+  // predict --calibration: the file's coefficients.
+  const std::vector<std::string> flags = {
+      "--model", "llama3-8b", "--gpu", "h100-sxm", "--nodes", "2",
+      "--gpus-per-node", "8", "--global-batch", "64", "--seq-len", "4096",
+      "--stack", "torchtitan", "--layout", "zero=3,micro_batch=2",
+      "--json"};
+  r = RunCli(Concat(Concat({"predict"}, flags), {"--calibration", cal}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const planner::LayoutEvaluation expected = planner::PredictLayout(
+      WorkloadOf(2, 64), *ParseLayout("zero=3,micro_batch=2"), f->calibration);
+  EXPECT_DOUBLE_EQ(
+      json::parse(r.out)["prediction"]["step_time_s"].get<double>(),
+      expected.prediction.step_time_s);
+  // Another GPU: refused.
+  std::vector<std::string> a100 = flags;
+  a100[3] = "a100-sxm-80g";
+  r = RunCli(Concat(Concat({"predict"}, a100), {"--calibration", cal}));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--calibration: " + cal +
+                       " was fitted on gpu 'h100-sxm', the workload runs on "
+                       "'a100-sxm-80g'"),
+            std::string::npos)
+      << r.err;
+  // Another stack: its hardware coefficients, said on stderr.
+  std::vector<std::string> mcore = flags;
+  mcore[13] = "megatron-core";
+  r = RunCli(Concat(Concat({"plan"}, std::vector<std::string>(
+                                         mcore.begin(), mcore.end() - 3)),
+                    {"--calibration", cal, "--top", "1"}));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("its hardware coefficients and measured collectives "
+                       "are used with the megatron-core stack's defaults"),
+            std::string::npos)
+      << r.err;
+  // Not with the service.
+  r = RunCli(Concat(Concat({"predict"}, flags),
+                    {"--calibration", cal, "--planner", "127.0.0.1:1"}));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--calibration: not with --planner"),
+            std::string::npos);
+}
+
+TEST(CalibrateCommandTest, BadLinesNameFileLineAndFieldAndWriteNothing) {
+  const std::string cal = TempPath("never.json");
+  const std::string good = absl::StrCat(
+      R"({"spec": )", SpecJson(1, 16),
+      R"(, "layout": "zero=3", "measured": {"step_time_s": 2.5}})");
+  struct Case {
+    std::string line, error;
+  };
+  const Case cases[] = {
+      {"{not json", ":2: not a JSON object on one line"},
+      {R"({"layout": "zero=3", "measured": {"step_time_s": 1}})",
+       ":2: spec: required: a StudySpec object"},
+      {absl::StrCat(R"({"spec": )", SpecJson(1, 16),
+                    R"(, "layout": "zero=3", "measured": {"step_time_s": -1}})"),
+       ":2: measured.step_time_s: must be a positive number"},
+      {absl::StrCat(R"({"spec": )", SpecJson(1, 16),
+                    R"(, "layout": "zero=3", "measured": {"mfu": 0.4}})"),
+       ":2: measured.mfu: unknown field"},
+      {absl::StrCat(R"({"spec": )", SpecJson(1, 16),
+                    R"(, "layout": "zero=3", "measured": {}})"),
+       ":2: measured: needs step_time_s or tokens_per_s_per_gpu"},
+      {absl::StrCat(R"({"spec": )", SpecJson(1, 16),
+                    R"(, "layout": "zero=nine", "measured": {"step_time_s": 1}})"),
+       ":2: layout: layout.zero: "},
+  };
+  for (const Case& c : cases) {
+    const std::string runs = TempPath("bad.jsonl");
+    Write(runs, good + "\n" + c.line + "\n");
+    const CliRun r =
+        RunCli({"calibrate", "--measurements", runs, "--out", cal});
+    EXPECT_EQ(r.status, 2) << c.line;
+    EXPECT_NE(r.err.find(runs + c.error), std::string::npos)
+        << r.err << "\n expected: " << c.error;
+    EXPECT_FALSE(Exists(cal));
+  }
+  // Runs of two stacks: refused, naming the second's line.
+  const std::string mixed = TempPath("mixed.jsonl");
+  std::string other = good;
+  other.replace(other.find("torchtitan"), 10, "megatron-core");
+  Write(mixed, good + "\n" + other + "\n");
+  const CliRun r =
+      RunCli({"calibrate", "--measurements", mixed, "--out", cal});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(mixed + ":2: spec.training.stack: this run's stack "
+                               "differs from " +
+                       mixed + ":1's"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(Exists(cal));
+}
+
+TEST(CalibrateCommandTest, RunsTheModelCannotExpressAreSkippedAndCounted) {
+  absl::StatusOr<MeasurementFile> m = ParseMeasurements(
+      absl::StrCat(
+          R"({"spec": )", SpecJson(1, 16),
+          R"(, "layout": "zero=3", "measured": {"tokens_per_s_per_gpu": 5000}})",
+          "\n",
+          R"({"spec": )", SpecJson(1, 16),
+          R"(, "layout": "zero=1", "measured": {"step_time_s": 2}})", "\n",
+          R"({"spec": )", SpecJson(1, 16),
+          R"(, "layout": "tp=3", "measured": {"step_time_s": 2}})", "\n"),
+      "runs.jsonl");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->samples.size(), 1u);
+  // tokens/s/GPU -> step time: 16 x 4096 tokens / (5000 x 8 GPUs).
+  EXPECT_DOUBLE_EQ(m->samples[0].step_time_s, 16.0 * 4096 / (5000 * 8));
+  ASSERT_EQ(m->skipped.size(), 2u);
+  EXPECT_EQ(m->skipped[0].line, 2);
+  EXPECT_EQ(m->skipped[0].reason,
+            "layout.zero: the torchtitan stack runs zero 0, 2, 3, not 1");
+  EXPECT_EQ(m->skipped[1].reason.rfind("layout.tp: ", 0), 0u)
+      << m->skipped[1].reason;
+}
+
+TEST(CalibrateCommandTest, MeasuredCollectivesReachThePlan) {
+  const std::string csv = TempPath("bw.csv");
+  const std::string cal = TempPath("bw.json");
+  // A slow fabric: AllGather and ReduceScatter at 10 GB/s across nodes.
+  Write(csv,
+        "collective,nodes,gpus_per_node,bytes,busbw_gbs\n"
+        "all_gather,1,8,1e8,300\nall_gather,8,8,1e8,10\n"
+        "reduce_scatter,1,8,1e8,300\nreduce_scatter,8,8,1e8,10\n");
+  CliRun r = RunCli({"calibrate", "--collectives", csv, "--gpu", "h100-sxm",
+                     "--stack", "torchtitan", "--out", cal});
+  ASSERT_EQ(r.status, 0) << r.err;
+  absl::StatusOr<planner::CalibrationFile> f =
+      planner::ReadCalibrationFile(cal);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_NE(f->calibration.collectives, nullptr);
+  EXPECT_EQ(f->calibration.collectives->measurements().size(), 4u);
+  EXPECT_EQ(f->samples, 0);
+  const std::vector<std::string> flags = {
+      "predict", "--model", "llama3-8b", "--gpu", "h100-sxm", "--nodes", "8",
+      "--gpus-per-node", "8", "--global-batch", "64", "--seq-len", "4096",
+      "--stack", "torchtitan", "--layout", "zero=3,micro_batch=1", "--json"};
+  r = RunCli(flags);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const double preset =
+      json::parse(r.out)["prediction"]["exposed_comm_s"].get<double>();
+  r = RunCli(Concat(flags, {"--calibration", cal}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_GT(json::parse(r.out)["prediction"]["exposed_comm_s"].get<double>(),
+            2 * preset + 0.1);
+  // Collectives without --gpu, and a missing file.
+  r = RunCli({"calibrate", "--collectives", csv});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--gpu: required with --collectives alone"),
+            std::string::npos);
+  r = RunCli({"calibrate", "--measurements", TempPath("none.jsonl")});
+  EXPECT_NE(r.status, 0);
+}
+
+}  // namespace
+}  // namespace tessera::cli
