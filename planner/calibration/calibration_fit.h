@@ -115,7 +115,7 @@ struct CalibrationFitOptions {
   // gets a warning that the ranges cannot explain the measurements.
   double poor_fit_mape = 0.10;
   // Coefficients kept at the prior whatever the samples identify.
-  std::vector<std::string> fixed;
+  std::vector<std::string> fixed = {};
 };
 
 // How one sample's step time (and power, when measured) compares.
