@@ -40,4 +40,18 @@ absl::StatusOr<planner::Calibration> CalibrationForWorkload(
   return c;
 }
 
+absl::StatusOr<planner::Calibration> CalibrationForCommand(
+    const Workload& w, const std::optional<std::string>& path,
+    bool on_planner_service, std::ostream& err) {
+  if (path.has_value() && on_planner_service) {
+    return absl::InvalidArgumentError(
+        "--calibration: not with --planner (the planner service uses its "
+        "own)");
+  }
+  std::string note;
+  absl::StatusOr<planner::Calibration> c = CalibrationForWorkload(w, path, &note);
+  if (c.ok() && !note.empty()) err << "note: " << note << "\n";
+  return c;
+}
+
 }  // namespace tessera::cli

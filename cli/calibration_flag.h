@@ -10,6 +10,7 @@
 #pragma once
 
 #include <optional>
+#include <ostream>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -23,5 +24,13 @@ namespace tessera::cli {
 absl::StatusOr<planner::Calibration> CalibrationForWorkload(
     const Workload& workload, const std::optional<std::string>& path,
     std::string* note);
+
+// CalibrationForWorkload for a command that may instead ask the planner
+// service (`--planner`): --calibration with it is an error (the service
+// uses its own calibration), and the note, if any, goes to `err` as
+// "note: ...".
+absl::StatusOr<planner::Calibration> CalibrationForCommand(
+    const Workload& workload, const std::optional<std::string>& path,
+    bool on_planner_service, std::ostream& err);
 
 }  // namespace tessera::cli

@@ -110,17 +110,9 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     }
     return ReportError(err, kCommand, s);
   }
-  if (calibration_path && planner.planner.has_value()) {
-    return ReportError(
-        err, kCommand,
-        absl::InvalidArgumentError("--calibration: not with --planner (the "
-                                   "planner service uses its own)"));
-  }
-  std::string calibration_note;
-  absl::StatusOr<planner::Calibration> defaults = CalibrationForWorkload(
-      study->workload, calibration_path, &calibration_note);
+  absl::StatusOr<planner::Calibration> defaults = CalibrationForCommand(
+      study->workload, calibration_path, planner.planner.has_value(), err);
   if (!defaults.ok()) return ReportError(err, kCommand, defaults.status());
-  if (!calibration_note.empty()) err << "note: " << calibration_note << "\n";
   absl::StatusOr<planner::SearchResult> result =
       planner.planner.has_value()
           ? PlanOnService(planner, study->spec)

@@ -110,17 +110,9 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
   }
   absl::StatusOr<Study> study = workload_flags.Resolve();
   if (!study.ok()) return ReportError(err, kCommand, study.status());
-  if (calibration_path && planner.planner.has_value()) {
-    return ReportError(
-        err, kCommand,
-        absl::InvalidArgumentError("--calibration: not with --planner (the "
-                                   "planner service uses its own)"));
-  }
-  std::string calibration_note;
-  absl::StatusOr<planner::Calibration> defaults = CalibrationForWorkload(
-      study->workload, calibration_path, &calibration_note);
+  absl::StatusOr<planner::Calibration> defaults = CalibrationForCommand(
+      study->workload, calibration_path, planner.planner.has_value(), err);
   if (!defaults.ok()) return ReportError(err, kCommand, defaults.status());
-  if (!calibration_note.empty()) err << "note: " << calibration_note << "\n";
   absl::StatusOr<planner::LayoutEvaluation> evaluation =
       planner.planner.has_value()
           ? PredictOnService(planner, study->spec, *layout)
