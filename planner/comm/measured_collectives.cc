@@ -23,17 +23,6 @@ absl::Status LineError(absl::string_view source, size_t line,
       absl::StrCat(source, ":", line, ": ", what));
 }
 
-// Linear interpolation of y in x, held at the ends; xs ascending.
-double Interpolate(const std::vector<double>& xs, const std::vector<double>& ys,
-                   double x) {
-  if (x <= xs.front()) return ys.front();
-  if (x >= xs.back()) return ys.back();
-  size_t i = 1;
-  while (xs[i] < x) ++i;
-  const double t = (x - xs[i - 1]) / (xs[i] - xs[i - 1]);
-  return ys[i - 1] + t * (ys[i] - ys[i - 1]);
-}
-
 }  // namespace
 
 absl::string_view CollectiveOpName(CollectiveOp op) {
@@ -61,70 +50,71 @@ void MeasuredCollectives::Add(const std::vector<CollectiveMeasurement>& more) {
               if (a.nodes != b.nodes) return a.nodes < b.nodes;
               return a.bytes < b.bytes;
             });
+  for (std::vector<NodeCurve>& curves : curves_) curves.clear();
+  for (const CollectiveMeasurement& m : measurements_) {
+    if (!(m.bytes > 0)) continue;
+    std::vector<NodeCurve>& curves = curves_[static_cast<int>(m.op)];
+    if (curves.empty() || curves.back().nodes != m.nodes) {
+      curves.push_back(NodeCurve{
+          .nodes = m.nodes,
+          .log_nodes = std::log(static_cast<double>(std::max<int64_t>(m.nodes, 1))),
+          .gpus_per_node = m.gpus_per_node});
+    }
+    curves.back().log_bytes.push_back(std::log(m.bytes));
+    curves.back().busbw_gbs.push_back(m.busbw_gbs);
+  }
 }
 
 bool MeasuredCollectives::Covers(CollectiveOp op) const {
-  for (const CollectiveMeasurement& m : measurements_) {
-    if (m.op == op) return true;
-  }
-  return false;
+  return !curves_[static_cast<int>(op)].empty();
 }
 
-std::vector<int64_t> MeasuredCollectives::NodeCounts(CollectiveOp op) const {
-  std::set<int64_t> nodes;
-  for (const CollectiveMeasurement& m : measurements_) {
-    if (m.op == op) nodes.insert(m.nodes);
-  }
-  return std::vector<int64_t>(nodes.begin(), nodes.end());
-}
-
-double MeasuredCollectives::AtNodes(CollectiveOp op, int64_t nodes,
-                                    double bytes) const {
-  std::vector<double> xs, ys;
-  for (const CollectiveMeasurement& m : measurements_) {
-    if (m.op != op || m.nodes != nodes || !(m.bytes > 0)) continue;
-    xs.push_back(std::log(m.bytes));
-    ys.push_back(m.busbw_gbs);
-  }
-  return Interpolate(xs, ys, std::log(std::max(bytes, 1.0)));
+double MeasuredCollectives::NodeCurve::At(double x) const {
+  const std::vector<double>& xs = log_bytes;
+  if (x <= xs.front()) return busbw_gbs.front();
+  if (x >= xs.back()) return busbw_gbs.back();
+  const size_t i = std::upper_bound(xs.begin(), xs.end(), x) - xs.begin();
+  const double t = (x - xs[i - 1]) / (xs[i] - xs[i - 1]);
+  return busbw_gbs[i - 1] + t * (busbw_gbs[i] - busbw_gbs[i - 1]);
 }
 
 std::optional<double> MeasuredCollectives::BusBandwidthGbs(
     CollectiveOp op, double bytes, int64_t nodes) const {
-  const std::vector<int64_t> counts = NodeCounts(op);
-  if (counts.empty()) return std::nullopt;
-  auto at = [&](int64_t n) { return AtNodes(op, n, bytes); };
+  const std::vector<NodeCurve>& curves = curves_[static_cast<int>(op)];
+  if (curves.empty()) return std::nullopt;
+  const double log_bytes = std::log(std::max(bytes, 1.0));
+  if (curves.size() == 1) return curves.front().At(log_bytes);
   const double x = std::log(static_cast<double>(std::max<int64_t>(nodes, 1)));
-  if (counts.size() == 1) return at(counts.front());
-  std::vector<double> xs, ys;
-  for (int64_t n : counts) {
-    xs.push_back(std::log(static_cast<double>(n)));
-    ys.push_back(std::log(std::max(at(n), 1e-9)));
+  // Between measured node counts: linear in log(nodes) of log(busbw); beyond
+  // them, the outermost pair's log-log slope clamped to [-1, 0].
+  const bool above = x > curves.back().log_nodes;
+  const bool below = x < curves.front().log_nodes;
+  size_t a = 0;
+  if (above) {
+    a = curves.size() - 2;
+  } else if (!below) {
+    while (a + 2 < curves.size() && curves[a + 1].log_nodes < x) ++a;
   }
-  if (x >= xs.front() && x <= xs.back()) {
-    return std::exp(Interpolate(xs, ys, x));
-  }
-  // Beyond the measured node counts: the outermost log-log slope, clamped
-  // to [-1, 0].
-  const bool above = x > xs.back();
-  const size_t a = above ? xs.size() - 2 : 0;
-  const size_t b = a + 1;
-  const double slope =
-      std::clamp((ys[b] - ys[a]) / (xs[b] - xs[a]), -1.0, 0.0);
-  const size_t edge = above ? b : a;
-  return std::exp(ys[edge] + slope * (x - xs[edge]));
+  const NodeCurve& lo = curves[a];
+  const NodeCurve& hi = curves[a + 1];
+  const double y_lo = std::log(std::max(lo.At(log_bytes), 1e-9));
+  const double y_hi = std::log(std::max(hi.At(log_bytes), 1e-9));
+  const double slope = (y_hi - y_lo) / (hi.log_nodes - lo.log_nodes);
+  if (!above && !below) return std::exp(y_lo + slope * (x - lo.log_nodes));
+  const double clamped = std::clamp(slope, -1.0, 0.0);
+  return above ? std::exp(y_hi + clamped * (x - hi.log_nodes))
+               : std::exp(y_lo + clamped * (x - lo.log_nodes));
 }
 
 int64_t MeasuredCollectives::MeasuredGpusPerNode(CollectiveOp op,
                                                  int64_t nodes) const {
   int64_t best = 0;
   int64_t best_distance = -1;
-  for (const CollectiveMeasurement& m : measurements_) {
-    if (m.op != op) continue;
-    const int64_t d = std::abs(m.nodes - nodes);
+  for (const NodeCurve& c : curves_[static_cast<int>(op)]) {
+    const int64_t d = std::abs(c.nodes - nodes);
     if (best_distance < 0 || d < best_distance) {
       best_distance = d;
-      best = m.gpus_per_node;
+      best = c.gpus_per_node;
     }
   }
   return best;

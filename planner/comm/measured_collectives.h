@@ -71,11 +71,21 @@ class MeasuredCollectives {
   int64_t MeasuredGpusPerNode(CollectiveOp op, int64_t nodes) const;
 
  private:
-  // Busbw at `bytes` of the measurements of `op` on exactly `nodes` nodes.
-  double AtNodes(CollectiveOp op, int64_t nodes, double bytes) const;
-  std::vector<int64_t> NodeCounts(CollectiveOp op) const;
+  // The measurements of one collective on one node count, by size: the
+  // lookup's index, rebuilt by Add so that a lookup allocates nothing and
+  // reads only the curves it interpolates between.
+  struct NodeCurve {
+    int64_t nodes = 1;
+    double log_nodes = 0;
+    int64_t gpus_per_node = 1;
+    std::vector<double> log_bytes;  // ascending
+    std::vector<double> busbw_gbs;
+    // Busbw at log(bytes), linear in log(bytes), held at the ends.
+    double At(double log_bytes_wanted) const;
+  };
 
   std::vector<CollectiveMeasurement> measurements_;
+  std::vector<NodeCurve> curves_[4];  // by CollectiveOp, ascending nodes
 };
 
 // Parses nccl-tests' standard output (all_gather_perf, reduce_scatter_perf,
