@@ -1,5 +1,7 @@
 #include "cli/calibration_flag.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "planner/calibration/calibration_file.h"
@@ -7,9 +9,12 @@
 
 namespace tessera::cli {
 
-absl::StatusOr<planner::Calibration> CalibrationForWorkload(
+namespace {
+
+// The calibration and, when `path` names a file used whole, that file.
+absl::StatusOr<planner::Calibration> Resolve(
     const Workload& w, const std::optional<std::string>& path,
-    std::string* note) {
+    std::string* note, std::optional<planner::CalibrationFile>* whole) {
   if (note != nullptr) note->clear();
   TESSERA_ASSIGN_OR_RETURN(planner::Calibration defaults,
                            planner::DefaultCalibration(w));
@@ -27,6 +32,7 @@ absl::StatusOr<planner::Calibration> CalibrationForWorkload(
   }
   if (file->stack == w.training.stack &&
       file->stack_options == w.training.stack_options) {
+    if (whole != nullptr) *whole = *file;
     return file->calibration;
   }
   if (note != nullptr) {
@@ -40,7 +46,9 @@ absl::StatusOr<planner::Calibration> CalibrationForWorkload(
   return c;
 }
 
-absl::StatusOr<planner::Calibration> CalibrationForCommand(
+}  // namespace
+
+absl::StatusOr<CommandCalibration> CalibrationForCommand(
     const Workload& w, const std::optional<std::string>& path,
     bool on_planner_service, std::ostream& err) {
   if (path.has_value() && on_planner_service) {
@@ -49,9 +57,17 @@ absl::StatusOr<planner::Calibration> CalibrationForCommand(
         "own)");
   }
   std::string note;
-  absl::StatusOr<planner::Calibration> c = CalibrationForWorkload(w, path, &note);
-  if (c.ok() && !note.empty()) err << "note: " << note << "\n";
-  return c;
+  std::optional<planner::CalibrationFile> whole;
+  TESSERA_ASSIGN_OR_RETURN(planner::Calibration c,
+                           Resolve(w, path, &note, &whole));
+  if (!note.empty()) err << "note: " << note << "\n";
+  return CommandCalibration{
+      .calibration = std::move(c),
+      .uncertainty = whole.has_value()
+                         ? planner::PredictionUncertaintyOf(
+                               *whole, w.training.precision)
+                         : planner::DefaultPredictionUncertainty(
+                               w.training.precision)};
 }
 
 }  // namespace tessera::cli

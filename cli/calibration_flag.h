@@ -5,8 +5,8 @@
 // and measured collectives to this stack's defaults, and the note says so. A
 // file fitted on another GPU is an error.
 //
-//   TESSERA_ASSIGN_OR_RETURN(planner::Calibration c,
-//       CalibrationForWorkload(workload, calibration_path, &note));
+//   TESSERA_ASSIGN_OR_RETURN(CommandCalibration c,
+//       CalibrationForCommand(workload, calibration_path, false, std::cerr));
 #pragma once
 
 #include <optional>
@@ -16,20 +16,23 @@
 #include "absl/status/statusor.h"
 #include "core/workload.h"
 #include "planner/calibration/calibration.h"
+#include "planner/calibration/prediction_uncertainty.h"
 
 namespace tessera::cli {
 
-// `note` (may be null) gets one line for the user when the file's stack
-// differs; empty otherwise.
-absl::StatusOr<planner::Calibration> CalibrationForWorkload(
-    const Workload& workload, const std::optional<std::string>& path,
-    std::string* note);
+// What `plan` and `predict` rank with: the calibration, and how uncertain its
+// predictions are (prediction_uncertainty.h: the fit's spreads for a file
+// used whole, the defaults' otherwise).
+struct CommandCalibration {
+  planner::Calibration calibration;
+  planner::PredictionUncertainty uncertainty;
+};
 
-// CalibrationForWorkload for a command that may instead ask the planner
-// service (`--planner`): --calibration with it is an error (the service
+// The calibration for `workload`; a command that may instead ask the planner
+// service (`--planner`) says so: --calibration with it is an error (the service
 // uses its own calibration), and the note, if any, goes to `err` as
 // "note: ...".
-absl::StatusOr<planner::Calibration> CalibrationForCommand(
+absl::StatusOr<CommandCalibration> CalibrationForCommand(
     const Workload& workload, const std::optional<std::string>& path,
     bool on_planner_service, std::ostream& err);
 

@@ -110,18 +110,28 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     }
     return ReportError(err, kCommand, s);
   }
-  absl::StatusOr<planner::Calibration> defaults = CalibrationForCommand(
-      study->workload, calibration_path, planner.planner.has_value(), err);
-  if (!defaults.ok()) return ReportError(err, kCommand, defaults.status());
+  const bool on_service = planner.planner.has_value();
+  absl::StatusOr<CommandCalibration> calibration = CalibrationForCommand(
+      study->workload, calibration_path, on_service, err);
+  if (!calibration.ok()) {
+    return ReportError(err, kCommand, calibration.status());
+  }
+  const planner::Calibration& c = calibration->calibration;
   absl::StatusOr<planner::SearchResult> result =
-      planner.planner.has_value()
-          ? PlanOnService(planner, study->spec)
-          : planner::SearchLayouts(study->workload, *defaults, *options);
+      on_service ? PlanOnService(planner, study->spec)
+                 : planner::SearchLayouts(study->workload, c, *options);
   if (!result.ok()) return ReportError(err, kCommand, result.status());
+  // The service's ranking comes without the spreads of its calibration.
+  std::optional<PlanUncertainty> uncertainty;
+  if (!on_service) {
+    uncertainty = AssessPlan(study->workload, *result, c,
+                             calibration->uncertainty);
+  }
+  const PlanUncertainty* u = uncertainty ? &*uncertainty : nullptr;
   if (json) {
-    out << DumpJson(PlanJson(*result)) << "\n";
+    out << DumpJson(PlanJson(*result, u)) << "\n";
   } else {
-    PrintPlan(study->workload, *result, out);
+    PrintPlan(study->workload, *result, out, u);
   }
   return result->feasible > 0 ? kExitOk : kExitNoFeasible;
 }

@@ -39,15 +39,26 @@ std::string FullRunLine(const Workload& w, const planner::Prediction& p) {
       p.full_run->gpu_hours);
 }
 
+// " (1.63-1.99 s at +-1 sd)".
+std::string IntervalText(const planner::StepTimeInterval& i) {
+  return absl::StrFormat(" (%.3f-%.3f s at +-1 sd)", i.low_s, i.high_s);
+}
+
+nlohmann::json IntervalJson(const planner::StepTimeInterval& i) {
+  return nlohmann::json::array({i.low_s, i.high_s});
+}
+
 // The two summary lines of a best layout.
 void PrintBest(absl::string_view title, const Workload& w,
-               const planner::LayoutEvaluation& e, std::ostream& out) {
+               const planner::LayoutEvaluation& e,
+               const planner::StepTimeInterval* interval, std::ostream& out) {
   const planner::Prediction& p = e.prediction;
   out << title << ": " << FormatLayout(e.layout) << "\n";
   out << absl::StrFormat(
-      "  %.0f tokens/s (%.0f per GPU), step %.3f s, MFU %.1f%%, %.1f GiB per "
-      "GPU, %.0f W per GPU, %.3f tokens/J\n",
-      p.tokens_per_s, p.tokens_per_s_per_gpu, p.step_time_s, 100 * p.mfu,
+      "  %.0f tokens/s (%.0f per GPU), step %.3f s%s, MFU %.1f%%, %.1f GiB "
+      "per GPU, %.0f W per GPU, %.3f tokens/J\n",
+      p.tokens_per_s, p.tokens_per_s_per_gpu, p.step_time_s,
+      interval == nullptr ? "" : IntervalText(*interval), 100 * p.mfu,
       p.memory_gib_per_gpu, p.watts_per_gpu, p.tokens_per_joule);
   out << "  " << FullRunLine(w, p) << "\n";
 }
@@ -109,10 +120,31 @@ nlohmann::json CandidateJson(const planner::LayoutEvaluation& e) {
                         {"prediction", PredictionJson(e.prediction)}};
 }
 
-nlohmann::json PlanJson(const planner::SearchResult& r) {
+PlanUncertainty AssessPlan(const Workload& w, const planner::SearchResult& r,
+                           const planner::Calibration& calibration,
+                           const planner::PredictionUncertainty& spreads) {
+  PlanUncertainty u;
+  u.spreads = spreads;
+  u.ranking = planner::AssessRanking(w, r.candidates, calibration, spreads);
+  if (r.feasible > 0) {
+    u.best_throughput =
+        planner::IntervalOf(w, r.best_throughput, calibration, spreads);
+    u.best_energy = planner::IntervalOf(w, r.best_energy, calibration, spreads);
+  }
+  return u;
+}
+
+nlohmann::json PlanJson(const planner::SearchResult& r,
+                        const PlanUncertainty* u) {
   nlohmann::json candidates = nlohmann::json::array();
-  for (const planner::LayoutEvaluation& e : r.candidates) {
-    candidates.push_back(CandidateJson(e));
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    nlohmann::json c = CandidateJson(r.candidates[i]);
+    if (u != nullptr && i < u->ranking.intervals.size()) {
+      c["step_time_interval_s"] = IntervalJson(u->ranking.intervals[i]);
+      c["within_error_of_best"] =
+          static_cast<bool>(u->ranking.within_error_of_best[i]);
+    }
+    candidates.push_back(std::move(c));
   }
   nlohmann::json pareto = nlohmann::json::array();
   for (const planner::LayoutEvaluation& e : r.pareto) {
@@ -121,24 +153,44 @@ nlohmann::json PlanJson(const planner::SearchResult& r) {
   nlohmann::json rejected = nlohmann::json::object();
   for (const auto& [kind, count] : r.rejected) rejected[kind] = count;
   const bool any = r.feasible > 0;
-  return nlohmann::json{
-      {"searched", r.searched},
-      {"scored", r.scored},
-      {"feasible", r.feasible},
-      {"elapsed_ms", r.elapsed_ms},
-      {"candidates", std::move(candidates)},
-      {"best_throughput", any ? CandidateJson(r.best_throughput) : nullptr},
-      {"best_energy", any ? CandidateJson(r.best_energy) : nullptr},
-      {"pareto", std::move(pareto)},
-      {"rejected", std::move(rejected)}};
+  nlohmann::json best_throughput =
+      any ? CandidateJson(r.best_throughput) : nlohmann::json(nullptr);
+  nlohmann::json best_energy =
+      any ? CandidateJson(r.best_energy) : nlohmann::json(nullptr);
+  nlohmann::json j{{"searched", r.searched},
+                   {"scored", r.scored},
+                   {"feasible", r.feasible},
+                   {"elapsed_ms", r.elapsed_ms},
+                   {"candidates", std::move(candidates)},
+                   {"pareto", std::move(pareto)},
+                   {"rejected", std::move(rejected)}};
+  if (u != nullptr) {
+    j["uncertainty"] = {{"source", u->spreads.source},
+                        {"model_log_sd", u->spreads.model_log_sd},
+                        {"within_error_of_best", u->ranking.within_error_count}};
+    if (any) {
+      best_throughput["step_time_interval_s"] =
+          IntervalJson(u->best_throughput);
+      best_energy["step_time_interval_s"] = IntervalJson(u->best_energy);
+    }
+  }
+  j["best_throughput"] = std::move(best_throughput);
+  j["best_energy"] = std::move(best_energy);
+  return j;
 }
 
-nlohmann::json PredictJson(const planner::LayoutEvaluation& e) {
+nlohmann::json PredictJson(const planner::LayoutEvaluation& e,
+                           const planner::StepTimeInterval* interval,
+                           const std::string& source) {
   nlohmann::json j{{"layout", LayoutToJson(e.layout)},
                    {"feasible", e.feasible},
                    {"reason", e.reason},
                    {"prediction", e.feasible ? PredictionJson(e.prediction)
                                              : nlohmann::json(nullptr)}};
+  if (e.feasible && interval != nullptr) {
+    j["step_time_interval_s"] = IntervalJson(*interval);
+    j["uncertainty_source"] = source;
+  }
   if (!e.feasible && e.prediction.memory.total_bytes > 0) {
     j["memory_breakdown"] = MemoryBreakdownJson(e.prediction.memory);
   }
@@ -162,7 +214,7 @@ std::string DescribeWorkload(const Workload& w) {
 }
 
 void PrintPlan(const Workload& w, const planner::SearchResult& r,
-               std::ostream& out) {
+               std::ostream& out, const PlanUncertainty* u) {
   out << DescribeWorkload(w) << "\n";
   out << absl::StrFormat(
       "searched %d layouts in %.1f ms (%d costed): %d "
@@ -193,11 +245,29 @@ void PrintPlan(const Workload& w, const planner::SearchResult& r,
         p.exposed_comm_s, p.bubble_s, p.watts_per_gpu, p.tokens_per_joule);
   }
   out << "\n";
-  PrintBest("best throughput", w, r.best_throughput, out);
+  if (u != nullptr) {
+    const int64_t shown = static_cast<int64_t>(r.candidates.size());
+    const int64_t tied = u->ranking.within_error_count;
+    if (tied <= 1) {
+      out << "rank 1 leads every other layout shown by more than the "
+             "model's error\n";
+    } else {
+      out << absl::StrFormat(
+          "%s within the model's error of rank 1: the cost model cannot order "
+          "them, trials can (tessera submit)\n",
+          tied == shown ? absl::StrCat("all ", shown, " layouts shown are")
+                        : absl::StrCat(tied, " of the ", shown,
+                                       " layouts shown are"));
+    }
+    out << "  error: " << u->spreads.source << "\n";
+  }
+  PrintBest("best throughput", w, r.best_throughput,
+            u == nullptr ? nullptr : &u->best_throughput, out);
   if (r.best_energy.layout == r.best_throughput.layout) {
     out << "best energy: the same layout\n";
   } else {
-    PrintBest("best energy", w, r.best_energy, out);
+    PrintBest("best energy", w, r.best_energy,
+              u == nullptr ? nullptr : &u->best_energy, out);
   }
   out << "pareto front (tokens/s against tokens/J): " << r.pareto.size()
       << " layout" << (r.pareto.size() == 1 ? "" : "s") << "\n";
@@ -209,7 +279,9 @@ void PrintPlan(const Workload& w, const planner::SearchResult& r,
 }
 
 void PrintPrediction(const Workload& w, const planner::LayoutEvaluation& e,
-                     std::ostream& out) {
+                     std::ostream& out,
+                     const planner::StepTimeInterval* interval,
+                     const std::string& source) {
   const planner::Prediction& p = e.prediction;
   out << DescribeWorkload(w) << "\n";
   out << "layout: " << FormatLayout(e.layout) << "\n";
@@ -224,6 +296,10 @@ void PrintPrediction(const Workload& w, const planner::LayoutEvaluation& e,
       "step time:      %.4f s (compute %.4f s, communication %.4f s of which "
       "exposed %.4f s, bubble %.4f s)\n",
       p.step_time_s, p.compute_s, p.comm_s, p.exposed_comm_s, p.bubble_s);
+  if (interval != nullptr) {
+    out << absl::StrFormat("uncertainty:    %.4f-%.4f s at +-1 sd (%s)\n",
+                           interval->low_s, interval->high_s, source);
+  }
   out << absl::StrFormat(
       "throughput:     %.0f tokens/s, %.0f tokens/s per GPU, %.1f TFLOP/s "
       "per GPU, MFU %.1f%%\n",

@@ -13,10 +13,14 @@
 //             "candidates": [C...],
 //             "best_throughput": C|null, "best_energy": C|null,
 //             "pareto": [C...], "rejected": {"memory": n, ...}}
-//            with C = {"layout": {...}, "prediction": P}
+//            with C = {"layout": {...}, "prediction": P}, and, for a
+//            local plan, "uncertainty": {"source", "model_log_sd",
+//            "within_error_of_best": n} and in each C "step_time_interval_s":
+//            [low, high] (one sd each side) and "within_error_of_best": bool
 //   predict: {"layout": {...}, "feasible": bool, "reason": "...",
 //             "prediction": P|null}, plus "memory_breakdown" when the layout
-//             is infeasible for memory
+//             is infeasible for memory, and for a local prediction
+//             "step_time_interval_s": [low, high], "uncertainty_source"
 //   P = {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu",
 //        "tflops_per_gpu", "mfu", "memory_gib_per_gpu", "memory_breakdown":
 //        {"weights_bytes", ..., "total_bytes"}, "compute_s", "comm_s",
@@ -31,17 +35,38 @@
 
 #include "core/workload.h"
 #include "nlohmann/json.hpp"
+#include "planner/calibration/prediction_uncertainty.h"
 #include "planner/prediction.h"
 #include "planner/search/search.h"
 
 namespace tessera::cli {
 
+// How sure a local plan is (the planner service's answers carry none): the
+// candidates' step-time intervals and which the model cannot tell from the
+// best, the best layouts' intervals, and where the spreads come from.
+struct PlanUncertainty {
+  planner::RankingUncertainty ranking;
+  planner::StepTimeInterval best_throughput;
+  planner::StepTimeInterval best_energy;
+  planner::PredictionUncertainty spreads;
+};
+
+PlanUncertainty AssessPlan(const Workload& workload,
+                           const planner::SearchResult& result,
+                           const planner::Calibration& calibration,
+                           const planner::PredictionUncertainty& spreads);
+
 nlohmann::json MemoryBreakdownJson(const planner::MemoryBreakdown& memory);
 nlohmann::json PredictionJson(const planner::Prediction& prediction);
 // {"layout": ..., "prediction": ...}
 nlohmann::json CandidateJson(const planner::LayoutEvaluation& evaluation);
-nlohmann::json PlanJson(const planner::SearchResult& result);
-nlohmann::json PredictJson(const planner::LayoutEvaluation& evaluation);
+// `uncertainty` may be null (a result from the planner service).
+nlohmann::json PlanJson(const planner::SearchResult& result,
+                        const PlanUncertainty* uncertainty = nullptr);
+// `interval` may be null; `source` says where its spreads come from.
+nlohmann::json PredictJson(const planner::LayoutEvaluation& evaluation,
+                           const planner::StepTimeInterval* interval = nullptr,
+                           const std::string& source = "");
 
 // "llama2-7b (6.74B parameters) on 32 x 8 h100-sxm = 256 GPUs; global batch
 // 512 x 4096 = 2097152 tokens per step".
@@ -50,14 +75,20 @@ std::string DescribeWorkload(const Workload& workload);
 // The search summary, the table of candidates (tokens/s, MFU, memory per GPU,
 // exposed communication, bubble, watts, tokens/J), the best-throughput and
 // best-energy layouts with the full run (days, MWh, GPU-hours) and the Pareto
-// front; or why nothing is feasible.
+// front; or why nothing is feasible. With `uncertainty`: the best layouts'
+// step-time intervals and how many of the shown candidates are within the
+// model's error of the best (those for trials to order).
 void PrintPlan(const Workload& workload, const planner::SearchResult& result,
-               std::ostream& out);
+               std::ostream& out,
+               const PlanUncertainty* uncertainty = nullptr);
 
-// One layout's prediction with its breakdown, or "infeasible: <reason>".
+// One layout's prediction with its breakdown, or "infeasible: <reason>";
+// with `interval`, the step time's interval and `source`.
 void PrintPrediction(const Workload& workload,
                      const planner::LayoutEvaluation& evaluation,
-                     std::ostream& out);
+                     std::ostream& out,
+                     const planner::StepTimeInterval* interval = nullptr,
+                     const std::string& source = "");
 
 // JSON text as the commands print it: indented, invalid UTF-8 replaced.
 std::string DumpJson(const nlohmann::json& json);

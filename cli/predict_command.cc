@@ -110,20 +110,31 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
   }
   absl::StatusOr<Study> study = workload_flags.Resolve();
   if (!study.ok()) return ReportError(err, kCommand, study.status());
-  absl::StatusOr<planner::Calibration> defaults = CalibrationForCommand(
-      study->workload, calibration_path, planner.planner.has_value(), err);
-  if (!defaults.ok()) return ReportError(err, kCommand, defaults.status());
+  const bool on_service = planner.planner.has_value();
+  absl::StatusOr<CommandCalibration> calibration = CalibrationForCommand(
+      study->workload, calibration_path, on_service, err);
+  if (!calibration.ok()) {
+    return ReportError(err, kCommand, calibration.status());
+  }
+  const planner::Calibration& c = calibration->calibration;
   absl::StatusOr<planner::LayoutEvaluation> evaluation =
-      planner.planner.has_value()
-          ? PredictOnService(planner, study->spec, *layout)
-          : planner::PredictLayout(study->workload, *layout, *defaults);
+      on_service ? PredictOnService(planner, study->spec, *layout)
+                 : planner::PredictLayout(study->workload, *layout, c);
   if (!evaluation.ok()) {
     return ReportError(err, kCommand, evaluation.status());
   }
+  // The service's prediction comes without the spreads of its calibration.
+  std::optional<planner::StepTimeInterval> interval;
+  if (!on_service && evaluation->feasible) {
+    interval = planner::IntervalOf(study->workload, *evaluation, c,
+                                   calibration->uncertainty);
+  }
+  const planner::StepTimeInterval* i = interval ? &*interval : nullptr;
+  const std::string& source = calibration->uncertainty.source;
   if (json) {
-    out << DumpJson(PredictJson(*evaluation)) << "\n";
+    out << DumpJson(PredictJson(*evaluation, i, source)) << "\n";
   } else {
-    PrintPrediction(study->workload, *evaluation, out);
+    PrintPrediction(study->workload, *evaluation, out, i, source);
   }
   return kExitOk;
 }

@@ -76,4 +76,9 @@ Calibration WithHardwareOf(const Calibration& from, Calibration to) {
   return to;
 }
 
+double ShiftedLogOffset(const CoefficientInfo& info) {
+  if (info.min_value > 0) return 0;
+  return 0.1 * (info.default_value > 0 ? info.default_value : info.max_value);
+}
+
 }  // namespace tessera::planner

@@ -52,6 +52,12 @@ struct Calibration {
   absl::Status Set(absl::string_view name, double value);
 };
 
+// The offset of a coefficient's shifted log axis u = log(x + offset), in which
+// fits move it and spreads are stated: 0 when its range starts above 0, else a
+// tenth of its default (of its maximum when the default is 0), so that 0 is
+// reachable at a finite u.
+double ShiftedLogOffset(const CoefficientInfo& info);
+
 // `to` with the hardware coefficients (kHardware) of `from`: what a fit to
 // one stack's trials says about the cluster, carried to another stack's
 // defaults on the same cluster.

@@ -47,6 +47,63 @@ Json ErrorJson(const QuantityError& e) {
           {"fitted", e.fitted_mape}};
 }
 
+// fit.posterior_covariance: known coefficients, a square symmetric matrix
+// of finite numbers with a positive diagonal.
+absl::StatusOr<PosteriorCovariance> ReadCovariance(const Json& o,
+                                                   absl::string_view source) {
+  constexpr char kField[] = "fit.posterior_covariance";
+  if (!o.is_object() || !o.contains("coefficients") ||
+      !o["coefficients"].is_array() || !o.contains("matrix") ||
+      !o["matrix"].is_array()) {
+    return Error(source, kField, "must be {\"coefficients\": [...], "
+                                 "\"matrix\": [[...], ...]}");
+  }
+  PosteriorCovariance cov;
+  for (const Json& name : o["coefficients"]) {
+    if (!name.is_string() || !Calibration{}.Get(name.get<std::string>()).ok()) {
+      return Error(source, absl::StrCat(kField, ".coefficients"),
+                   absl::StrCat("unknown coefficient ", name.dump()));
+    }
+    cov.coefficients.push_back(name.get<std::string>());
+  }
+  const size_t n = cov.size();
+  const Json& rows = o["matrix"];
+  if (rows.size() != n) {
+    return Error(source, absl::StrCat(kField, ".matrix"),
+                 absl::StrCat("must have ", n, " rows, one per coefficient"));
+  }
+  cov.matrix.assign(n * n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (!rows[i].is_array() || rows[i].size() != n) {
+      return Error(source, absl::StrCat(kField, ".matrix[", i, "]"),
+                   absl::StrCat("must have ", n, " numbers"));
+    }
+    for (size_t j = 0; j < n; ++j) {
+      if (!rows[i][j].is_number() ||
+          !std::isfinite(rows[i][j].get<double>())) {
+        return Error(source, absl::StrCat(kField, ".matrix[", i, "][", j, "]"),
+                     "must be a finite number");
+      }
+      cov.matrix[i * n + j] = rows[i][j].get<double>();
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!(cov.At(i, i) > 0)) {
+      return Error(source, absl::StrCat(kField, ".matrix[", i, "][", i, "]"),
+                   "a variance must be positive");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (std::abs(cov.At(i, j) - cov.At(j, i)) >
+          1e-9 * std::sqrt(cov.At(i, i) * cov.At(j, j))) {
+        return Error(source, absl::StrCat(kField, ".matrix"),
+                     absl::StrCat("must be symmetric (rows ", j, " and ", i,
+                                  " differ)"));
+      }
+    }
+  }
+  return cov;
+}
+
 absl::StatusOr<QuantityError> ReadError(const Json& o, absl::string_view source,
                                         const std::string& field) {
   QuantityError e;
@@ -88,6 +145,8 @@ CalibrationFile MakeCalibrationFile(const std::string& stack,
   f.calibration.collectives = prior.collectives;
   f.fitted = fit->fitted;
   f.posterior_log_sd = fit->posterior_log_sd;
+  f.prior_log_sd = fit->prior_log_sd;
+  f.posterior_covariance = fit->posterior_covariance;
   f.at_bound = fit->at_bound;
   f.samples = fit->samples;
   f.step_time = QuantityError{fit->samples, fit->prior_step_time_mape,
@@ -120,9 +179,21 @@ std::string CalibrationFileJson(const CalibrationFile& f) {
     coefficients[info.name] = c;
   }
   Json fit = {{"samples", f.samples},
+              {"prior_log_sd", f.prior_log_sd},
               {"step_time_mape", ErrorJson(f.step_time)},
               {"at_bound", f.at_bound},
               {"warnings", f.warnings}};
+  if (f.posterior_covariance.size() > 0) {
+    const PosteriorCovariance& cov = f.posterior_covariance;
+    Json rows = Json::array();
+    for (size_t i = 0; i < cov.size(); ++i) {
+      Json row = Json::array();
+      for (size_t j = 0; j < cov.size(); ++j) row.push_back(cov.At(i, j));
+      rows.push_back(std::move(row));
+    }
+    fit["posterior_covariance"] = {{"coefficients", cov.coefficients},
+                                   {"matrix", std::move(rows)}};
+  }
   if (f.peak_memory) fit["peak_memory_mape"] = ErrorJson(*f.peak_memory);
   if (f.watts) fit["watts_mape"] = ErrorJson(*f.watts);
   Json collectives = Json::array();
@@ -198,6 +269,13 @@ absl::StatusOr<CalibrationFile> ParseCalibrationFile(absl::string_view text,
   if (o.contains("fit") && o["fit"].is_object()) {
     const Json& fit = o["fit"];
     f.samples = fit.value("samples", int64_t{0});
+    if (fit.contains("prior_log_sd")) {
+      if (!fit["prior_log_sd"].is_number() ||
+          !(fit["prior_log_sd"].get<double>() >= 0)) {
+        return Error(source, "fit.prior_log_sd", "must be a number >= 0");
+      }
+      f.prior_log_sd = fit["prior_log_sd"].get<double>();
+    }
     if (fit.contains("step_time_mape")) {
       TESSERA_ASSIGN_OR_RETURN(
           f.step_time,
@@ -211,6 +289,11 @@ absl::StatusOr<CalibrationFile> ParseCalibrationFile(absl::string_view text,
     if (fit.contains("watts_mape")) {
       TESSERA_ASSIGN_OR_RETURN(
           f.watts, ReadError(fit["watts_mape"], source, "fit.watts_mape"));
+    }
+    if (fit.contains("posterior_covariance")) {
+      TESSERA_ASSIGN_OR_RETURN(
+          f.posterior_covariance,
+          ReadCovariance(fit["posterior_covariance"], source));
     }
     f.at_bound = Strings(fit, "at_bound");
     f.warnings = Strings(fit, "warnings");

@@ -7,8 +7,9 @@
 //    "coefficients": {"gemm_peak_efficiency": {"value": 0.71, "prior": 0.8,
 //        "fitted": true, "posterior_log_sd": 0.04, "unit": "",
 //        "source": "..."}, ...},
-//    "fit": {"samples": 12, "step_time_mape": {"prior": 0.21,
+//    "fit": {"samples": 12, "prior_log_sd": 0.3, "step_time_mape": {"prior": 0.21,
 //        "fitted": 0.04}, "peak_memory_mape": {...}, "watts_mape": {...},
+//        "posterior_covariance": {"coefficients": [...], "matrix": [[...]]},
 //        "at_bound": [...], "warnings": [...]},
 //    "fitted_from": ["runs.jsonl: 12 runs (2 skipped)", ...],
 //    "collectives": [{"collective": "all_gather", "nodes": 2,
@@ -50,6 +51,9 @@ struct CalibrationFile {
   Calibration prior;
   std::vector<std::string> fitted;
   std::map<std::string, double> posterior_log_sd;
+  PosteriorCovariance posterior_covariance;  // of the fitted coefficients
+  // The fit's prior spread (CalibrationFit::prior_log_sd); 0: no fit.
+  double prior_log_sd = 0;
   std::vector<std::string> at_bound;
   int64_t samples = 0;
   QuantityError step_time;

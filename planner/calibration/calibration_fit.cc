@@ -70,9 +70,7 @@ struct PreparedSample {
   std::vector<Term> terms;
 };
 
-// A coefficient's shifted log axis u = log(x + offset), offset 0 when the
-// range starts above 0, else a tenth of the default (or of the maximum when
-// the default is 0), so that 0 is reachable at a finite u.
+// A coefficient's shifted log axis u = log(x + offset) (ShiftedLogOffset).
 struct Axis {
   int coefficient = 0;  // index into kMembers and Calibration::Infos()
   double offset = 0;
@@ -92,10 +90,7 @@ Axis MakeAxis(int coefficient, const Calibration& prior) {
   const CoefficientInfo& info = Calibration::Infos()[coefficient];
   Axis a;
   a.coefficient = coefficient;
-  if (info.min_value <= 0) {
-    a.offset =
-        0.1 * (info.default_value > 0 ? info.default_value : info.max_value);
-  }
+  a.offset = ShiftedLogOffset(info);
   a.lo = std::log(info.min_value + a.offset);
   a.hi = std::log(info.max_value + a.offset);
   a.prior =
@@ -436,9 +431,9 @@ bool DampedStep(const Objective& f, const std::vector<double>& u,
   return true;
 }
 
-// The log-space posterior standard deviation of each fitted coefficient: the
-// square roots of the diagonal of (J^T J)^-1 at the fit (Gauss-Newton; the
-// prior's rows keep it positive definite).
+// The log-space posterior covariance of the fitted coefficients and each
+// one's standard deviation: (J^T J)^-1 at the fit (Gauss-Newton; the prior's
+// rows keep it positive definite).
 void PosteriorSpread(const Objective& f, const std::vector<double>& u,
                      CalibrationFit* fit) {
   const size_t n = f.dimensions();
@@ -446,13 +441,31 @@ void PosteriorSpread(const Objective& f, const std::vector<double>& u,
   std::vector<double> r;
   f.Residuals(u, &r);
   const NormalEquations e = Linearise(f, u, r);
+  PosteriorCovariance covariance;
+  covariance.matrix.assign(n * n, 0);
+  bool complete = true;
   for (size_t j = 0; j < n; ++j) {
+    const std::string& name = Calibration::Infos()[f.axis(j).coefficient].name;
+    covariance.coefficients.push_back(name);
     std::vector<double> unit(n, 0), column;
     unit[j] = 1;
-    if (!SolveSpd(e.jtj, unit, n, &column) || !(column[j] > 0)) continue;
-    fit->posterior_log_sd[Calibration::Infos()[f.axis(j).coefficient].name] =
-        std::sqrt(column[j]);
+    if (!SolveSpd(e.jtj, unit, n, &column) || !(column[j] > 0)) {
+      complete = false;
+      continue;
+    }
+    for (size_t i = 0; i < n; ++i) covariance.matrix[i * n + j] = column[i];
+    fit->posterior_log_sd[name] = std::sqrt(column[j]);
   }
+  if (!complete) return;
+  // Symmetric up to rounding; make it exactly so.
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      const double m =
+          (covariance.matrix[i * n + j] + covariance.matrix[j * n + i]) / 2;
+      covariance.matrix[i * n + j] = covariance.matrix[j * n + i] = m;
+    }
+  }
+  fit->posterior_covariance = std::move(covariance);
 }
 
 // Levenberg-Marquardt (Marquardt's diagonal scaling) from `*u`, projected onto
@@ -658,6 +671,7 @@ absl::StatusOr<CalibrationFit> FitCalibration(
   for (const Axis& a : axes) u.push_back(a.prior);
 
   CalibrationFit fit;
+  fit.prior_log_sd = options.prior_log_sd;
   fit.prior_objective = objective.Cost(u);
   // LM, a line search along each coefficient to leave flat kinks, LM again.
   fit.iterations = LevenbergMarquardt(objective, options.max_iterations, &u);

@@ -135,6 +135,18 @@ struct CalibrationSampleResidual {
   }
 };
 
+// The fit's posterior covariance of the fitted coefficients, in their shifted
+// logs u (Gauss-Newton: (J^T J)^-1 at the fit, the prior's rows included).
+// The coefficients a fit determines only together (a GEMM rate against an
+// element-wise traffic factor) have large variances and a strong negative
+// covariance; a prediction's spread needs the whole matrix.
+struct PosteriorCovariance {
+  std::vector<std::string> coefficients;  // in Calibration::Infos() order
+  std::vector<double> matrix;             // row-major, size()^2
+  size_t size() const { return coefficients.size(); }
+  double At(size_t i, size_t j) const { return matrix[i * size() + j]; }
+};
+
 struct CalibrationFit {
   Calibration calibration;            // the fit (the prior where not fitted)
   std::vector<std::string> fitted;    // coefficients that were free, in
@@ -145,6 +157,11 @@ struct CalibrationFit {
   // Gauss-Newton curvature; near options.prior_log_sd, the measurements say
   // little about it.
   std::map<std::string, double> posterior_log_sd;
+  // Their covariance (empty when the curvature could not be inverted).
+  PosteriorCovariance posterior_covariance;
+  // The prior's spread it was fitted with (options.prior_log_sd): what is
+  // known of the coefficients that were not fitted.
+  double prior_log_sd = 0;
   int64_t samples = 0;
   // Mean over samples of |predicted / measured - 1| of the step time.
   double prior_step_time_mape = 0;

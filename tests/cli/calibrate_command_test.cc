@@ -2,6 +2,7 @@
 // file out (every coefficient, its prior, whether fitted, how well
 // determined, the fit's errors, what it came from), used by plan and
 // predict; bad input named by file, line and field, and no file written.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -13,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "planner/calibration/calibration_file.h"
+#include "planner/calibration/prediction_uncertainty.h"
 #include "planner/prediction.h"
 #include "planner/stacks/stack_calibration.h"
 #include "tests/cli/cli_test_util.h"
@@ -152,6 +154,63 @@ TEST(CalibrateCommandTest, FitsWritesAndIsUsedByPredict) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--calibration: not with --planner"),
             std::string::npos);
+}
+
+// The step-time interval plan and predict print: the defaults' published
+// error without a file; with a fit, narrower where the runs measured and
+// wider for a layout they did not exercise (cp: its overlap coefficient kept
+// the prior's spread).
+TEST(CalibrateCommandTest, PredictionsCarryTheFitsUncertainty) {
+  const std::string runs = TempPath("spread_runs.jsonl");
+  const std::string cal = TempPath("spread_cal.json");
+  Write(runs, TruthRuns());
+  CliRun r = RunCli({"calibrate", "--measurements", runs, "--out", cal});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto predict = [&](const char* layout, bool with_file) {
+    std::vector<std::string> flags = {
+        "predict", "--model", "llama3-8b", "--gpu", "h100-sxm", "--nodes",
+        "2", "--gpus-per-node", "8", "--global-batch", "64", "--seq-len",
+        "4096", "--stack", "torchtitan", "--layout", layout, "--json"};
+    if (with_file) flags = Concat(flags, {"--calibration", cal});
+    CliRun run = RunCli(flags);
+    EXPECT_EQ(run.status, 0) << run.err;
+    return json::parse(run.out);
+  };
+  // log(high / t): the interval's log sd.
+  auto log_sd = [](const json& j) {
+    return std::log(j["step_time_interval_s"][1].get<double>() /
+                    j["prediction"]["step_time_s"].get<double>());
+  };
+  const json defaults = predict("zero=3,micro_batch=2", false);
+  EXPECT_NEAR(log_sd(defaults), planner::kDefaultModelLogSd, 1e-9);
+  EXPECT_NE(defaults["uncertainty_source"].get<std::string>().find(
+                "published"),
+            std::string::npos);
+  const json measured = predict("zero=3,micro_batch=2", true);
+  const json unmeasured = predict("cp=2,zero=3,micro_batch=1", true);
+  EXPECT_NE(measured["uncertainty_source"].get<std::string>().find(
+                "the fit to 5 measured runs"),
+            std::string::npos)
+      << measured["uncertainty_source"];
+  EXPECT_LT(log_sd(measured), planner::kDefaultModelLogSd);
+  EXPECT_GT(log_sd(unmeasured), 1.5 * log_sd(measured));
+  // plan: every candidate's interval, and how many tie with the best.
+  r = RunCli({"plan", "--model", "llama3-8b", "--gpu", "h100-sxm", "--nodes",
+              "2", "--gpus-per-node", "8", "--global-batch", "64",
+              "--seq-len", "4096", "--stack", "torchtitan", "--top", "5",
+              "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json plan = json::parse(r.out);
+  ASSERT_EQ(plan["candidates"].size(), 5u);
+  int64_t within = 0;
+  for (const json& c : plan["candidates"]) {
+    ASSERT_TRUE(c.contains("step_time_interval_s"));
+    within += c["within_error_of_best"].get<bool>() ? 1 : 0;
+  }
+  EXPECT_EQ(plan["uncertainty"]["within_error_of_best"].get<int64_t>(),
+            within);
+  EXPECT_TRUE(plan["candidates"][0]["within_error_of_best"].get<bool>());
+  EXPECT_TRUE(plan["best_throughput"].contains("step_time_interval_s"));
 }
 
 TEST(CalibrateCommandTest, BadLinesNameFileLineAndFieldAndWriteNothing) {
