@@ -25,24 +25,13 @@ absl::StatusOr<planner::Calibration> Resolve(
     return absl::Status(file.status().code(),
                         absl::StrCat("--calibration: ", file.status().message()));
   }
-  if (!file->gpu.empty() && file->gpu != w.cluster.gpu.name) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--calibration: ", *path, " was fitted on gpu '", file->gpu,
-        "', the workload runs on '", w.cluster.gpu.name, "'"));
+  absl::StatusOr<planner::Calibration> c =
+      planner::CalibrationFromFile(w, *file, *path, note);
+  if (!c.ok()) {
+    return absl::Status(c.status().code(),
+                        absl::StrCat("--calibration: ", c.status().message()));
   }
-  if (file->stack == w.training.stack &&
-      file->stack_options == w.training.stack_options) {
-    if (whole != nullptr) *whole = *file;
-    return file->calibration;
-  }
-  if (note != nullptr) {
-    *note = absl::StrCat("calibration ", *path, " was fitted for the ",
-                         file->stack, " stack: its hardware coefficients and "
-                         "measured collectives are used with the ",
-                         w.training.stack, " stack's defaults");
-  }
-  planner::Calibration c = planner::WithHardwareOf(file->calibration, defaults);
-  c.collectives = file->calibration.collectives;
+  if (whole != nullptr && planner::FittedForStack(w, *file)) *whole = *file;
   return c;
 }
 

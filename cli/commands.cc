@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "cli/best_command.h"
 #include "cli/calibrate_command.h"
+#include "cli/calibration_command.h"
 #include "cli/cancel_command.h"
 #include "cli/exit_codes.h"
 #include "cli/history_command.h"
@@ -54,6 +55,9 @@ const std::vector<Command>& Commands() {
        &RunPredict},
       {"calibrate", "fit the cost model to measured runs and collectives",
        &RunCalibrate},
+      {"calibration",
+       "import a calibration file into the planner, or export its own",
+       &RunCalibration},
       {"submit", "send a study to the planner service (--wait: follow it)",
        &RunSubmit},
       {"watch", "follow a study's trials until its recommendation", &RunWatch},

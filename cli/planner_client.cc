@@ -138,11 +138,14 @@ absl::Status PlannerClient::FromGrpc(const grpc::Status& status,
   }
 }
 
-absl::StatusOr<int64_t> PlannerClient::SubmitStudy(const v1::StudySpec& spec) {
+absl::StatusOr<int64_t> PlannerClient::SubmitStudy(
+    const v1::StudySpec& spec,
+    const v1::ImportCalibrationRequest* calibration) {
   grpc::ClientContext context;
   SetDeadline(&context);
   v1::SubmitStudyRequest request;
   *request.mutable_spec() = spec;
+  if (calibration != nullptr) *request.mutable_calibration() = *calibration;
   v1::SubmitStudyResponse response;
   const grpc::Status s = stub_->SubmitStudy(&context, request, &response);
   if (!s.ok()) return FromGrpc(s);
@@ -220,6 +223,26 @@ absl::StatusOr<v1::PredictResponse> PlannerClient::Predict(
   SetDeadline(&context);
   v1::PredictResponse response;
   const grpc::Status s = stub_->Predict(&context, request, &response);
+  if (!s.ok()) return FromGrpc(s);
+  return response;
+}
+
+absl::StatusOr<v1::ImportCalibrationResponse> PlannerClient::ImportCalibration(
+    const v1::ImportCalibrationRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ImportCalibrationResponse response;
+  const grpc::Status s = stub_->ImportCalibration(&context, request, &response);
+  if (!s.ok()) return FromGrpc(s);
+  return response;
+}
+
+absl::StatusOr<v1::ExportCalibrationResponse> PlannerClient::ExportCalibration(
+    const v1::ExportCalibrationRequest& request) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ExportCalibrationResponse response;
+  const grpc::Status s = stub_->ExportCalibration(&context, request, &response);
   if (!s.ok()) return FromGrpc(s);
   return response;
 }

@@ -116,8 +116,10 @@ class PlannerClient {
 
   const std::string& address() const { return address_; }
 
-  // The new study's id.
-  absl::StatusOr<int64_t> SubmitStudy(const v1::StudySpec& spec);
+  // The new study's id; `calibration` (null: none) is imported with it.
+  absl::StatusOr<int64_t> SubmitStudy(
+      const v1::StudySpec& spec,
+      const v1::ImportCalibrationRequest* calibration = nullptr);
   absl::StatusOr<v1::GetStudyResponse> GetStudy(int64_t study_id);
   absl::StatusOr<v1::ListStudiesResponse> ListStudies(
       const v1::ListStudiesRequest& request);
@@ -128,6 +130,10 @@ class PlannerClient {
   absl::StatusOr<v1::PlanResponse> Plan(const v1::PlanRequest& request);
   absl::StatusOr<v1::PredictResponse> Predict(
       const v1::PredictRequest& request);
+  absl::StatusOr<v1::ImportCalibrationResponse> ImportCalibration(
+      const v1::ImportCalibrationRequest& request);
+  absl::StatusOr<v1::ExportCalibrationResponse> ExportCalibration(
+      const v1::ExportCalibrationRequest& request);
 
   // Calls `on_event` with each progress event of the study until the planner
   // ends the stream (after the study's final event, or at once when it is

@@ -105,6 +105,10 @@ class SqliteTrialStore : public TrialStore {
       const Calibration& calibration) override;
   absl::StatusOr<Calibration> LatestCalibration(
       absl::string_view scope) override;
+  absl::StatusOr<ImportedCalibration> SaveImportedCalibration(
+      const ImportedCalibration& imported) override;
+  absl::StatusOr<ImportedCalibration> LatestImportedCalibration(
+      absl::string_view gpu) override;
 
   // The plan sqlite chooses for ListTrials(filter), one EXPLAIN QUERY PLAN
   // line each ("SEARCH t USING INDEX trials_by_layout (tp=?)"): how to check

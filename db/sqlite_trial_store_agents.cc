@@ -15,6 +15,7 @@ namespace tessera::db {
 
 using internal::LoadAgent;
 using internal::LoadStudy;
+using internal::FromMicros;
 using internal::ToMicros;
 
 namespace {
@@ -283,6 +284,54 @@ absl::StatusOr<Calibration> SqliteTrialStore::LatestCalibration(
   });
   if (!done.ok()) return done;
   return calibration;
+}
+
+absl::StatusOr<ImportedCalibration> SqliteTrialStore::SaveImportedCalibration(
+    const ImportedCalibration& imported) {
+  TESSERA_RETURN_IF_ERROR(ValidateImportedCalibration(imported));
+  ImportedCalibration saved = imported;
+  const absl::Status done = Write([&](Database& db) -> absl::Status {
+    saved.imported_at = Now();
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement insert,
+        db.Prepare("INSERT INTO imported_calibrations (gpu, file_json, "
+                   "source, imported_at_us) VALUES (?, ?, ?, ?)"));
+    insert.BindText(1, imported.gpu)
+        .BindText(2, imported.file_json)
+        .BindText(3, imported.source)
+        .BindInt(4, ToMicros(saved.imported_at));
+    TESSERA_RETURN_IF_ERROR(insert.Run());
+    saved.id = db.LastInsertRowId();
+    return absl::OkStatus();
+  });
+  if (!done.ok()) return done;
+  return saved;
+}
+
+absl::StatusOr<ImportedCalibration>
+SqliteTrialStore::LatestImportedCalibration(absl::string_view gpu) {
+  ImportedCalibration imported;
+  const absl::Status done = Read([&](Database& db) -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement select,
+        db.Prepare("SELECT id, gpu, file_json, source, imported_at_us FROM "
+                   "imported_calibrations WHERE gpu = ? ORDER BY id DESC "
+                   "LIMIT 1"));
+    select.BindText(1, gpu);
+    TESSERA_ASSIGN_OR_RETURN(const bool row, select.Step());
+    if (!row) {
+      return absl::NotFoundError(
+          absl::StrCat("imported calibration for gpu ", gpu, ": none"));
+    }
+    imported.id = select.ColumnInt(0);
+    imported.gpu = select.ColumnText(1);
+    imported.file_json = select.ColumnText(2);
+    imported.source = select.ColumnText(3);
+    imported.imported_at = FromMicros(select.ColumnInt(4));
+    return absl::OkStatus();
+  });
+  if (!done.ok()) return done;
+  return imported;
 }
 
 }  // namespace tessera::db

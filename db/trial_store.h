@@ -317,6 +317,16 @@ struct Calibration {
   absl::Time created_at;  // set by SaveCalibration
 };
 
+// A calibration file imported for a GPU type, kept whole (its text is the
+// planner's business: planner/calibration/calibration_file.h).
+struct ImportedCalibration {
+  int64_t id = 0;          // assigned by SaveImportedCalibration
+  std::string gpu;         // the GPU preset's name, not empty
+  std::string file_json;   // a JSON object
+  std::string source;      // what the user called it, e.g. a file name
+  absl::Time imported_at;  // set by SaveImportedCalibration
+};
+
 // Calibration scopes: one study's own fit, or a GPU type's across studies.
 std::string StudyScope(int64_t study_id);
 std::string GpuScope(absl::string_view gpu);
@@ -427,6 +437,13 @@ class TrialStore {
       const Calibration& calibration) = 0;
   virtual absl::StatusOr<Calibration> LatestCalibration(
       absl::string_view scope) = 0;
+  // Imported calibration files: the save returns the stored one (id,
+  // imported_at); INVALID_ARGUMENT for an empty gpu or text that is not a
+  // JSON object. The latest is the last saved for `gpu`, NotFound when none.
+  virtual absl::StatusOr<ImportedCalibration> SaveImportedCalibration(
+      const ImportedCalibration& imported) = 0;
+  virtual absl::StatusOr<ImportedCalibration> LatestImportedCalibration(
+      absl::string_view gpu) = 0;
 };
 
 }  // namespace tessera::db

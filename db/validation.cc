@@ -176,6 +176,15 @@ absl::Status ValidateCalibration(const Calibration& c) {
   return NonNegativeFinite("calibration.fit_error", c.fit_error);
 }
 
+absl::Status ValidateImportedCalibration(const ImportedCalibration& c) {
+  TESSERA_RETURN_IF_ERROR(NotEmpty("imported_calibration.gpu", c.gpu));
+  if (!nlohmann::json::parse(c.file_json, nullptr, false).is_object()) {
+    return FieldError("imported_calibration.file_json",
+                      "is not a JSON object");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateTrialFilter(const TrialFilter& f) {
   const auto& keys = TrialSortKeys();
   if (std::find(keys.begin(), keys.end(), f.sort_by) == keys.end()) {

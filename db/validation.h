@@ -26,6 +26,8 @@ absl::Status ValidateLeaseAgents(const std::vector<std::string>& agent_ids);
 absl::Status ValidateAgentRegistration(const AgentRegistration& agent);
 absl::Status ValidateProbe(const Probe& probe, absl::string_view field);
 absl::Status ValidateCalibration(const Calibration& calibration);
+// A gpu name and a file text that is a JSON object.
+absl::Status ValidateImportedCalibration(const ImportedCalibration& imported);
 absl::Status ValidateTrialFilter(const TrialFilter& filter);
 absl::Status ValidateStudyFilter(const StudyFilter& filter);
 // True when `text` parses as one JSON value.

@@ -35,6 +35,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -46,6 +47,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "db/trial_store.h"
+#include "planner/calibration/calibration_file.h"
 #include "planner/service/event_hub.h"
 #include "planner/service/planner_options.h"
 #include "planner/service/rendezvous_board.h"
@@ -69,7 +71,11 @@ class Planner {
   Planner& operator=(const Planner&) = delete;
 
   // ---- PlannerService ----
-  absl::StatusOr<int64_t> SubmitStudy(const v1::StudySpec& spec);
+  // `calibration` (null, or an empty file: none) is checked with the spec
+  // and imported for the study's GPU before the study is stored.
+  absl::StatusOr<int64_t> SubmitStudy(
+      const v1::StudySpec& spec,
+      const v1::ImportCalibrationRequest* calibration = nullptr);
   absl::StatusOr<v1::GetStudyResponse> GetStudy(int64_t study_id);
   absl::StatusOr<v1::ListStudiesResponse> ListStudies(
       const v1::ListStudiesRequest& request);
@@ -85,6 +91,12 @@ class Planner {
   absl::StatusOr<v1::PlanResponse> Plan(const v1::PlanRequest& request);
   absl::StatusOr<v1::PredictResponse> Predict(
       const v1::PredictRequest& request);
+  // Calibration files in and out (calibration_exchange.h): an import is
+  // used by every later study, plan and prediction on its GPU.
+  absl::StatusOr<v1::ImportCalibrationResponse> ImportCalibration(
+      const v1::ImportCalibrationRequest& request);
+  absl::StatusOr<v1::ExportCalibrationResponse> ExportCalibration(
+      const v1::ExportCalibrationRequest& request);
   // The event a watcher gets first: the study as it stands.
   absl::StatusOr<v1::StudyEvent> CurrentEvent(int64_t study_id);
   EventHub& events() { return events_; }
@@ -173,12 +185,18 @@ class Planner {
   void Emit(int64_t study_id, const std::string& message,
             const db::Trial* trial = nullptr);
   absl::StatusOr<Workload> WorkloadForRequest(const v1::StudySpec& spec);
-  // The calibration `workload` plans with: the latest fit of the trials on
-  // the GPU called `gpu_name` as StudyCalibration carries it to the
-  // workload's stack, or the stack's defaults without one.
+  // The calibration `workload` plans with: the GPU's latest import and the
+  // latest fit of the trials on the GPU called `gpu_name` that is newer
+  // (calibration_exchange.h), as StudyCalibration carries them to the
+  // workload's stack; the stack's defaults without either. `*mape` and
+  // `*samples` are the fit's (the import's without a newer fit).
   planner::Calibration LatestGpuCalibration(const std::string& gpu_name,
                                             const Workload& workload,
                                             double* mape, int64_t* samples);
+  // The calibration file imported for `gpu_name` (nullopt: none, or the
+  // store failed: logged).
+  std::optional<planner::CalibrationFile> LatestImport(
+      const std::string& gpu_name);
 
   // ---- Agents (planner_agents.cc) ----
   absl::StatusOr<db::Agent> ActiveAgent(absl::string_view agent_id);

@@ -10,7 +10,10 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::SubmitStudy(
     v1::SubmitStudyResponse* response) {
   return FinishUnary(
       context, response, [&]() -> absl::StatusOr<v1::SubmitStudyResponse> {
-        absl::StatusOr<int64_t> id = planner_->SubmitStudy(request->spec());
+        absl::StatusOr<int64_t> id = planner_->SubmitStudy(
+            request->spec(), request->has_calibration()
+                                 ? &request->calibration()
+                                 : nullptr);
         if (!id.ok()) return id.status();
         v1::SubmitStudyResponse out;
         out.set_study_id(*id);
@@ -79,6 +82,22 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Predict(
     v1::PredictResponse* response) {
   return FinishUnary(context, response,
                      [&] { return planner_->Predict(*request); });
+}
+
+grpc::ServerUnaryReactor* PlannerServiceImpl::ImportCalibration(
+    grpc::CallbackServerContext* context,
+    const v1::ImportCalibrationRequest* request,
+    v1::ImportCalibrationResponse* response) {
+  return FinishUnary(context, response,
+                     [&] { return planner_->ImportCalibration(*request); });
+}
+
+grpc::ServerUnaryReactor* PlannerServiceImpl::ExportCalibration(
+    grpc::CallbackServerContext* context,
+    const v1::ExportCalibrationRequest* request,
+    v1::ExportCalibrationResponse* response) {
+  return FinishUnary(context, response,
+                     [&] { return planner_->ExportCalibration(*request); });
 }
 
 }  // namespace tessera::service

@@ -48,6 +48,14 @@ class PlannerServiceImpl final : public v1::PlannerService::CallbackService {
   grpc::ServerUnaryReactor* Predict(grpc::CallbackServerContext* context,
                                     const v1::PredictRequest* request,
                                     v1::PredictResponse* response) override;
+  grpc::ServerUnaryReactor* ImportCalibration(
+      grpc::CallbackServerContext* context,
+      const v1::ImportCalibrationRequest* request,
+      v1::ImportCalibrationResponse* response) override;
+  grpc::ServerUnaryReactor* ExportCalibration(
+      grpc::CallbackServerContext* context,
+      const v1::ExportCalibrationRequest* request,
+      v1::ExportCalibrationResponse* response) override;
 
  private:
   Planner* const planner_;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "planner/service/agents_gpu.h"
+#include "planner/service/calibration_exchange.h"
 #include "planner/service/planner.h"
 #include "planner/service/proto_mapping.h"
 #include "planner/service/recalibration.h"
@@ -18,17 +19,47 @@
 
 namespace tessera::service {
 
-absl::StatusOr<int64_t> Planner::SubmitStudy(const v1::StudySpec& spec) {
+absl::StatusOr<int64_t> Planner::SubmitStudy(
+    const v1::StudySpec& spec, const v1::ImportCalibrationRequest* calibration) {
   TESSERA_ASSIGN_OR_RETURN(CheckedStudy checked, CheckStudySpec(spec));
+  std::optional<CheckedImport> import;
+  if (calibration != nullptr && !calibration->calibration_json().empty()) {
+    if (checked.agents_gpu) {
+      return absl::InvalidArgumentError(
+          "calibration: a study on the 'agents' GPU cannot start from a "
+          "calibration file (files are fitted for a GPU preset)");
+    }
+    absl::StatusOr<CheckedImport> c = CheckImport(*calibration);
+    if (!c.ok()) {
+      return absl::Status(c.status().code(), absl::StrCat("calibration: ",
+                                                          c.status().message()));
+    }
+    if (c->row.gpu != checked.workload.cluster.gpu.name) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "calibration: ", c->row.source, " was fitted on gpu '", c->row.gpu,
+          "', the study runs on '", checked.workload.cluster.gpu.name, "'"));
+    }
+    import = *std::move(c);
+  }
   if (!checked.agents_gpu) {
     // A global batch no layout reaches is the spec's error (as `tessera
     // plan` says); the "agents" GPU is checked when it is known.
     planner::SearchOptions reach;
     reach.top = 1;
     absl::StatusOr<planner::SearchResult> r = planner::SearchLayouts(
-        checked.workload, StudyCalibration(checked.workload, std::nullopt),
+        checked.workload,
+        StudyCalibration(checked.workload, std::nullopt,
+                         import.has_value() ? &import->file : nullptr),
         reach);
     if (!r.ok()) return InStudy(r.status());
+  }
+  if (import.has_value()) {
+    TESSERA_ASSIGN_OR_RETURN(const v1::ImportCalibrationResponse imported,
+                             StoreImport(*store_, *import));
+    options_.log.Info(absl::StrCat("imported calibration ",
+                                   imported.import_id(), " for ",
+                                   imported.gpu(), " (", import->row.source,
+                                   ") with a study"));
   }
   db::NewStudy s;
   s.name = checked.spec.name();
@@ -278,26 +309,71 @@ absl::StatusOr<v1::PredictResponse> Planner::Predict(
   return out;
 }
 
+absl::StatusOr<v1::ImportCalibrationResponse> Planner::ImportCalibration(
+    const v1::ImportCalibrationRequest& request) {
+  TESSERA_ASSIGN_OR_RETURN(v1::ImportCalibrationResponse r,
+                           service::ImportCalibration(*store_, request));
+  options_.log.Info(absl::StrCat(
+      "imported calibration ", r.import_id(), " for ", r.gpu(), " (",
+      request.source(), ": ", r.stack(), " stack, ", r.samples(),
+      " measurements, ", r.collectives(), " collective points)"));
+  return r;
+}
+
+absl::StatusOr<v1::ExportCalibrationResponse> Planner::ExportCalibration(
+    const v1::ExportCalibrationRequest& request) {
+  return service::ExportCalibration(*store_, request);
+}
+
+std::optional<planner::CalibrationFile> Planner::LatestImport(
+    const std::string& gpu_name) {
+  absl::StatusOr<GpuCalibrationSources> s =
+      LatestGpuCalibrationSources(*store_, gpu_name);
+  if (!s.ok()) {
+    options_.log.Warning(absl::StrCat("calibration of ", gpu_name, ": ",
+                                      s.status().message()));
+    return std::nullopt;
+  }
+  return s->imported;
+}
+
 planner::Calibration Planner::LatestGpuCalibration(const std::string& gpu_name,
                                                    const Workload& workload,
                                                    double* mape,
                                                    int64_t* samples) {
-  absl::StatusOr<db::Calibration> stored =
-      store_->LatestCalibration(db::GpuScope(gpu_name));
   *mape = 0;
   *samples = 0;
-  if (!stored.ok()) return StudyCalibration(workload, std::nullopt);
-  std::vector<std::string> skipped;
-  planner::Calibration c = CalibrationFromStored(*stored, &skipped);
-  if (!skipped.empty()) {
-    options_.log.Warning(
-        absl::StrCat("calibration ", stored->id, " of ", gpu_name,
-                     ": skipped unknown or out-of-range coefficients: ",
-                     absl::StrJoin(skipped, ", ")));
+  absl::StatusOr<GpuCalibrationSources> s =
+      LatestGpuCalibrationSources(*store_, gpu_name);
+  if (!s.ok()) {
+    options_.log.Warning(absl::StrCat("calibration of ", gpu_name, ": ",
+                                      s.status().message()));
+    return StudyCalibration(workload, std::nullopt);
   }
-  *mape = stored->fit_error;
-  *samples = stored->samples;
-  return StudyCalibration(workload, c);
+  if (!s->problem.empty()) {
+    options_.log.Warning(absl::StrCat("calibration of ", gpu_name,
+                                      ": import set aside: ", s->problem));
+  }
+  const planner::CalibrationFile* imported =
+      s->imported.has_value() ? &*s->imported : nullptr;
+  if (imported != nullptr) {
+    *mape = imported->step_time.fitted_mape;
+    *samples = imported->samples;
+  }
+  std::optional<planner::Calibration> fit;
+  if (s->trial_fit.has_value()) {
+    std::vector<std::string> skipped;
+    fit = CalibrationFromStored(*s->trial_fit, &skipped);
+    if (!skipped.empty()) {
+      options_.log.Warning(
+          absl::StrCat("calibration ", s->trial_fit->id, " of ", gpu_name,
+                       ": skipped unknown or out-of-range coefficients: ",
+                       absl::StrJoin(skipped, ", ")));
+    }
+    *mape = s->trial_fit->fit_error;
+    *samples = s->trial_fit->samples;
+  }
+  return StudyCalibration(workload, fit, imported);
 }
 
 }  // namespace tessera::service

@@ -55,28 +55,45 @@ absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
   return s;
 }
 
-planner::Calibration TrialStackPrior(const GpuSpec& gpu) {
+planner::Calibration TrialStackPrior(const GpuSpec& gpu,
+                                     const planner::CalibrationFile* imported) {
   absl::StatusOr<const planner::TrainingStack*> stack =
       planner::FindStack(kTrialStack);
   if (!stack.ok()) return planner::Calibration{};
   absl::StatusOr<planner::Calibration> c =
       planner::StackCalibration(**stack, gpu, {});
-  return c.ok() ? *c : planner::Calibration{};
+  planner::Calibration prior = c.ok() ? *c : planner::Calibration{};
+  if (imported == nullptr) return prior;
+  if (imported->stack == kTrialStack && imported->stack_options.empty()) {
+    return imported->calibration;
+  }
+  prior = planner::WithHardwareOf(imported->calibration, prior);
+  prior.collectives = imported->calibration.collectives;
+  return prior;
 }
 
 planner::Calibration StudyCalibration(
     const Workload& workload,
-    const std::optional<planner::Calibration>& trial_fit) {
+    const std::optional<planner::Calibration>& trial_fit,
+    const planner::CalibrationFile* imported) {
   absl::StatusOr<planner::Calibration> defaults =
       planner::DefaultCalibration(workload);
-  const planner::Calibration base = defaults.ok() ? *defaults
-                                                  : planner::Calibration{};
-  if (!trial_fit.has_value()) return base;
-  if (workload.training.stack == kTrialStack &&
-      workload.training.stack_options.empty()) {
-    return *trial_fit;
+  planner::Calibration base =
+      defaults.ok() ? *defaults : planner::Calibration{};
+  if (imported != nullptr) {
+    absl::StatusOr<planner::Calibration> from_file =
+        planner::CalibrationFromFile(workload, *imported, "the import",
+                                     nullptr);
+    if (from_file.ok()) base = *std::move(from_file);
   }
-  return planner::WithHardwareOf(*trial_fit, base);
+  if (!trial_fit.has_value()) return base;
+  planner::Calibration c =
+      workload.training.stack == kTrialStack &&
+              workload.training.stack_options.empty()
+          ? *trial_fit
+          : planner::WithHardwareOf(*trial_fit, base);
+  c.collectives = base.collectives;
+  return c;
 }
 
 planner::Calibration CalibrationFromStored(const db::Calibration& stored,

@@ -28,6 +28,7 @@
 #include "core/workload.h"
 #include "db/trial_store.h"
 #include "planner/calibration/calibration.h"
+#include "planner/calibration/calibration_file.h"
 #include "planner/calibration/calibration_fit.h"
 
 namespace tessera::service {
@@ -41,16 +42,23 @@ absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
 // The stack trials run: Tessera's own executor.
 inline constexpr char kTrialStack[] = "tessera";
 
-// The prior of a fit to trials on `gpu`: the tessera stack's defaults there.
-planner::Calibration TrialStackPrior(const GpuSpec& gpu);
+// The prior of a fit to trials on `gpu`: the tessera stack's defaults there,
+// with the hardware coefficients of the calibration file imported for the GPU
+// (null: none), so that trials refine what the user imported.
+planner::Calibration TrialStackPrior(
+    const GpuSpec& gpu, const planner::CalibrationFile* imported = nullptr);
 
 // What a study of `workload` plans with, given the latest fit of the trials
-// on its GPU (nullopt: none): the fit itself for a tessera-stack study;
-// otherwise the study's stack defaults (planner::DefaultCalibration) with
-// the fit's hardware coefficients (planner::WithHardwareOf).
+// on its GPU (nullopt: none) and the file imported for the GPU (null: none).
+// The base is the import as planner::CalibrationFromFile carries it to the
+// workload's stack, else the stack's defaults (planner::DefaultCalibration).
+// With a fit: the fit itself for a tessera-stack study, otherwise the base
+// with the fit's hardware coefficients (planner::WithHardwareOf). The
+// import's measured collectives are kept either way (trials measure none).
 planner::Calibration StudyCalibration(
     const Workload& workload,
-    const std::optional<planner::Calibration>& trial_fit);
+    const std::optional<planner::Calibration>& trial_fit,
+    const planner::CalibrationFile* imported = nullptr);
 
 // The coefficients of `stored` over the defaults: unknown names and values
 // out of range are skipped (and listed in `*skipped` when given).

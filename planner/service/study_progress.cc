@@ -423,10 +423,15 @@ absl::Status Planner::RefitLocked(StudyRun& run,
     samples.push_back(*std::move(sample));
   }
   if (samples.empty()) return absl::OkStatus();
+  // Trials refine what was imported for the GPU, if anything.
+  const std::optional<planner::CalibrationFile> imported =
+      LatestImport(run.gpu_name);
+  const planner::CalibrationFile* import =
+      imported.has_value() ? &*imported : nullptr;
   TESSERA_ASSIGN_OR_RETURN(
       const planner::CalibrationFit fit,
       planner::FitCalibration(
-          samples, TrialStackPrior(run.workload->cluster.gpu), {}));
+          samples, TrialStackPrior(run.workload->cluster.gpu, import), {}));
   TESSERA_RETURN_IF_ERROR(
       store_
           ->SaveCalibration(StoredCalibration(fit, db::GpuScope(run.gpu_name)))
@@ -434,7 +439,7 @@ absl::Status Planner::RefitLocked(StudyRun& run,
   TESSERA_RETURN_IF_ERROR(
       store_->SaveCalibration(StoredCalibration(fit, db::StudyScope(run.id)))
           .status());
-  run.calibration = StudyCalibration(*run.workload, fit.calibration);
+  run.calibration = StudyCalibration(*run.workload, fit.calibration, import);
   run.calibration_mape = fit.fitted_step_time_mape;
   run.calibration_samples = fit.samples;
   run.fitted_ok_trials = CountOk(trials);

@@ -1,5 +1,6 @@
 #include "planner/stacks/stack_calibration.h"
 
+#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 
 namespace tessera::planner {
@@ -31,6 +32,35 @@ absl::StatusOr<Calibration> DefaultCalibration(const Workload& w) {
   TESSERA_ASSIGN_OR_RETURN(const TrainingStack* stack,
                            FindStack(w.training.stack));
   return StackCalibration(*stack, w.cluster.gpu, w.training.stack_options);
+}
+
+bool FittedForStack(const Workload& w, const CalibrationFile& file) {
+  return file.stack == w.training.stack &&
+         file.stack_options == w.training.stack_options;
+}
+
+absl::StatusOr<Calibration> CalibrationFromFile(const Workload& w,
+                                                const CalibrationFile& file,
+                                                absl::string_view source,
+                                                std::string* note) {
+  if (note != nullptr) note->clear();
+  if (!file.gpu.empty() && file.gpu != w.cluster.gpu.name) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, " was fitted on gpu '", file.gpu, "', the workload runs on '",
+        w.cluster.gpu.name, "'"));
+  }
+  if (FittedForStack(w, file)) return file.calibration;
+  TESSERA_ASSIGN_OR_RETURN(const Calibration defaults, DefaultCalibration(w));
+  if (note != nullptr) {
+    *note = absl::StrCat("calibration ", source, " was fitted for the ",
+                         file.stack,
+                         " stack: its hardware coefficients and measured "
+                         "collectives are used with the ",
+                         w.training.stack, " stack's defaults");
+  }
+  Calibration c = WithHardwareOf(file.calibration, defaults);
+  c.collectives = file.calibration.collectives;
+  return c;
 }
 
 }  // namespace tessera::planner

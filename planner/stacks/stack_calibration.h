@@ -15,6 +15,7 @@
 #include "core/gpu.h"
 #include "core/workload.h"
 #include "planner/calibration/calibration.h"
+#include "planner/calibration/calibration_file.h"
 #include "planner/stacks/training_stack.h"
 
 namespace tessera::planner {
@@ -28,5 +29,19 @@ absl::StatusOr<Calibration> StackCalibration(
 // The defaults of the workload's stack, GPU and stack options;
 // INVALID_ARGUMENT naming training.stack or training.stack_options.
 absl::StatusOr<Calibration> DefaultCalibration(const Workload& workload);
+
+// What `workload` plans with from a calibration file: the file's calibration
+// whole when it was fitted for the workload's stack and stack options;
+// otherwise the stack's defaults with the file's hardware coefficients
+// (WithHardwareOf) and measured collectives, and `*note` (when given; cleared
+// otherwise) says so. INVALID_ARGUMENT for a file fitted on another GPU
+// ("`source` was fitted on gpu 'a100-sxm-40g', the workload runs on ...").
+absl::StatusOr<Calibration> CalibrationFromFile(const Workload& workload,
+                                                const CalibrationFile& file,
+                                                absl::string_view source,
+                                                std::string* note);
+
+// Whether `file` is used whole for `workload` (its stack and options).
+bool FittedForStack(const Workload& workload, const CalibrationFile& file);
 
 }  // namespace tessera::planner

@@ -732,5 +732,91 @@ TEST_F(PlannerLiveTest, PlanAndPredictThroughThePlannerGiveTheLocalJson) {
             RunCli({"predict", "--spec", spec, "--layout", "tp=x"}).err);
 }
 
+// A calibration made offline, imported into the planner: plan and predict
+// through the planner then answer as the local commands do with the file,
+// for the file's stack and for another; the export gives the file back; a
+// bad file and a study on another GPU are refused and change nothing.
+TEST_F(PlannerLiveTest, AnImportedCalibrationIsWhatThePlannerPlansWith) {
+  const std::string csv = File(
+      "bw.csv",
+      "collective,nodes,gpus_per_node,bytes,busbw_gbs\n"
+      "all_gather,1,8,1e8,300\nall_gather,8,8,1e8,10\n"
+      "reduce_scatter,1,8,1e8,300\nreduce_scatter,8,8,1e8,10\n");
+  const std::string cal = (dir_ / "cal.json").string();
+  CliRun r = RunCli({"calibrate", "--collectives", csv, "--gpu", "h100-sxm",
+                     "--stack", "torchtitan", "--out", cal});
+  ASSERT_EQ(r.status, 0) << r.err;
+
+  r = Run({"calibration", "export", "--gpu", "h100-sxm"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("calibration for gpu h100-sxm: none"),
+            std::string::npos)
+      << r.err;
+  // A bad file: refused whole, naming the field; nothing is imported.
+  json bad = json::parse(std::ifstream(cal));
+  bad["coefficients"]["gemm_peak_efficiency"]["value"] = 3;
+  r = Run({"calibration", "import", File("bad.json", bad.dump())});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("coefficients.gemm_peak_efficiency.value"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(Run({"calibration", "export", "--gpu", "h100-sxm"}).status, 2);
+
+  r = Run({"calibration", "import", cal});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("for h100-sxm: torchtitan stack, 0 measured runs, 4 "
+                       "measured collective points"),
+            std::string::npos)
+      << r.out;
+
+  for (const char* stack : {"torchtitan", "megatron-core"}) {
+    SCOPED_TRACE(stack);
+    const Args predict = {
+        "predict", "--model", "llama3-8b", "--gpu", "h100-sxm", "--nodes",
+        "8", "--gpus-per-node", "8", "--global-batch", "64", "--seq-len",
+        "4096", "--stack", stack, "--layout", "zero=3,micro_batch=1",
+        "--json"};
+    const CliRun remote = Run(predict);
+    ASSERT_EQ(remote.status, 0) << remote.err;
+    Args with_file = predict;
+    with_file.insert(with_file.end(), {"--calibration", cal});
+    const CliRun local = RunCli(with_file);
+    ASSERT_EQ(local.status, 0) << local.err;
+    EXPECT_EQ(WithoutUncertainty(json::parse(local.out)),
+              json::parse(remote.out));
+    // The slow fabric shows: FSDP's collectives are exposed.
+    const CliRun defaults = RunCli(predict);
+    EXPECT_GT(json::parse(remote.out)["prediction"]["exposed_comm_s"],
+              json::parse(defaults.out)["prediction"]["exposed_comm_s"]);
+  }
+
+  const std::string exported = (dir_ / "exported.json").string();
+  r = Run({"calibration", "export", "--gpu", "h100-sxm", "--out", exported});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("import 1 (" + cal + ")"), std::string::npos) << r.out;
+  std::ifstream a(cal), b(exported);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(a), {}),
+            std::string(std::istreambuf_iterator<char>(b), {}));
+
+  // A study on another GPU cannot start from it, and nothing is stored.
+  std::string a100 = TinyStudy("on-a100", R"({"max_trials": 0})");
+  a100.replace(a100.find("h100-sxm"), 8, "a100-sxm-80g");
+  r = Run({"submit", File("a100.json", a100), "--calibration", cal});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("calibration: " + cal +
+                       " was fitted on gpu 'h100-sxm', the study runs on "
+                       "'a100-sxm-80g'"),
+            std::string::npos)
+      << r.err;
+  r = Run({"studies", "--json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out).size(), 0u) << r.out;
+  // On its own GPU it can.
+  r = Run({"submit",
+           File("h100.json", TinyStudy("on-h100", R"({"max_trials": 0})")),
+           "--calibration", cal});
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
 }  // namespace
 }  // namespace tessera::cli

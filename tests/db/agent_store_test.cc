@@ -254,5 +254,53 @@ TEST_F(AgentStoreTest, LatestCalibrationPerScope) {
       absl::StatusCode::kNotFound, "study 9999");
 }
 
+TEST_F(AgentStoreTest, ImportedCalibrationsPerGpuLatestWins) {
+  EXPECT_EQ(store_->LatestImportedCalibration("h100-sxm").status().code(),
+            absl::StatusCode::kNotFound);
+  ImportedCalibration i;
+  i.gpu = "h100-sxm";
+  i.file_json = R"({"format": "tessera-calibration/1", "samples": 1})";
+  i.source = "cal.json";
+  auto first = store_->SaveImportedCalibration(i);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_GT(first->id, 0);
+  EXPECT_EQ(first->imported_at, clock_.Now());
+  clock_.Advance(absl::Minutes(1));
+  i.file_json = R"({"format": "tessera-calibration/1", "samples": 2})";
+  i.source = "later.json";
+  auto second = store_->SaveImportedCalibration(i);
+  ASSERT_TRUE(second.ok());
+  ImportedCalibration other = i;
+  other.gpu = "a100-40g";
+  other.file_json = "{}";
+  ASSERT_TRUE(store_->SaveImportedCalibration(other).ok());
+
+  auto latest = store_->LatestImportedCalibration("h100-sxm");
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(latest->id, second->id);
+  EXPECT_EQ(latest->gpu, "h100-sxm");
+  EXPECT_EQ(latest->file_json, i.file_json);
+  EXPECT_EQ(latest->source, "later.json");
+  EXPECT_EQ(latest->imported_at, clock_.Now());
+  EXPECT_EQ(store_->LatestImportedCalibration("a100-40g")->file_json, "{}");
+
+  const std::pair<std::function<void(ImportedCalibration&)>, const char*>
+      cases[] = {
+          {[](ImportedCalibration& x) { x.gpu = ""; },
+           "imported_calibration.gpu"},
+          {[](ImportedCalibration& x) { x.file_json = "[1, 2]"; },
+           "imported_calibration.file_json"},
+          {[](ImportedCalibration& x) { x.file_json = "{\"a\": "; },
+           "imported_calibration.file_json"},
+      };
+  for (const auto& [mutate, field] : cases) {
+    ImportedCalibration bad = i;
+    mutate(bad);
+    ExpectErrorWritesNothing(
+        [&] { return store_->SaveImportedCalibration(bad).status(); },
+        absl::StatusCode::kInvalidArgument, field);
+  }
+}
+
 }  // namespace
 }  // namespace tessera::db

@@ -1,0 +1,72 @@
+// Calibration files in and out of the planner service (`tessera calibration
+// import|export`, `tessera submit --calibration`). An import is kept whole in
+// the store per GPU (db::ImportedCalibration); what the planner then plans
+// with on that GPU (recalibration.h StudyCalibration):
+//   - the latest import, carried to each study's stack (its coefficients for
+//     a study of its stack, its hardware coefficients and measured
+//     collectives for any other),
+//   - refined by the latest fit of trials on the GPU when that fit is newer
+//     than the import (such a fit started from the import: TrialStackPrior);
+//     a fit older than the import is set aside: the user's newer import wins.
+// An export is that calibration as a file: the import as it was when no
+// newer fit exists, else the fit (stack "tessera") with the import's
+// measured collectives.
+//
+//   TESSERA_ASSIGN_OR_RETURN(v1::ImportCalibrationResponse r,
+//                            ImportCalibration(*store, request));
+//   GpuCalibrationSources s = LatestGpuCalibrationSources(*store, "h100-sxm");
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "db/trial_store.h"
+#include "planner/calibration/calibration_file.h"
+#include "tessera/v1/specs.pb.h"
+
+namespace tessera::service {
+
+// An import that passed its checks, ready to store.
+struct CheckedImport {
+  planner::CalibrationFile file;
+  db::ImportedCalibration row;
+};
+
+// Checks the file (planner::ParseCalibrationFile: every field, every
+// coefficient in range; its "gpu" must be a known GPU preset).
+// INVALID_ARGUMENT naming the source and the field.
+absl::StatusOr<CheckedImport> CheckImport(
+    const v1::ImportCalibrationRequest& request);
+
+// Stores a checked import for its GPU.
+absl::StatusOr<v1::ImportCalibrationResponse> StoreImport(
+    db::TrialStore& store, const CheckedImport& checked);
+
+// CheckImport, then StoreImport: nothing is stored on an error.
+absl::StatusOr<v1::ImportCalibrationResponse> ImportCalibration(
+    db::TrialStore& store, const v1::ImportCalibrationRequest& request);
+
+// What the planner holds for one GPU.
+struct GpuCalibrationSources {
+  // The latest import, parsed (nullopt: none, or one that no longer parses:
+  // `problem` says why).
+  std::optional<planner::CalibrationFile> imported;
+  std::optional<db::ImportedCalibration> imported_row;
+  // The latest fit of trials on the GPU that is newer than the import.
+  std::optional<db::Calibration> trial_fit;
+  std::string problem;  // "" or why a stored import was set aside
+};
+
+// Reads both from the store; store errors other than NOT_FOUND are returned.
+absl::StatusOr<GpuCalibrationSources> LatestGpuCalibrationSources(
+    db::TrialStore& store, absl::string_view gpu);
+
+// The planner's calibration for `request.gpu()` as a calibration file;
+// NOT_FOUND when it holds neither an import nor a fit for that GPU,
+// INVALID_ARGUMENT for a GPU that is not a preset.
+absl::StatusOr<v1::ExportCalibrationResponse> ExportCalibration(
+    db::TrialStore& store, const v1::ExportCalibrationRequest& request);
+
+}  // namespace tessera::service
