@@ -6,6 +6,7 @@
 #include "cli/planner_client.h"
 #include "core/file_io.h"
 #include "core/flags.h"
+#include "core/status_macros.h"
 
 namespace tessera::cli {
 namespace {
@@ -34,25 +35,29 @@ constexpr char kAbout[] =
     "  tessera calibration export --gpu h100-sxm --out h100.json\n"
     "  tessera plan ... --calibration h100.json\n";
 
+// Parses `args` into `flags` (which holds `planner`'s), checks `planner`,
+// and returns the operands, exactly `names` of them.
+absl::StatusOr<Operands> ParseArgs(const std::vector<std::string>& args,
+                                   const std::vector<std::string>& names,
+                                   absl::string_view usage, FlagSet& flags,
+                                   PlannerFlags& planner) {
+  Operands operands = SplitOperands(args, {});
+  TESSERA_RETURN_IF_ERROR(flags.Parse(operands.flags));
+  TESSERA_RETURN_IF_ERROR(planner.Validate());
+  TESSERA_RETURN_IF_ERROR(ExpectOperands(operands, names, usage));
+  return operands;
+}
+
 int Import(const std::vector<std::string>& args, std::ostream& out,
            std::ostream& err) {
   FlagSet flags(kCommand);
   PlannerFlags planner;
   planner.Register(&flags, kPlannerFlagHelp);
-  const Operands operands = SplitOperands(args, {});
-  if (absl::Status s = flags.Parse(operands.flags); !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
-  if (absl::Status s = planner.Validate(); !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
-  if (absl::Status s =
-          ExpectOperands(operands, {"FILE"}, "tessera calibration import FILE");
-      !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
+  absl::StatusOr<Operands> operands = ParseArgs(
+      args, {"FILE"}, "tessera calibration import FILE", flags, planner);
+  if (!operands.ok()) return ReportError(err, kCommand, operands.status());
   absl::StatusOr<v1::ImportCalibrationRequest> request =
-      ImportRequestOfFile(operands.operands[0]);
+      ImportRequestOfFile(operands->operands[0]);
   if (!request.ok()) return ReportError(err, kCommand, request.status());
   PlannerClient client(planner.Address(), planner.Timeout(),
                        planner.Credentials());
@@ -77,18 +82,9 @@ int Export(const std::vector<std::string>& args, std::ostream& out,
                   &out_path);
   PlannerFlags planner;
   planner.Register(&flags, kPlannerFlagHelp);
-  const Operands operands = SplitOperands(args, {});
-  if (absl::Status s = flags.Parse(operands.flags); !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
-  if (absl::Status s = planner.Validate(); !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
-  if (absl::Status s =
-          ExpectOperands(operands, {}, "tessera calibration export --gpu NAME");
-      !s.ok()) {
-    return ReportError(err, kCommand, s);
-  }
+  absl::StatusOr<Operands> operands = ParseArgs(
+      args, {}, "tessera calibration export --gpu NAME", flags, planner);
+  if (!operands.ok()) return ReportError(err, kCommand, operands.status());
   if (!gpu.has_value() || gpu->empty()) {
     return ReportError(err, kCommand,
                        absl::InvalidArgumentError("--gpu: required"));

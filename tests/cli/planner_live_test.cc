@@ -747,6 +747,23 @@ TEST_F(PlannerLiveTest, AnImportedCalibrationIsWhatThePlannerPlansWith) {
                      "--stack", "torchtitan", "--out", cal});
   ASSERT_EQ(r.status, 0) << r.err;
 
+  // Usage errors, before any call.
+  const struct {
+    Args args;
+    const char* message;
+  } usage[] = {
+      {{"calibration", "frob"}, "'frob' is not a subcommand"},
+      {{"calibration", "export"}, "--gpu: required"},
+      {{"calibration", "import"}, "missing FILE"},
+      {{"calibration", "import", (dir_ / "none.json").string()}, "no file"},
+      {{"calibration", "export", "--gpu", "h900"}, "gpu: "},
+  };
+  for (const auto& u : usage) {
+    r = Run(u.args);
+    EXPECT_EQ(r.status, 2) << u.message;
+    EXPECT_NE(r.err.find(u.message), std::string::npos) << r.err;
+  }
+
   r = Run({"calibration", "export", "--gpu", "h100-sxm"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("calibration for gpu h100-sxm: none"),
