@@ -42,9 +42,10 @@ constexpr char kAbout[] =
     "127.0.0.1:50051\n";
 
 // The planner service's ranking of `spec` (its current calibration), as a
-// local search returns it.
-absl::StatusOr<planner::SearchResult> PlanOnService(const PlannerFlags& planner,
-                                                    const v1::StudySpec& spec) {
+// local search returns it, and how sure the service is of it.
+absl::StatusOr<planner::SearchResult> PlanOnService(
+    const PlannerFlags& planner, const v1::StudySpec& spec,
+    std::optional<PlanUncertainty>* uncertainty) {
   PlannerClient client(*planner.planner, planner.Timeout(),
                        planner.Credentials());
   v1::PlanRequest request;
@@ -53,10 +54,21 @@ absl::StatusOr<planner::SearchResult> PlanOnService(const PlannerFlags& planner,
   if (!response.ok()) return response.status();
   absl::StatusOr<planner::SearchResult> result =
       SearchResultFromPlanResponse(*response);
+  const v1::PlanUncertainty& u = response->uncertainty();
+  const int n = response->candidates_size();
+  if (result.ok() && response->has_uncertainty() &&
+      (u.candidates_size() != n || u.within_error_of_best_size() != n)) {
+    result = absl::InvalidArgumentError(
+        absl::StrCat("uncertainty for ", u.candidates_size(), " of ", n,
+                     " candidates"));
+  }
   if (!result.ok()) {
     return absl::InternalError(absl::StrCat(
         "the planner at ", client.address(),
         " answered a malformed plan: ", result.status().message()));
+  }
+  if (response->has_uncertainty()) {
+    *uncertainty = PlanUncertaintyFromProto(u);
   }
   return result;
 }
@@ -117,15 +129,14 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     return ReportError(err, kCommand, calibration.status());
   }
   const planner::Calibration& c = calibration->calibration;
+  std::optional<PlanUncertainty> uncertainty;
   absl::StatusOr<planner::SearchResult> result =
-      on_service ? PlanOnService(planner, study->spec)
+      on_service ? PlanOnService(planner, study->spec, &uncertainty)
                  : planner::SearchLayouts(study->workload, c, *options);
   if (!result.ok()) return ReportError(err, kCommand, result.status());
-  // The service's ranking comes without the spreads of its calibration.
-  std::optional<PlanUncertainty> uncertainty;
   if (!on_service) {
-    uncertainty = AssessPlan(study->workload, *result, c,
-                             calibration->uncertainty);
+    uncertainty = planner::AssessPlan(study->workload, *result, c,
+                                      calibration->uncertainty);
   }
   const PlanUncertainty* u = uncertainty ? &*uncertainty : nullptr;
   if (json) {

@@ -120,20 +120,6 @@ nlohmann::json CandidateJson(const planner::LayoutEvaluation& e) {
                         {"prediction", PredictionJson(e.prediction)}};
 }
 
-PlanUncertainty AssessPlan(const Workload& w, const planner::SearchResult& r,
-                           const planner::Calibration& calibration,
-                           const planner::PredictionUncertainty& spreads) {
-  PlanUncertainty u;
-  u.spreads = spreads;
-  u.ranking = planner::AssessRanking(w, r.candidates, calibration, spreads);
-  if (r.feasible > 0) {
-    u.best_throughput =
-        planner::IntervalOf(w, r.best_throughput, calibration, spreads);
-    u.best_energy = planner::IntervalOf(w, r.best_energy, calibration, spreads);
-  }
-  return u;
-}
-
 nlohmann::json PlanJson(const planner::SearchResult& r,
                         const PlanUncertainty* u) {
   nlohmann::json candidates = nlohmann::json::array();

@@ -13,13 +13,13 @@
 //             "candidates": [C...],
 //             "best_throughput": C|null, "best_energy": C|null,
 //             "pareto": [C...], "rejected": {"memory": n, ...}}
-//            with C = {"layout": {...}, "prediction": P}, and, for a
-//            local plan, "uncertainty": {"source", "model_log_sd",
+//            with C = {"layout": {...}, "prediction": P}, and, with an
+//            uncertainty, "uncertainty": {"source", "model_log_sd",
 //            "within_error_of_best": n} and in each C "step_time_interval_s":
 //            [low, high] (one sd each side) and "within_error_of_best": bool
 //   predict: {"layout": {...}, "feasible": bool, "reason": "...",
 //             "prediction": P|null}, plus "memory_breakdown" when the layout
-//             is infeasible for memory, and for a local prediction
+//             is infeasible for memory, and with an interval
 //             "step_time_interval_s": [low, high], "uncertainty_source"
 //   P = {"step_time_s", "tokens_per_s", "tokens_per_s_per_gpu",
 //        "tflops_per_gpu", "mfu", "memory_gib_per_gpu", "memory_breakdown":
@@ -37,30 +37,18 @@
 #include "nlohmann/json.hpp"
 #include "planner/calibration/prediction_uncertainty.h"
 #include "planner/prediction.h"
+#include "planner/search/plan_uncertainty.h"
 #include "planner/search/search.h"
 
 namespace tessera::cli {
 
-// How sure a local plan is (the planner service's answers carry none): the
-// candidates' step-time intervals and which the model cannot tell from the
-// best, the best layouts' intervals, and where the spreads come from.
-struct PlanUncertainty {
-  planner::RankingUncertainty ranking;
-  planner::StepTimeInterval best_throughput;
-  planner::StepTimeInterval best_energy;
-  planner::PredictionUncertainty spreads;
-};
-
-PlanUncertainty AssessPlan(const Workload& workload,
-                           const planner::SearchResult& result,
-                           const planner::Calibration& calibration,
-                           const planner::PredictionUncertainty& spreads);
+using planner::PlanUncertainty;  // planner/search/plan_uncertainty.h
 
 nlohmann::json MemoryBreakdownJson(const planner::MemoryBreakdown& memory);
 nlohmann::json PredictionJson(const planner::Prediction& prediction);
 // {"layout": ..., "prediction": ...}
 nlohmann::json CandidateJson(const planner::LayoutEvaluation& evaluation);
-// `uncertainty` may be null (a result from the planner service).
+// `uncertainty` may be null (none known).
 nlohmann::json PlanJson(const planner::SearchResult& result,
                         const PlanUncertainty* uncertainty = nullptr);
 // `interval` may be null; `source` says where its spreads come from.

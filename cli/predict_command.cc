@@ -43,10 +43,13 @@ constexpr char kAbout[] =
     "      --layout tp=2,pp=1,vpp=1,cp=1,zero=3,micro_batch=2,recompute=none\n";
 
 // The planner service's prediction of `layout` for `spec` (its current
-// calibration), as a local prediction returns it.
+// calibration), as a local prediction returns it, with
+// its step-time interval (`*interval`, feasible layouts) and where the
+// interval's spreads come from (`*source`).
 absl::StatusOr<planner::LayoutEvaluation> PredictOnService(
     const PlannerFlags& planner, const v1::StudySpec& spec,
-    const Layout& layout) {
+    const Layout& layout, std::optional<planner::StepTimeInterval>* interval,
+    std::string* source) {
   PlannerClient client(*planner.planner, planner.Timeout(),
                        planner.Credentials());
   v1::PredictRequest request;
@@ -61,6 +64,10 @@ absl::StatusOr<planner::LayoutEvaluation> PredictOnService(
         "the planner at ", client.address(),
         " answered a malformed layout: ", evaluation.status().message()));
   }
+  if (response->has_step_time_interval()) {
+    *interval = IntervalFromProto(response->step_time_interval());
+  }
+  *source = response->uncertainty_source();
   return evaluation;
 }
 
@@ -117,20 +124,20 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
     return ReportError(err, kCommand, calibration.status());
   }
   const planner::Calibration& c = calibration->calibration;
+  std::optional<planner::StepTimeInterval> interval;
+  std::string source = calibration->uncertainty.source;
   absl::StatusOr<planner::LayoutEvaluation> evaluation =
-      on_service ? PredictOnService(planner, study->spec, *layout)
-                 : planner::PredictLayout(study->workload, *layout, c);
+      on_service
+          ? PredictOnService(planner, study->spec, *layout, &interval, &source)
+          : planner::PredictLayout(study->workload, *layout, c);
   if (!evaluation.ok()) {
     return ReportError(err, kCommand, evaluation.status());
   }
-  // The service's prediction comes without the spreads of its calibration.
-  std::optional<planner::StepTimeInterval> interval;
   if (!on_service && evaluation->feasible) {
     interval = planner::IntervalOf(study->workload, *evaluation, c,
                                    calibration->uncertainty);
   }
   const planner::StepTimeInterval* i = interval ? &*interval : nullptr;
-  const std::string& source = calibration->uncertainty.source;
   if (json) {
     out << DumpJson(PredictJson(*evaluation, i, source)) << "\n";
   } else {

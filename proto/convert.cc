@@ -432,6 +432,50 @@ absl::StatusOr<planner::LayoutEvaluation> EvaluationFromProto(
   return out;
 }
 
+v1::StepTimeInterval IntervalToProto(const planner::StepTimeInterval& i) {
+  v1::StepTimeInterval out;
+  out.set_low_s(i.low_s);
+  out.set_high_s(i.high_s);
+  out.set_log_sd(i.log_sd);
+  return out;
+}
+
+planner::StepTimeInterval IntervalFromProto(const v1::StepTimeInterval& p) {
+  return {.low_s = p.low_s(), .high_s = p.high_s(), .log_sd = p.log_sd()};
+}
+
+v1::PlanUncertainty PlanUncertaintyToProto(const planner::PlanUncertainty& u) {
+  v1::PlanUncertainty out;
+  out.set_source(u.spreads.source);
+  out.set_model_log_sd(u.spreads.model_log_sd);
+  for (const planner::StepTimeInterval& i : u.ranking.intervals) {
+    *out.add_candidates() = IntervalToProto(i);
+  }
+  for (const bool within : u.ranking.within_error_of_best) {
+    out.add_within_error_of_best(within);
+  }
+  out.set_within_error_count(u.ranking.within_error_count);
+  *out.mutable_best_throughput() = IntervalToProto(u.best_throughput);
+  *out.mutable_best_energy() = IntervalToProto(u.best_energy);
+  return out;
+}
+
+planner::PlanUncertainty PlanUncertaintyFromProto(
+    const v1::PlanUncertainty& p) {
+  planner::PlanUncertainty out;
+  out.spreads.source = p.source();
+  out.spreads.model_log_sd = p.model_log_sd();
+  for (const v1::StepTimeInterval& i : p.candidates()) {
+    out.ranking.intervals.push_back(IntervalFromProto(i));
+  }
+  out.ranking.within_error_of_best.assign(p.within_error_of_best().begin(),
+                                          p.within_error_of_best().end());
+  out.ranking.within_error_count = p.within_error_count();
+  out.best_throughput = IntervalFromProto(p.best_throughput());
+  out.best_energy = IntervalFromProto(p.best_energy());
+  return out;
+}
+
 v1::PlanResponse PlanResponseFromResult(const planner::SearchResult& r) {
   v1::PlanResponse out;
   out.set_searched(r.searched);

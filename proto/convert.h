@@ -16,6 +16,7 @@
 #include "core/model_overrides.h"
 #include "core/workload.h"
 #include "planner/prediction.h"
+#include "planner/search/plan_uncertainty.h"
 #include "planner/search/search.h"
 #include "tessera/v1/specs.pb.h"
 
@@ -70,6 +71,13 @@ v1::LayoutEvaluation EvaluationToProto(
 // Fails only when the layout does (LayoutFromProto).
 absl::StatusOr<planner::LayoutEvaluation> EvaluationFromProto(
     const v1::LayoutEvaluation& proto);
+
+v1::StepTimeInterval IntervalToProto(const planner::StepTimeInterval& i);
+planner::StepTimeInterval IntervalFromProto(const v1::StepTimeInterval& proto);
+v1::PlanUncertainty PlanUncertaintyToProto(const planner::PlanUncertainty& u);
+// The spreads carry only their source and model error (what readers see).
+planner::PlanUncertainty PlanUncertaintyFromProto(
+    const v1::PlanUncertainty& proto);
 
 // best_throughput and best_energy are left out when nothing is feasible.
 v1::PlanResponse PlanResponseFromResult(const planner::SearchResult& result);

@@ -1,13 +1,16 @@
 #include "planner/service/calibration_exchange.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 #include "core/gpu.h"
 #include "core/status_macros.h"
 #include "planner/service/recalibration.h"
+#include "planner/stacks/stack_calibration.h"
 
 namespace tessera::service {
 
@@ -91,6 +94,29 @@ absl::StatusOr<GpuCalibrationSources> LatestGpuCalibrationSources(
     return fit.status();
   }
   return out;
+}
+
+planner::PredictionUncertainty GpuPredictionUncertainty(
+    const Workload& w, const GpuCalibrationSources& s) {
+  const Precision precision = w.training.precision;
+  if (s.trial_fit.has_value()) {
+    if (w.training.stack != kTrialStack || !w.training.stack_options.empty() ||
+        s.trial_fit->samples == 0) {
+      return planner::DefaultPredictionUncertainty(precision);
+    }
+    planner::PredictionUncertainty u;
+    u.model_log_sd = std::max(planner::kMinModelLogSd,
+                              s.trial_fit->fit_error * std::sqrt(M_PI / 2));
+    u.source = absl::StrCat(
+        "the fit of ", s.trial_fit->samples, " trials on ",
+        s.trial_fit->scope.substr(4), " (step-time MAPE ",
+        absl::StrFormat("%.1f%%", 100 * s.trial_fit->fit_error), ")");
+    return u;
+  }
+  if (s.imported.has_value() && planner::FittedForStack(w, *s.imported)) {
+    return planner::PredictionUncertaintyOf(*s.imported, precision);
+  }
+  return planner::DefaultPredictionUncertainty(precision);
 }
 
 namespace {

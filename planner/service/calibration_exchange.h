@@ -23,7 +23,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "db/trial_store.h"
+#include "core/workload.h"
 #include "planner/calibration/calibration_file.h"
+#include "planner/calibration/prediction_uncertainty.h"
 #include "tessera/v1/specs.pb.h"
 
 namespace tessera::service {
@@ -62,6 +64,16 @@ struct GpuCalibrationSources {
 // Reads both from the store; store errors other than NOT_FOUND are returned.
 absl::StatusOr<GpuCalibrationSources> LatestGpuCalibrationSources(
     db::TrialStore& store, absl::string_view gpu);
+
+// How uncertain the planner's predictions for `workload` are, given what it
+// holds for the workload's GPU: with a fit of trials newer than any import,
+// for a study of the trials' own stack, the fit's step-time error as the
+// model's (no coefficient spreads: the store keeps none); with an import used
+// whole for the workload's stack, the import's fit
+// (planner::PredictionUncertaintyOf); otherwise the stack defaults'
+// (planner::DefaultPredictionUncertainty).
+planner::PredictionUncertainty GpuPredictionUncertainty(
+    const Workload& workload, const GpuCalibrationSources& sources);
 
 // The planner's calibration for `request.gpu()` as a calibration file;
 // NOT_FOUND when it holds neither an import nor a fit for that GPU,

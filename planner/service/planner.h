@@ -48,6 +48,7 @@
 #include "absl/time/time.h"
 #include "db/trial_store.h"
 #include "planner/calibration/calibration_file.h"
+#include "planner/calibration/prediction_uncertainty.h"
 #include "planner/service/event_hub.h"
 #include "planner/service/planner_options.h"
 #include "planner/service/rendezvous_board.h"
@@ -189,10 +190,11 @@ class Planner {
   // latest fit of the trials on the GPU called `gpu_name` that is newer
   // (calibration_exchange.h), as StudyCalibration carries them to the
   // workload's stack; the stack's defaults without either. `*mape` and
-  // `*samples` are the fit's (the import's without a newer fit).
-  planner::Calibration LatestGpuCalibration(const std::string& gpu_name,
-                                            const Workload& workload,
-                                            double* mape, int64_t* samples);
+  // `*samples` are the fit's (the import's without a newer fit); `*spreads`
+  // (when given) how uncertain its predictions are (GpuPredictionUncertainty).
+  planner::Calibration LatestGpuCalibration(
+      const std::string& gpu_name, const Workload& workload, double* mape,
+      int64_t* samples, planner::PredictionUncertainty* spreads = nullptr);
   // The calibration file imported for `gpu_name` (nullopt: none, or the
   // store failed: logged).
   std::optional<planner::CalibrationFile> LatestImport(

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "planner/search/plan_uncertainty.h"
 #include "planner/service/agents_gpu.h"
 #include "planner/service/calibration_exchange.h"
 #include "planner/service/planner.h"
@@ -283,13 +284,16 @@ absl::StatusOr<v1::PlanResponse> Planner::Plan(const v1::PlanRequest& request) {
       }());
   double mape = 0;
   int64_t samples = 0;
-  const planner::Calibration calibration =
-      LatestGpuCalibration(workload.cluster.gpu.name, workload, &mape,
-                           &samples);
+  planner::PredictionUncertainty spreads;
+  const planner::Calibration calibration = LatestGpuCalibration(
+      workload.cluster.gpu.name, workload, &mape, &samples, &spreads);
   absl::StatusOr<planner::SearchResult> result =
       planner::SearchLayouts(workload, calibration, search);
   if (!result.ok()) return InStudy(result.status());
-  return PlanResponseFromResult(*result);
+  v1::PlanResponse out = PlanResponseFromResult(*result);
+  *out.mutable_uncertainty() = PlanUncertaintyToProto(
+      planner::AssessPlan(workload, *result, calibration, spreads));
+  return out;
 }
 
 absl::StatusOr<v1::PredictResponse> Planner::Predict(
@@ -300,12 +304,18 @@ absl::StatusOr<v1::PredictResponse> Planner::Predict(
                            LayoutFromProto(request.layout()));
   double mape = 0;
   int64_t samples = 0;
-  const planner::Calibration calibration =
-      LatestGpuCalibration(workload.cluster.gpu.name, workload, &mape,
-                           &samples);
+  planner::PredictionUncertainty spreads;
+  const planner::Calibration calibration = LatestGpuCalibration(
+      workload.cluster.gpu.name, workload, &mape, &samples, &spreads);
+  const planner::LayoutEvaluation evaluation =
+      planner::PredictLayout(workload, layout, calibration);
   v1::PredictResponse out;
-  *out.mutable_evaluation() =
-      EvaluationToProto(planner::PredictLayout(workload, layout, calibration));
+  *out.mutable_evaluation() = EvaluationToProto(evaluation);
+  if (evaluation.feasible) {
+    *out.mutable_step_time_interval() = IntervalToProto(
+        planner::IntervalOf(workload, evaluation, calibration, spreads));
+  }
+  out.set_uncertainty_source(spreads.source);
   return out;
 }
 
@@ -337,12 +347,15 @@ std::optional<planner::CalibrationFile> Planner::LatestImport(
   return s->imported;
 }
 
-planner::Calibration Planner::LatestGpuCalibration(const std::string& gpu_name,
-                                                   const Workload& workload,
-                                                   double* mape,
-                                                   int64_t* samples) {
+planner::Calibration Planner::LatestGpuCalibration(
+    const std::string& gpu_name, const Workload& workload, double* mape,
+    int64_t* samples, planner::PredictionUncertainty* spreads) {
   *mape = 0;
   *samples = 0;
+  if (spreads != nullptr) {
+    *spreads =
+        planner::DefaultPredictionUncertainty(workload.training.precision);
+  }
   absl::StatusOr<GpuCalibrationSources> s =
       LatestGpuCalibrationSources(*store_, gpu_name);
   if (!s.ok()) {
@@ -373,6 +386,7 @@ planner::Calibration Planner::LatestGpuCalibration(const std::string& gpu_name,
     *mape = s->trial_fit->fit_error;
     *samples = s->trial_fit->samples;
   }
+  if (spreads != nullptr) *spreads = GpuPredictionUncertainty(workload, *s);
   return StudyCalibration(workload, fit, imported);
 }
 

@@ -3,6 +3,7 @@
 // that a bad import stores nothing.
 #include "planner/service/calibration_exchange.h"
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -146,6 +147,55 @@ TEST_F(CalibrationExchangeTest, AnImportIsRefinedByANewerFitUntilTheNext) {
   EXPECT_EQ(s.imported->calibration.gemm_peak_efficiency, 0.4);
   EXPECT_EQ(ExportCalibration(*store_, h100)->calibration_json(),
             FileJson(0.4));
+}
+
+// The spreads the planner sends with a plan follow what it plans with.
+TEST_F(CalibrationExchangeTest, PredictionSpreadsFollowTheCalibrationInUse) {
+  const Workload torchtitan = TorchtitanOnH100();
+  Workload megatron = torchtitan;
+  megatron.training.stack = "megatron-core";
+  Workload own = torchtitan;
+  own.training.stack = kTrialStack;
+  // Nothing held: the published runs' error.
+  GpuCalibrationSources s = Sources();
+  EXPECT_EQ(GpuPredictionUncertainty(torchtitan, s).model_log_sd,
+            planner::kDefaultModelLogSd);
+
+  // An import with a fit of 6 runs (4% step-time MAPE): its spreads for its
+  // own stack, the defaults for another.
+  absl::StatusOr<planner::CalibrationFile> f =
+      planner::ParseCalibrationFile(FileJson(0.5), "f");
+  ASSERT_TRUE(f.ok()) << f.status();
+  f->samples = 6;
+  f->step_time = {.samples = 6, .prior_mape = 0.1, .fitted_mape = 0.04};
+  f->fitted = {"gemm_peak_efficiency"};
+  f->posterior_log_sd = {{"gemm_peak_efficiency", 0.05}};
+  f->prior_log_sd = 0.3;
+  ASSERT_TRUE(
+      ImportCalibration(*store_, Request(planner::CalibrationFileJson(*f)))
+          .ok());
+  s = Sources();
+  planner::PredictionUncertainty u = GpuPredictionUncertainty(torchtitan, s);
+  EXPECT_NEAR(u.model_log_sd, 0.04 * std::sqrt(M_PI / 2), 1e-12);
+  EXPECT_FALSE(u.coefficients.empty());
+  EXPECT_EQ(GpuPredictionUncertainty(megatron, s).model_log_sd,
+            planner::kDefaultModelLogSd);
+
+  // A newer fit of trials: its error for the trials' own stack.
+  clock_.Advance(absl::Minutes(1));
+  db::Calibration fit;
+  fit.scope = db::GpuScope("h100-sxm");
+  fit.coefficients = {{"gemm_peak_efficiency", 0.6}};
+  fit.samples = 3;
+  fit.fit_error = 0.1;
+  ASSERT_TRUE(store_->SaveCalibration(fit).ok());
+  s = Sources();
+  u = GpuPredictionUncertainty(own, s);
+  EXPECT_NEAR(u.model_log_sd, 0.1 * std::sqrt(M_PI / 2), 1e-12);
+  EXPECT_NE(u.source.find("the fit of 3 trials on h100-sxm"), std::string::npos)
+      << u.source;
+  EXPECT_EQ(GpuPredictionUncertainty(torchtitan, s).model_log_sd,
+            planner::kDefaultModelLogSd);
 }
 
 TEST_F(CalibrationExchangeTest, ABadImportNamesTheFieldAndStoresNothing) {
