@@ -1,6 +1,7 @@
 #include "planner/service/halving.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -161,18 +162,21 @@ HalvingDecision DecideNextTrials(const HalvingInput& in) {
     int64_t n0 = used;
     for (const PoolEntry& e : pool) {
       if (!e.plan || trialed.count(e.key) > 0) continue;
-      if (!(e.trial_tokens_per_s_per_gpu() >
-            best_so_far->tokens_per_s_per_gpu)) {
-        continue;
-      }
+      // One sd above its prediction: a layout the model cannot rule out.
+      const double optimistic =
+          e.trial_tokens_per_s_per_gpu() * std::exp(e.trial_log_sd);
+      if (!(optimistic > best_so_far->tokens_per_s_per_gpu)) continue;
       const int64_t next_rung = CeilDiv(n0 + 1, o.eta);
       if (used + 1 + (next_rung > 1 ? next_rung : 0) > budget) break;
       trialed.insert(e.key);
       d.queue.push_back(FromPool(e, 0, o));
       d.notes.push_back(absl::StrFormat(
           "rung 0: adding %s: the recalibrated model predicts %.4g tokens/s "
-          "per GPU, above the best measured %.4g",
+          "per GPU, %s the best measured %.4g",
           e.key, e.trial_tokens_per_s_per_gpu(),
+          e.trial_tokens_per_s_per_gpu() > best_so_far->tokens_per_s_per_gpu
+              ? "above"
+              : "within its error of",
           best_so_far->tokens_per_s_per_gpu));
       ++used;
       ++n0;

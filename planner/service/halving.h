@@ -9,8 +9,10 @@
 //     can be trialed (one per trial layout); none: failed, with the reasons.
 //  3. While rung 0 is the top rung and some layout ran ok: queue at rung 0
 //     the untrialed layouts whose calibrated prediction (per GPU, at the
-//     trial's scale) beats the best measured one, as long as the budget also
-//     leaves room for rung 1 (ceil(n0 / eta) trials).
+//     trial's scale), one sd of the model's error above (PoolEntry::
+//     trial_log_sd), beats the best measured one: where the model cannot
+//     rule a layout out, a trial decides. As long as the budget also leaves
+//     room for rung 1 (ceil(n0 / eta) trials).
 //  4. Trials still queued or running: wait.
 //  5. The top rung r is complete. No ok trial in it: at rung 0 with nothing
 //     ok yet, try the next first_rung layouts (budget permitting), else

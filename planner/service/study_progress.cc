@@ -3,6 +3,7 @@
 // successive halving, recommendation) and ending it. Every decision reads
 // the study's trials from the store.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "planner/calibration/calibration_fit.h"
+#include "planner/calibration/prediction_uncertainty.h"
 #include "planner/service/agents_gpu.h"
 #include "planner/service/halving.h"
 #include "planner/service/measured_layouts.h"
@@ -234,6 +236,15 @@ absl::StatusOr<TrialPool> Planner::PoolLocked(StudyRun& run, int64_t agents) {
   absl::StatusOr<TrialPool> pool = BuildTrialPool(
       *run.workload, run.calibration, search, agents, run.options().layers);
   if (!pool.ok()) return InStudy(pool.status());
+  // The error of the trials' own fit (prediction_uncertainty.h: MAPE as a
+  // normal's sd); none before the first fit, whose prior was not made for
+  // these trials.
+  const double log_sd =
+      run.calibration_samples > 0
+          ? std::max(planner::kMinModelLogSd,
+                     run.calibration_mape * std::sqrt(M_PI / 2))
+          : 0;
+  for (PoolEntry& e : pool->entries) e.trial_log_sd = log_sd;
   return pool;
 }
 

@@ -33,6 +33,9 @@ struct PoolEntry {
   // Calibrated prediction of the trial itself (set with plan).
   planner::Prediction trial_prediction;
   std::string key;  // LayoutKey(plan->layout); "" without a plan
+  // One sd of the model's error on the trial's step time, log space (0: taken
+  // as exact); successive halving trials what the model cannot rule out.
+  double trial_log_sd = 0;
 
   // Predicted tokens/s per GPU of the trial (0 without a plan).
   double trial_tokens_per_s_per_gpu() const {

@@ -201,6 +201,25 @@ TEST(HalvingTest, AddsLayoutsTheRecalibratedModelPrefersWhileTheBudgetAllows) {
   EXPECT_EQ(d.queue[0].rung, 0);
 }
 
+TEST(HalvingTest, AddsLayoutsTheModelCannotRuleOutWithinItsError) {
+  // Best measured 50. With the model's error at log sd 0.1 (x1.105), layout
+  // 6's 46 reaches 50.8 and is added, layout 5's 45 (49.7) is not; without
+  // an error neither is.
+  const std::vector<db::Trial> trials = {
+      T(1, 1, 0, db::TrialState::kOk, 50), T(2, 2, 0, db::TrialState::kQueued),
+      T(3, 3, 0, db::TrialState::kQueued), T(4, 4, 0, db::TrialState::kQueued)};
+  std::vector<PoolEntry> pool = {Entry(1, 45), Entry(2, 44), Entry(3, 43),
+                                 Entry(4, 42), Entry(5, 45), Entry(6, 46)};
+  EXPECT_TRUE(Decide(Options(), trials, pool).queue.empty());
+  for (PoolEntry& e : pool) e.trial_log_sd = 0.1;
+  const HalvingDecision d = Decide(Options(), trials, pool);
+  EXPECT_EQ(QueuedIds(d), (std::vector<int64_t>{6}));
+  ASSERT_EQ(d.notes.size(), 1u);
+  EXPECT_NE(d.notes[0].find("within its error of the best measured 50"),
+            std::string::npos)
+      << d.notes[0];
+}
+
 TEST(HalvingTest, ARungZeroWithoutOkTrialsTriesTheNextLayoutsThenFails) {
   const std::vector<db::Trial> failed = {T(1, 1, 0, db::TrialState::kOom),
                                          T(2, 2, 0, db::TrialState::kInvalid)};
