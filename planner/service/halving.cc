@@ -94,6 +94,46 @@ std::vector<db::NewTrial> NextUntrialed(const std::vector<PoolEntry>& pool,
   return out;
 }
 
+// Rung 0's `count` trials: the layouts the model cannot tell from the best
+// (PoolEntry::within_error_of_best) first, spread evenly by rank across
+// them when there are more than `count` (the first always included), then
+// the best predicted of the rest. `*uncertain` is how many distinct
+// trialable layouts were within error.
+std::vector<db::NewTrial> FirstRung(const std::vector<PoolEntry>& pool,
+                                    std::set<std::string>& trialed,
+                                    int64_t count, const TrialOptions& o,
+                                    int64_t* uncertain) {
+  std::vector<const PoolEntry*> within;
+  std::set<std::string> keys = trialed;
+  for (const PoolEntry& e : pool) {
+    if (e.plan && e.within_error_of_best && keys.insert(e.key).second) {
+      within.push_back(&e);
+    }
+  }
+  *uncertain = static_cast<int64_t>(within.size());
+  std::vector<db::NewTrial> out;
+  const int64_t w = *uncertain;
+  if (w > count && count > 0) {
+    for (int64_t i = 0; i < count; ++i) {
+      // Evenly over ranks 0 .. w-1; with count 1, the first.
+      const int64_t at = count == 1 ? 0 : i * (w - 1) / (count - 1);
+      trialed.insert(within[at]->key);
+      out.push_back(FromPool(*within[at], 0, o));
+    }
+    return out;
+  }
+  for (const PoolEntry* e : within) {
+    trialed.insert(e->key);
+    out.push_back(FromPool(*e, 0, o));
+  }
+  for (db::NewTrial& t :
+       NextUntrialed(pool, trialed, count - static_cast<int64_t>(out.size()),
+                     o)) {
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 }  // namespace
 
 HalvingDecision DecideNextTrials(const HalvingInput& in) {
@@ -118,10 +158,20 @@ HalvingDecision DecideNextTrials(const HalvingInput& in) {
 
   // 2. The first rung.
   if (trials.empty()) {
-    d.queue = NextUntrialed(pool, trialed, std::min(o.first_rung, budget), o);
+    int64_t uncertain = 0;
+    const int64_t count = std::min(o.first_rung, budget);
+    d.queue = FirstRung(pool, trialed, count, o, &uncertain);
     if (d.queue.empty()) {
       d.outcome = Outcome::kFailed;
       d.reason = WhyNoneTrialable(pool);
+      return d;
+    }
+    if (uncertain > count) {
+      d.notes.push_back(absl::StrCat(
+          "rung 0: the model cannot order the best ", uncertain,
+          " trialable layouts (within its error of the best); trialing ",
+          d.queue.size(), " spread across them (", o.StepsAtRung(0),
+          " steps)"));
       return d;
     }
     d.notes.push_back(absl::StrCat("rung 0: trialing the ", d.queue.size(),

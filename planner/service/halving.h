@@ -7,6 +7,10 @@
 //  1. The time budget is spent: done.
 //  2. No trials yet: queue rung 0, the first_rung best predicted layouts that
 //     can be trialed (one per trial layout); none: failed, with the reasons.
+//     When more than first_rung of them are within the model's error of the
+//     best (PoolEntry::within_error_of_best), the model cannot order them:
+//     the first_rung are spread evenly by rank across those instead, the
+//     best included, so that trials cover what the model is unsure of.
 //  3. While rung 0 is the top rung and some layout ran ok: queue at rung 0
 //     the untrialed layouts whose calibrated prediction (per GPU, at the
 //     trial's scale), one sd of the model's error above (PoolEntry::

@@ -15,6 +15,7 @@
 #include "planner/calibration/calibration_fit.h"
 #include "planner/calibration/prediction_uncertainty.h"
 #include "planner/service/agents_gpu.h"
+#include "planner/service/calibration_exchange.h"
 #include "planner/service/halving.h"
 #include "planner/service/measured_layouts.h"
 #include "planner/service/planner.h"
@@ -245,6 +246,21 @@ absl::StatusOr<TrialPool> Planner::PoolLocked(StudyRun& run, int64_t agents) {
                      run.calibration_mape * std::sqrt(M_PI / 2))
           : 0;
   for (PoolEntry& e : pool->entries) e.trial_log_sd = log_sd;
+  // Which candidates the model cannot tell from the best, with the spreads
+  // of what it plans with (rung 0 spreads its trials over them).
+  absl::StatusOr<GpuCalibrationSources> sources =
+      LatestGpuCalibrationSources(*store_, run.gpu_name);
+  const planner::PredictionUncertainty spreads =
+      sources.ok() ? GpuPredictionUncertainty(*run.workload, *sources)
+                   : planner::DefaultPredictionUncertainty(
+                         run.workload->training.precision);
+  const planner::RankingUncertainty ranking = planner::AssessRanking(
+      *run.workload, pool->search.candidates, run.calibration, spreads);
+  for (size_t i = 0; i < pool->entries.size() &&
+                     i < ranking.within_error_of_best.size();
+       ++i) {
+    pool->entries[i].within_error_of_best = ranking.within_error_of_best[i];
+  }
   return pool;
 }
 

@@ -36,6 +36,9 @@ struct PoolEntry {
   // One sd of the model's error on the trial's step time, log space (0: taken
   // as exact); successive halving trials what the model cannot rule out.
   double trial_log_sd = 0;
+  // The model cannot tell this layout's study-world step time from the
+  // best's (planner::AssessRanking with the planner's spreads).
+  bool within_error_of_best = false;
 
   // Predicted tokens/s per GPU of the trial (0 without a plan).
   double trial_tokens_per_s_per_gpu() const {

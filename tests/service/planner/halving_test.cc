@@ -201,6 +201,26 @@ TEST(HalvingTest, AddsLayoutsTheRecalibratedModelPrefersWhileTheBudgetAllows) {
   EXPECT_EQ(d.queue[0].rung, 0);
 }
 
+TEST(HalvingTest, RungZeroSpreadsOverTheLayoutsTheModelCannotOrder) {
+  // 7 layouts within the model's error of the best, first_rung 3: ranks 0, 3
+  // and 6 of them (i * 6 / 2), the untrialable one skipped.
+  std::vector<PoolEntry> pool = {
+      Entry(1, 99), Entry(2, 98), Entry(3, 97, false),
+      Entry(4, 96), Entry(5, 95), Entry(6, 94),
+      Entry(7, 93), Entry(8, 92), Entry(9, 50)};
+  for (size_t i = 0; i < 8; ++i) pool[i].within_error_of_best = true;
+  HalvingDecision d = Decide(Options(), {}, pool);
+  EXPECT_EQ(QueuedIds(d), (std::vector<int64_t>{1, 5, 8}));
+  ASSERT_EQ(d.notes.size(), 1u);
+  EXPECT_NE(d.notes[0].find("cannot order the best 7 trialable layouts"),
+            std::string::npos)
+      << d.notes[0];
+  // Two within error: both, then the best predicted of the rest.
+  for (size_t i = 2; i < 8; ++i) pool[i].within_error_of_best = false;
+  d = Decide(Options(), {}, pool);
+  EXPECT_EQ(QueuedIds(d), (std::vector<int64_t>{1, 2, 4}));
+}
+
 TEST(HalvingTest, AddsLayoutsTheModelCannotRuleOutWithinItsError) {
   // Best measured 50. With the model's error at log sd 0.1 (x1.105), layout
   // 6's 46 reaches 50.8 and is added, layout 5's 45 (49.7) is not; without
