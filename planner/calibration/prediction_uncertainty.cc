@@ -109,6 +109,10 @@ PredictionUncertainty DefaultPredictionUncertainty(Precision precision) {
   return u;
 }
 
+double ModelLogSdOfMape(double step_time_mape) {
+  return std::max(kMinModelLogSd, step_time_mape * kSdPerMape);
+}
+
 PredictionUncertainty PredictionUncertaintyOf(const CalibrationFile& file,
                                               Precision precision) {
   if (file.samples == 0) return DefaultPredictionUncertainty(precision);
@@ -141,7 +145,7 @@ PredictionUncertainty PredictionUncertaintyOf(const CalibrationFile& file,
   }
   for (size_t i = k; i < n; ++i) u.covariance[i * n + i] = variances[i - k];
   u.model_log_sd =
-      std::max(kMinModelLogSd, file.step_time.fitted_mape * kSdPerMape);
+      ModelLogSdOfMape(file.step_time.fitted_mape);
   u.source = absl::StrFormat(
       "the fit to %d measured runs (step-time MAPE %.1f%%), its coefficients' "
       "covariance and, for those it did not fit, the prior's spread (log sd "

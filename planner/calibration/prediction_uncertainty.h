@@ -71,6 +71,9 @@ struct PredictionUncertainty {
 
 // The stack defaults' spreads for runs in this precision.
 PredictionUncertainty DefaultPredictionUncertainty(Precision precision);
+// The model error of a fit with this step-time MAPE: MAPE * sqrt(pi/2) (a
+// normal's sd from its mean absolute deviation), at least kMinModelLogSd.
+double ModelLogSdOfMape(double step_time_mape);
 // The spreads of a calibration file's fit (the defaults' for the precision
 // when it has none).
 PredictionUncertainty PredictionUncertaintyOf(const CalibrationFile& file,

@@ -105,8 +105,7 @@ planner::PredictionUncertainty GpuPredictionUncertainty(
       return planner::DefaultPredictionUncertainty(precision);
     }
     planner::PredictionUncertainty u;
-    u.model_log_sd = std::max(planner::kMinModelLogSd,
-                              s.trial_fit->fit_error * std::sqrt(M_PI / 2));
+    u.model_log_sd = planner::ModelLogSdOfMape(s.trial_fit->fit_error);
     u.source = absl::StrCat(
         "the fit of ", s.trial_fit->samples, " trials on ",
         s.trial_fit->scope.substr(4), " (step-time MAPE ",

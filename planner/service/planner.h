@@ -47,7 +47,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "db/trial_store.h"
-#include "planner/calibration/calibration_file.h"
 #include "planner/calibration/prediction_uncertainty.h"
 #include "planner/service/event_hub.h"
 #include "planner/service/planner_options.h"
@@ -195,10 +194,6 @@ class Planner {
   planner::Calibration LatestGpuCalibration(
       const std::string& gpu_name, const Workload& workload, double* mape,
       int64_t* samples, planner::PredictionUncertainty* spreads = nullptr);
-  // The calibration file imported for `gpu_name` (nullopt: none, or the
-  // store failed: logged).
-  std::optional<planner::CalibrationFile> LatestImport(
-      const std::string& gpu_name);
 
   // ---- Agents (planner_agents.cc) ----
   absl::StatusOr<db::Agent> ActiveAgent(absl::string_view agent_id);

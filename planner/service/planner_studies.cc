@@ -335,18 +335,6 @@ absl::StatusOr<v1::ExportCalibrationResponse> Planner::ExportCalibration(
   return service::ExportCalibration(*store_, request);
 }
 
-std::optional<planner::CalibrationFile> Planner::LatestImport(
-    const std::string& gpu_name) {
-  absl::StatusOr<GpuCalibrationSources> s =
-      LatestGpuCalibrationSources(*store_, gpu_name);
-  if (!s.ok()) {
-    options_.log.Warning(absl::StrCat("calibration of ", gpu_name, ": ",
-                                      s.status().message()));
-    return std::nullopt;
-  }
-  return s->imported;
-}
-
 planner::Calibration Planner::LatestGpuCalibration(
     const std::string& gpu_name, const Workload& workload, double* mape,
     int64_t* samples, planner::PredictionUncertainty* spreads) {

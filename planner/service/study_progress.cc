@@ -191,7 +191,7 @@ absl::StatusOr<bool> Planner::ResolveLocked(StudyRun& run) {
   }
   run.calibration =
       LatestGpuCalibration(run.gpu_name, *run.workload, &run.calibration_mape,
-                           &run.calibration_samples);
+                           &run.calibration_samples, &run.spreads);
   return true;
 }
 
@@ -240,22 +240,14 @@ absl::StatusOr<TrialPool> Planner::PoolLocked(StudyRun& run, int64_t agents) {
   // The error of the trials' own fit (prediction_uncertainty.h: MAPE as a
   // normal's sd); none before the first fit, whose prior was not made for
   // these trials.
-  const double log_sd =
-      run.calibration_samples > 0
-          ? std::max(planner::kMinModelLogSd,
-                     run.calibration_mape * std::sqrt(M_PI / 2))
-          : 0;
+  const double log_sd = run.calibration_samples > 0
+                            ? planner::ModelLogSdOfMape(run.calibration_mape)
+                            : 0;
   for (PoolEntry& e : pool->entries) e.trial_log_sd = log_sd;
   // Which candidates the model cannot tell from the best, with the spreads
   // of what it plans with (rung 0 spreads its trials over them).
-  absl::StatusOr<GpuCalibrationSources> sources =
-      LatestGpuCalibrationSources(*store_, run.gpu_name);
-  const planner::PredictionUncertainty spreads =
-      sources.ok() ? GpuPredictionUncertainty(*run.workload, *sources)
-                   : planner::DefaultPredictionUncertainty(
-                         run.workload->training.precision);
   const planner::RankingUncertainty ranking = planner::AssessRanking(
-      *run.workload, pool->search.candidates, run.calibration, spreads);
+      *run.workload, pool->search.candidates, run.calibration, run.spreads);
   for (size_t i = 0; i < pool->entries.size() &&
                      i < ranking.within_error_of_best.size();
        ++i) {
@@ -451,24 +443,25 @@ absl::Status Planner::RefitLocked(StudyRun& run,
   }
   if (samples.empty()) return absl::OkStatus();
   // Trials refine what was imported for the GPU, if anything.
-  const std::optional<planner::CalibrationFile> imported =
-      LatestImport(run.gpu_name);
+  TESSERA_ASSIGN_OR_RETURN(GpuCalibrationSources sources,
+                           LatestGpuCalibrationSources(*store_, run.gpu_name));
   const planner::CalibrationFile* import =
-      imported.has_value() ? &*imported : nullptr;
+      sources.imported.has_value() ? &*sources.imported : nullptr;
   TESSERA_ASSIGN_OR_RETURN(
       const planner::CalibrationFit fit,
       planner::FitCalibration(
           samples, TrialStackPrior(run.workload->cluster.gpu, import), {}));
-  TESSERA_RETURN_IF_ERROR(
-      store_
-          ->SaveCalibration(StoredCalibration(fit, db::GpuScope(run.gpu_name)))
-          .status());
+  TESSERA_ASSIGN_OR_RETURN(
+      sources.trial_fit,
+      store_->SaveCalibration(
+          StoredCalibration(fit, db::GpuScope(run.gpu_name))));
   TESSERA_RETURN_IF_ERROR(
       store_->SaveCalibration(StoredCalibration(fit, db::StudyScope(run.id)))
           .status());
   run.calibration = StudyCalibration(*run.workload, fit.calibration, import);
   run.calibration_mape = fit.fitted_step_time_mape;
   run.calibration_samples = fit.samples;
+  run.spreads = GpuPredictionUncertainty(*run.workload, sources);
   run.fitted_ok_trials = CountOk(trials);
   for (const std::string& warning : fit.warnings) {
     options_.log.Warning(

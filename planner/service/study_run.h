@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "core/workload.h"
 #include "planner/calibration/calibration.h"
+#include "planner/calibration/prediction_uncertainty.h"
 #include "planner/service/study_spec.h"
 
 namespace tessera::service {
@@ -36,6 +37,9 @@ struct StudyRun {
   planner::Calibration calibration ABSL_GUARDED_BY(mu);
   double calibration_mape ABSL_GUARDED_BY(mu) = 0;
   int64_t calibration_samples ABSL_GUARDED_BY(mu) = 0;
+  // How uncertain `calibration`'s predictions are (GpuPredictionUncertainty),
+  // set with it.
+  planner::PredictionUncertainty spreads ABSL_GUARDED_BY(mu);
   // Ok trials of the study when the calibration was last fitted (-1: not
   // since this process started, so the next advance refits).
   int64_t fitted_ok_trials ABSL_GUARDED_BY(mu) = -1;
