@@ -12,12 +12,19 @@
 //
 //   tessera-trial --probe --ranks 8 --json probes.json   # hardware probes
 //
+// The cluster's collective sweep, one process per rank across agents
+// (collective_probe.h), each started with its --rank:
+//
+//   tessera-trial --probe-collectives --rank R --ranks 4 --ranks-per-host 2
+//       --rendezvous-file /shared/addr --json sweep.json
+//
 // Exit status: 0 whenever the JSON was written, whatever the trial's status
 // (ok, oom, nan, timeout, crash, invalid); 2 when the command line itself is
 // wrong (unknown flag, malformed value) and nothing was run; 1 when the JSON
 // could not be written.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -33,6 +40,7 @@
 #include "core/flags.h"
 #include "core/model_overrides.h"
 #include "core/trial_result.h"
+#include "executor/trial/collective_probe.h"
 #include "executor/trial/probes.h"
 #include "executor/trial/trial_runner.h"
 
@@ -49,6 +57,8 @@ struct TrialFlags {
   std::optional<int64_t> rank, ranks_per_host;
   std::optional<std::string> rendezvous_file, bind_host, advertise_host;
   bool probe = false;
+  bool probe_collectives = false;
+  std::optional<int64_t> probe_max_bytes;
 
   void Register(FlagSet& f) {
     f.AddSection("Trial");
@@ -106,6 +116,16 @@ struct TrialFlags {
                 "measure this host instead of running a trial: GEMM rate, "
                 "copy and collective bandwidth for up to --ranks ranks",
                 &probe);
+    f.AddSwitch("probe-collectives",
+                "measure the bus bandwidth of all_gather, reduce_scatter, "
+                "all_reduce and sendrecv over the world of --ranks processes "
+                "(needs --rank and --rendezvous-file; nodes = --ranks / "
+                "--ranks-per-host)",
+                &probe_collectives);
+    f.AddInt("probe-max-bytes", "BYTES",
+             "largest message of --probe-collectives (default 16 MiB; sizes "
+             "from 64 KiB by 4x)",
+             &probe_max_bytes);
     f.AddSection("Model");
     f.AddString("model", "NAME", "a preset (tiny, small, llama3-8b, ...)",
                 &model);
@@ -173,6 +193,22 @@ int Main(const std::vector<std::string>& args) {
                                     "' probes are not part of this build")}};
     }
     return WriteText(*f.json, out.dump(2) + "\n") ? 0 : 1;
+  }
+  if (f.probe_collectives) {
+    CollectiveProbeConfig p;
+    p.backend = f.backend.value_or("cpu");
+    p.rank = f.rank.value_or(-1);
+    p.ranks = f.ranks.value_or(1);
+    p.ranks_per_node = f.ranks_per_host.value_or(1);
+    p.rendezvous_file = f.rendezvous_file.value_or("");
+    p.bind_host = f.bind_host.value_or("127.0.0.1");
+    p.advertise_host = f.advertise_host.value_or("");
+    p.time_limit_s = f.time_limit_s.value_or(0);
+    if (f.probe_max_bytes.has_value()) {
+      p.sweep.max_bytes = *f.probe_max_bytes;
+      p.sweep.min_bytes = std::min(p.sweep.min_bytes, *f.probe_max_bytes);
+    }
+    return WriteText(*f.json, RunCollectiveProbe(p).dump(2) + "\n") ? 0 : 1;
   }
   TrialConfig c;
   c.backend = f.backend.value_or("cpu");

@@ -68,4 +68,27 @@ kinds = {x["kind"] for x in p}
 assert {"gemm_f32", "memcpy", "allreduce", "allgather", "reducescatter"} <= kinds, kinds
 assert all(x["value"] > 0 for x in p), p
 PY
+# The collective sweep: 4 processes as 2 nodes of 2 ranks, up to 1 MiB.
+pids=()
+for r in 0 1 2 3; do
+  "$trial" --probe-collectives --rank $r --ranks 4 --ranks-per-host 2 \
+    --rendezvous-file "$dir/sweep.addr" --probe-max-bytes 1048576 \
+    --time-limit-s 60 --json "$dir/s$r.json" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || fail "sweep process exit"; done
+/usr/bin/python3 - "$dir"/s0.json "$dir"/s3.json <<'PY' || fail "sweep"
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+assert "error" not in a, a
+c = a["collectives"]
+assert {x["collective"] for x in c} == {"all_gather", "reduce_scatter", "all_reduce", "sendrecv"}, c
+assert sorted({x["bytes"] for x in c}) == [65536, 262144, 1048576], c
+assert all(x["nodes"] == 2 and x["gpus_per_node"] == 2 and x["busbw_gbs"] > 0 for x in c), c
+assert a == b, "ranks disagree"
+PY
+# A world of one rank is an error in the JSON, not a hang.
+"$trial" --probe-collectives --rank 0 --ranks 1 --rendezvous-file "$dir/one.addr" \
+  --json "$dir/one.json" || fail "one-rank sweep exit"
+grep -q "at least 2 ranks" "$dir/one.json" || fail "one-rank sweep: $(cat "$dir/one.json")"
 echo "tessera-trial: all checks passed"
