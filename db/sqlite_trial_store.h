@@ -105,6 +105,10 @@ class SqliteTrialStore : public TrialStore {
       const Calibration& calibration) override;
   absl::StatusOr<Calibration> LatestCalibration(
       absl::string_view scope) override;
+  absl::StatusOr<std::vector<int64_t>> AddCollectiveSamples(
+      const std::vector<CollectiveSample>& samples) override;
+  absl::StatusOr<std::vector<CollectiveSample>> ListCollectiveSamples(
+      absl::string_view cluster) override;
   absl::StatusOr<ImportedCalibration> SaveImportedCalibration(
       const ImportedCalibration& imported) override;
   absl::StatusOr<ImportedCalibration> LatestImportedCalibration(

@@ -13,9 +13,9 @@
 
 namespace tessera::db {
 
+using internal::FromMicros;
 using internal::LoadAgent;
 using internal::LoadStudy;
-using internal::FromMicros;
 using internal::ToMicros;
 
 namespace {
@@ -308,8 +308,8 @@ absl::StatusOr<ImportedCalibration> SqliteTrialStore::SaveImportedCalibration(
   return saved;
 }
 
-absl::StatusOr<ImportedCalibration>
-SqliteTrialStore::LatestImportedCalibration(absl::string_view gpu) {
+absl::StatusOr<ImportedCalibration> SqliteTrialStore::LatestImportedCalibration(
+    absl::string_view gpu) {
   ImportedCalibration imported;
   const absl::Status done = Read([&](Database& db) -> absl::Status {
     TESSERA_ASSIGN_OR_RETURN(
@@ -332,6 +332,72 @@ SqliteTrialStore::LatestImportedCalibration(absl::string_view gpu) {
   });
   if (!done.ok()) return done;
   return imported;
+}
+
+absl::StatusOr<std::vector<int64_t>> SqliteTrialStore::AddCollectiveSamples(
+    const std::vector<CollectiveSample>& samples) {
+  for (size_t i = 0; i < samples.size(); ++i) {
+    TESSERA_RETURN_IF_ERROR(ValidateCollectiveSample(
+        samples[i], absl::StrCat("collective_samples[", i, "]")));
+  }
+  std::vector<int64_t> ids;
+  const absl::Status done = Write([&](Database& db) -> absl::Status {
+    ids.clear();
+    const int64_t now_us = ToMicros(Now());
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement insert,
+        db.Prepare("INSERT INTO collective_samples (cluster, collective, "
+                   "nodes, gpus_per_node, bytes, busbw_gbs, agent_ids, "
+                   "measured_at_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+    for (const CollectiveSample& s : samples) {
+      insert.BindText(1, s.cluster)
+          .BindText(2, s.collective)
+          .BindInt(3, s.nodes)
+          .BindInt(4, s.gpus_per_node)
+          .BindInt(5, s.bytes)
+          .BindDouble(6, s.busbw_gbs)
+          .BindText(7, s.agent_ids)
+          .BindInt(8, now_us);
+      TESSERA_RETURN_IF_ERROR(insert.Run());
+      ids.push_back(db.LastInsertRowId());
+      insert.Reset();
+    }
+    return absl::OkStatus();
+  });
+  if (!done.ok()) return done;
+  return ids;
+}
+
+absl::StatusOr<std::vector<CollectiveSample>>
+SqliteTrialStore::ListCollectiveSamples(absl::string_view cluster) {
+  std::vector<CollectiveSample> out;
+  const absl::Status done = Read([&](Database& db) -> absl::Status {
+    out.clear();
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement select,
+        db.Prepare("SELECT id, cluster, collective, nodes, gpus_per_node, "
+                   "bytes, busbw_gbs, agent_ids, measured_at_us FROM "
+                   "collective_samples WHERE cluster = ? ORDER BY id"));
+    select.BindText(1, cluster);
+    while (true) {
+      TESSERA_ASSIGN_OR_RETURN(const bool row, select.Step());
+      if (!row) break;
+      CollectiveSample s;
+      s.id = select.ColumnInt(0);
+      s.cluster = select.ColumnText(1);
+      s.collective = select.ColumnText(2);
+      s.nodes = select.ColumnInt(3);
+      s.gpus_per_node = select.ColumnInt(4);
+      s.bytes = select.ColumnInt(5);
+      s.busbw_gbs = select.ColumnDouble(6);
+      s.agent_ids = select.ColumnText(7);
+      s.measured_at = FromMicros(select.ColumnInt(8));
+      out.push_back(std::move(s));
+    }
+    return absl::OkStatus();
+  });
+  if (!done.ok()) return done;
+  return out;
 }
 
 }  // namespace tessera::db

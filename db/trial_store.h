@@ -327,6 +327,19 @@ struct ImportedCalibration {
   absl::Time imported_at;  // set by SaveImportedCalibration
 };
 
+// One point of a cluster probe's collective sweep (0004_collective_samples).
+struct CollectiveSample {
+  int64_t id = 0;          // assigned by AddCollectiveSamples
+  std::string cluster;     // what the probe measured, not empty
+  std::string collective;  // all_gather, reduce_scatter, all_reduce, sendrecv
+  int64_t nodes = 1;       // agents taking part
+  int64_t gpus_per_node = 1;  // ranks per agent
+  int64_t bytes = 0;          // nccl-tests' whole buffer
+  double busbw_gbs = 0;       // > 0 and finite
+  std::string agent_ids;      // comma-separated, node ranks in order
+  absl::Time measured_at;     // set by AddCollectiveSamples
+};
+
 // Calibration scopes: one study's own fit, or a GPU type's across studies.
 std::string StudyScope(int64_t study_id);
 std::string GpuScope(absl::string_view gpu);
@@ -430,6 +443,13 @@ class TrialStore {
   // Oldest first.
   virtual absl::StatusOr<std::vector<Probe>> ListProbes(
       const ProbeFilter& filter) = 0;
+
+  // Collective samples: all or none (INVALID_ARGUMENT naming the first bad
+  // field, "collective_samples[2].busbw_gbs: ..."); listed oldest first.
+  virtual absl::StatusOr<std::vector<int64_t>> AddCollectiveSamples(
+      const std::vector<CollectiveSample>& samples) = 0;
+  virtual absl::StatusOr<std::vector<CollectiveSample>> ListCollectiveSamples(
+      absl::string_view cluster) = 0;
 
   // Calibrations: SaveCalibration returns the stored one (id, created_at);
   // LatestCalibration is the last saved for `scope`, NotFound when none.

@@ -179,8 +179,30 @@ absl::Status ValidateCalibration(const Calibration& c) {
 absl::Status ValidateImportedCalibration(const ImportedCalibration& c) {
   TESSERA_RETURN_IF_ERROR(NotEmpty("imported_calibration.gpu", c.gpu));
   if (!nlohmann::json::parse(c.file_json, nullptr, false).is_object()) {
-    return FieldError("imported_calibration.file_json",
-                      "is not a JSON object");
+    return FieldError("imported_calibration.file_json", "is not a JSON object");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateCollectiveSample(const CollectiveSample& s,
+                                      absl::string_view field) {
+  TESSERA_RETURN_IF_ERROR(NotEmpty(absl::StrCat(field, ".cluster"), s.cluster));
+  static const char* const kNames[] = {"all_gather", "reduce_scatter",
+                                       "all_reduce", "sendrecv"};
+  if (std::find(std::begin(kNames), std::end(kNames), s.collective) ==
+      std::end(kNames)) {
+    return FieldError(absl::StrCat(field, ".collective"),
+                      absl::StrCat("'", s.collective,
+                                   "' is not all_gather, reduce_scatter, "
+                                   "all_reduce or sendrecv"));
+  }
+  TESSERA_RETURN_IF_ERROR(AtLeast(absl::StrCat(field, ".nodes"), s.nodes, 1));
+  TESSERA_RETURN_IF_ERROR(
+      AtLeast(absl::StrCat(field, ".gpus_per_node"), s.gpus_per_node, 1));
+  TESSERA_RETURN_IF_ERROR(AtLeast(absl::StrCat(field, ".bytes"), s.bytes, 1));
+  if (!std::isfinite(s.busbw_gbs) || s.busbw_gbs <= 0) {
+    return FieldError(absl::StrCat(field, ".busbw_gbs"),
+                      "must be positive and finite");
   }
   return absl::OkStatus();
 }

@@ -28,6 +28,9 @@ absl::Status ValidateProbe(const Probe& probe, absl::string_view field);
 absl::Status ValidateCalibration(const Calibration& calibration);
 // A gpu name and a file text that is a JSON object.
 absl::Status ValidateImportedCalibration(const ImportedCalibration& imported);
+// `field` prefixes the errors ("collective_samples[2]").
+absl::Status ValidateCollectiveSample(const CollectiveSample& sample,
+                                      absl::string_view field);
 absl::Status ValidateTrialFilter(const TrialFilter& filter);
 absl::Status ValidateStudyFilter(const StudyFilter& filter);
 // True when `text` parses as one JSON value.

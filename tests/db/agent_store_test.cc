@@ -302,5 +302,61 @@ TEST_F(AgentStoreTest, ImportedCalibrationsPerGpuLatestWins) {
   }
 }
 
+TEST_F(AgentStoreTest, CollectiveSamplesByClusterAllOrNone) {
+  CollectiveSample s;
+  s.cluster = "agents/cpu/host-a";
+  s.collective = "all_gather";
+  s.nodes = 2;
+  s.gpus_per_node = 4;
+  s.bytes = 1 << 20;
+  s.busbw_gbs = 2.5;
+  s.agent_ids = "a,b";
+  CollectiveSample t = s;
+  t.collective = "sendrecv";
+  t.busbw_gbs = 3.5;
+  CollectiveSample elsewhere = s;
+  elsewhere.cluster = "h100-sxm";
+  auto ids = store_->AddCollectiveSamples({s, t, elsewhere});
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(ids->size(), 3u);
+  auto listed = store_->ListCollectiveSamples("agents/cpu/host-a");
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].collective, "all_gather");
+  EXPECT_EQ((*listed)[0].nodes, 2);
+  EXPECT_EQ((*listed)[0].gpus_per_node, 4);
+  EXPECT_EQ((*listed)[0].bytes, 1 << 20);
+  EXPECT_EQ((*listed)[0].agent_ids, "a,b");
+  EXPECT_EQ((*listed)[0].measured_at, clock_.Now());
+  EXPECT_EQ((*listed)[1].busbw_gbs, 3.5);
+  EXPECT_TRUE(store_->ListCollectiveSamples("nowhere")->empty());
+
+  const std::pair<std::function<void(CollectiveSample&)>, const char*> cases[] =
+      {
+          {[](CollectiveSample& x) { x.cluster = ""; },
+           "collective_samples[1].cluster"},
+          {[](CollectiveSample& x) { x.collective = "broadcast"; },
+           "collective_samples[1].collective"},
+          {[](CollectiveSample& x) { x.nodes = 0; },
+           "collective_samples[1].nodes"},
+          {[](CollectiveSample& x) { x.bytes = 0; },
+           "collective_samples[1].bytes"},
+          {[](CollectiveSample& x) { x.busbw_gbs = -1; },
+           "collective_samples[1].busbw_gbs"},
+          {[](CollectiveSample& x) { x.busbw_gbs = std::nan(""); },
+           "collective_samples[1].busbw_gbs"},
+      };
+  for (const auto& [mutate, field] : cases) {
+    CollectiveSample bad = s;
+    mutate(bad);
+    ExpectErrorWritesNothing(
+        [&] {
+          return store_->AddCollectiveSamples({s, bad}).status();
+        },
+        absl::StatusCode::kInvalidArgument, field);
+    EXPECT_EQ(store_->ListCollectiveSamples(s.cluster)->size(), 2u) << field;
+  }
+}
+
 }  // namespace
 }  // namespace tessera::db
