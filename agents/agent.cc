@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agents/collective_probe_execution.h"
 #include "agents/files.h"
 #include "agents/probes.h"
 #include "proto/convert.h"
@@ -356,6 +357,47 @@ void Agent::RunLeasedTrial(const v1::TrialAssignment& a) {
   Forget(id);
 }
 
+void Agent::RunLeasedProbe(const v1::TrialAssignment& a) {
+  const int64_t id = a.collective_probe_id();
+  log_->Log(absl::StrFormat(
+      "leased cluster probe %d (node rank %d of %d, %d ranks here)", id,
+      a.node_rank(), std::max<int64_t>(a.gang_size(), 1), a.ranks_per_node()));
+  TrialExecutionOptions run;
+  run.agent_id = AgentId();
+  run.trial_binary = options_.trial_binary;
+  run.work_root = options_.work_dir;
+  run.advertise_host = options_.info.address();
+  run.default_backend = options_.info.backend();
+  run.planner = planner_;
+  run.registry = &children_;
+  run.kill_grace = options_.kill_grace;
+  run.after_failure_grace = options_.after_failure_grace;
+  const CollectiveProbeOutcome outcome =
+      RunCollectiveProbeAssignment(a, run, [this] { return DrainOver(); });
+  log_->Log(absl::StrCat("cluster probe ", id, ": ", outcome.summary));
+  if (outcome.report) {
+    Backoff backoff(options_.backoff);
+    for (int attempt = 1; attempt <= kProbeReportAttempts; ++attempt) {
+      const absl::Status s =
+          planner_->ReportCollectiveProbe(AgentId(), id, outcome.result_json);
+      if (s.ok()) {
+        log_->Log(absl::StrCat("reported cluster probe ", id));
+        break;
+      }
+      if (!IsRetryable(s) || attempt == kProbeReportAttempts ||
+          !SleepUnlessStopping(backoff.Next())) {
+        log_->Log(absl::StrCat("cluster probe ", id, " not reported: ",
+                               s.message()));
+        break;
+      }
+    }
+  }
+  if (outcome.ok && !options_.keep_ok_trial_dirs &&
+      !outcome.work_dir.empty()) {
+    (void)RemoveTree(outcome.work_dir);
+  }
+}
+
 absl::Status Agent::Run() {
   if (absl::Status s = MakeDirectories(options_.work_dir); !s.ok()) return s;
   log_->Log(absl::StrCat("starting: planner ", planner_->address(),
@@ -390,7 +432,11 @@ absl::Status Agent::Run() {
       SleepUnlessStopping(poll);
       continue;
     }
-    RunLeasedTrial(**lease);
+    if ((*lease)->collective_probe_id() > 0) {
+      RunLeasedProbe(**lease);
+    } else {
+      RunLeasedTrial(**lease);
+    }
   }
   {
     absl::MutexLock lock(&mutex_);

@@ -91,6 +91,8 @@ class Agent {
   // Runs and reports the probes once per registration (a no-op when this
   // registration's are done).
   void ProbeAfterRegistration();
+  // A cluster probe's share on this agent; node rank 0 reports the sweep.
+  void RunLeasedProbe(const v1::TrialAssignment& a);
   void RunLeasedTrial(const v1::TrialAssignment& assignment);
   ReportEnd Report(int64_t trial_id, const std::string& result_json);
   void Release(int64_t trial_id, absl::string_view reason);

@@ -137,10 +137,12 @@ absl::Status PlannerClient::ReleaseTrial(absl::string_view agent_id,
 
 absl::Status PlannerClient::PublishRendezvous(absl::string_view agent_id,
                                               int64_t trial_id,
-                                              absl::string_view data) {
+                                              absl::string_view data,
+                                              int64_t collective_probe_id) {
   v1::RendezvousRequest request;
   request.set_agent_id(std::string(agent_id));
   request.set_trial_id(trial_id);
+  request.set_collective_probe_id(collective_probe_id);
   request.set_data(std::string(data));
   v1::RendezvousResponse response;
   return Call(*stub_->service, &v1::AgentService::Stub::Rendezvous, request,
@@ -148,16 +150,30 @@ absl::Status PlannerClient::PublishRendezvous(absl::string_view agent_id,
 }
 
 absl::StatusOr<std::string> PlannerClient::FetchRendezvous(
-    absl::string_view agent_id, int64_t trial_id, absl::Duration wait) {
+    absl::string_view agent_id, int64_t trial_id, absl::Duration wait,
+    int64_t collective_probe_id) {
   v1::RendezvousRequest request;
   request.set_agent_id(std::string(agent_id));
   request.set_trial_id(trial_id);
+  request.set_collective_probe_id(collective_probe_id);
   request.set_wait_ms(absl::ToInt64Milliseconds(wait));
   v1::RendezvousResponse response;
   absl::Status s = Call(*stub_->service, &v1::AgentService::Stub::Rendezvous,
                         request, &response, options_.rpc_timeout + wait);
   if (!s.ok()) return s;
   return response.data();
+}
+
+absl::Status PlannerClient::ReportCollectiveProbe(
+    absl::string_view agent_id, int64_t collective_probe_id,
+    absl::string_view result_json) {
+  v1::ReportCollectiveProbeRequest request;
+  request.set_agent_id(std::string(agent_id));
+  request.set_collective_probe_id(collective_probe_id);
+  request.set_result_json(std::string(result_json));
+  v1::ReportCollectiveProbeResponse response;
+  return Call(*stub_->service, &v1::AgentService::Stub::ReportCollectiveProbe,
+              request, &response, options_.rpc_timeout);
 }
 
 bool PlannerClient::Connected() {

@@ -63,14 +63,21 @@ class PlannerClient {
                            absl::string_view result_json);
   absl::Status ReleaseTrial(absl::string_view agent_id, int64_t trial_id,
                             absl::string_view reason);
-  // Node rank 0 publishes the trial's rendezvous data.
+  // Node rank 0 publishes the trial's rendezvous data (a cluster probe's
+  // when collective_probe_id > 0; trial_id is then 0).
   absl::Status PublishRendezvous(absl::string_view agent_id, int64_t trial_id,
-                                 absl::string_view data);
-  // The trial's rendezvous data, waiting up to `wait` for it on the
-  // planner's side; "" when it has not been published yet.
+                                 absl::string_view data,
+                                 int64_t collective_probe_id = 0);
+  // The trial's (or probe's) rendezvous data, waiting up to `wait` for it on
+  // the planner's side; "" when it has not been published yet.
   absl::StatusOr<std::string> FetchRendezvous(absl::string_view agent_id,
                                               int64_t trial_id,
-                                              absl::Duration wait);
+                                              absl::Duration wait,
+                                              int64_t collective_probe_id = 0);
+  // Node rank 0 of a cluster probe reports its sweep.
+  absl::Status ReportCollectiveProbe(absl::string_view agent_id,
+                                     int64_t collective_probe_id,
+                                     absl::string_view result_json);
 
   // Whether the connection is established right now (gRPC's READY). The
   // agent samples it before a heartbeat: a connection that was not up had

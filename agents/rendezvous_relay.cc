@@ -51,7 +51,8 @@ absl::Status PublishRendezvous(PlannerClient& planner,
   }
   Backoff backoff(control.backoff);
   while (true) {
-    absl::Status s = planner.PublishRendezvous(agent_id, trial_id, data);
+    absl::Status s = planner.PublishRendezvous(agent_id, trial_id, data,
+                                               control.collective_probe_id);
     if (s.ok() || !IsRetryable(s)) return s;
     if (absl::Status c = CheckContinue(control, trial_id, "planner"); !c.ok()) {
       return c;
@@ -74,7 +75,8 @@ absl::Status FetchRendezvous(PlannerClient& planner, absl::string_view agent_id,
         std::clamp(control.deadline - absl::Now(), absl::ZeroDuration(),
                    control.fetch_wait);
     absl::StatusOr<std::string> data =
-        planner.FetchRendezvous(agent_id, trial_id, wait);
+        planner.FetchRendezvous(agent_id, trial_id, wait,
+                                control.collective_probe_id);
     if (data.ok() && !data->empty()) {
       return WriteFileAtomically(file, *data);
     }
@@ -89,6 +91,44 @@ absl::Status FetchRendezvous(PlannerClient& planner, absl::string_view agent_id,
     if (!IsRetryable(data.status())) return data.status();
     Pause(control, backoff.Next());
   }
+}
+
+RelayThread::RelayThread(bool relay, bool publish, PlannerClient* planner,
+                         std::string agent_id, int64_t trial_id,
+                         std::string file, RelayControl control) {
+  if (!relay) return;
+  if (planner == nullptr) {
+    Finish(absl::FailedPreconditionError(
+        "rendezvous: the lease spans agents but there is no planner"));
+    return;
+  }
+  control.should_stop = [this] { return processes_done_.load(); };
+  thread_ = std::thread([=, this] {
+    Finish(publish ? PublishRendezvous(*planner, agent_id, trial_id, file,
+                                       control)
+                   : FetchRendezvous(*planner, agent_id, trial_id, file,
+                                     control));
+  });
+}
+
+void RelayThread::Join() {
+  processes_done_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::Status RelayThread::status() const {
+  absl::MutexLock lock(&mutex_);
+  return status_;
+}
+
+void RelayThread::Finish(absl::Status s) {
+  // CANCELLED: the processes ended first; DEADLINE_EXCEEDED: the time limit
+  // stops them anyway.
+  const bool fatal =
+      !s.ok() && !absl::IsCancelled(s) && !absl::IsDeadlineExceeded(s);
+  absl::MutexLock lock(&mutex_);
+  status_ = std::move(s);
+  if (fatal) failed_ = true;
 }
 
 }  // namespace tessera::agents

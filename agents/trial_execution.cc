@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
 #include "agents/files.h"
 #include "agents/process_runner.h"
 #include "agents/rendezvous_relay.h"
@@ -66,63 +65,6 @@ TrialOutcome AgentResult(TrialResult result, TrialStatus status,
   return outcome;
 }
 
-// The relay between agents, on its own thread while the processes run.
-class Relay {
- public:
-  Relay(const TrialLaunch& launch, const v1::TrialAssignment& a,
-        const TrialExecutionOptions& o, absl::Time deadline) {
-    if (!launch.relay_rendezvous) return;
-    if (o.planner == nullptr) {
-      Finish(absl::FailedPreconditionError(
-          "rendezvous: the trial spans agents but there is no planner"));
-      return;
-    }
-    RelayControl control;
-    control.deadline = deadline;
-    control.should_stop = [this] { return processes_done_.load(); };
-    thread_ = std::thread(
-        [=, this, planner = o.planner, file = launch.rendezvous_file] {
-          Finish(launch.publishes_rendezvous
-                     ? PublishRendezvous(*planner, o.agent_id, a.trial_id(),
-                                         file, control)
-                     : FetchRendezvous(*planner, o.agent_id, a.trial_id(), file,
-                                       control));
-        });
-  }
-  ~Relay() { Join(); }
-  Relay(const Relay&) = delete;
-  Relay& operator=(const Relay&) = delete;
-
-  // True when the relay failed in a way the processes cannot recover from
-  // (they would wait for a rendezvous that never comes).
-  bool Failed() const { return failed_.load(); }
-  void Join() {
-    processes_done_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  absl::Status status() const {
-    absl::MutexLock lock(&mutex_);
-    return status_;
-  }
-
- private:
-  void Finish(absl::Status s) {
-    // CANCELLED: the processes ended first; DEADLINE_EXCEEDED: the time
-    // limit stops them anyway.
-    const bool fatal =
-        !s.ok() && !absl::IsCancelled(s) && !absl::IsDeadlineExceeded(s);
-    absl::MutexLock lock(&mutex_);
-    status_ = std::move(s);
-    if (fatal) failed_ = true;
-  }
-
-  std::atomic<bool> processes_done_{false};
-  std::atomic<bool> failed_{false};
-  mutable absl::Mutex mutex_;
-  absl::Status status_ ABSL_GUARDED_BY(mutex_);
-  std::thread thread_;
-};
-
 }  // namespace
 
 absl::Duration AgentTimeLimit(double time_limit_s, absl::Duration fallback) {
@@ -162,7 +104,11 @@ TrialOutcome RunTrialAssignment(const v1::TrialAssignment& a,
   limits.time_limit = AgentTimeLimit(a.time_limit_s(), o.default_time_limit);
   limits.kill_grace = o.kill_grace;
   limits.after_failure_grace = o.after_failure_grace;
-  Relay relay(*launch, a, o, absl::Now() + limits.time_limit);
+  RelayControl control;
+  control.deadline = absl::Now() + limits.time_limit;
+  RelayThread relay(launch->relay_rendezvous, launch->publishes_rendezvous,
+                    o.planner, o.agent_id, a.trial_id(),
+                    launch->rendezvous_file, control);
   std::vector<ProcessSpec> specs;
   for (const RankProcess& p : launch->processes) specs.push_back(p.spec);
   absl::StatusOr<std::vector<ProcessOutcome>> ran = RunProcesses(

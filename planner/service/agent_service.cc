@@ -48,6 +48,14 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReleaseTrial(
                            [&] { return planner_->ReleaseTrial(*request); });
 }
 
+grpc::ServerUnaryReactor* AgentServiceImpl::ReportCollectiveProbe(
+    grpc::CallbackServerContext* context,
+    const v1::ReportCollectiveProbeRequest* request,
+    v1::ReportCollectiveProbeResponse* /*response*/) {
+  return FinishUnaryStatus(
+      context, [&] { return planner_->ReportCollectiveProbe(*request); });
+}
+
 grpc::ServerUnaryReactor* AgentServiceImpl::Rendezvous(
     grpc::CallbackServerContext* context, const v1::RendezvousRequest* request,
     v1::RendezvousResponse* response) {

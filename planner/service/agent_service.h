@@ -38,6 +38,10 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
       grpc::CallbackServerContext* context,
       const v1::ReleaseTrialRequest* request,
       v1::ReleaseTrialResponse* response) override;
+  grpc::ServerUnaryReactor* ReportCollectiveProbe(
+      grpc::CallbackServerContext* context,
+      const v1::ReportCollectiveProbeRequest* request,
+      v1::ReportCollectiveProbeResponse* response) override;
   grpc::ServerUnaryReactor* Rendezvous(
       grpc::CallbackServerContext* context,
       const v1::RendezvousRequest* request,

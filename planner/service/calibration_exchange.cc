@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "core/gpu.h"
 #include "core/status_macros.h"
+#include "planner/service/cluster_probe.h"
 #include "planner/service/recalibration.h"
 #include "planner/stacks/stack_calibration.h"
 
@@ -93,6 +94,20 @@ absl::StatusOr<GpuCalibrationSources> LatestGpuCalibrationSources(
   } else if (fit.status().code() != absl::StatusCode::kNotFound) {
     return fit.status();
   }
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::CollectiveSample> probed,
+                           store.ListCollectiveSamples(gpu));
+  out.collectives = MergeProbedCollectives(
+      out.imported.has_value() ? out.imported->calibration.collectives.get()
+                               : nullptr,
+      out.imported_row.has_value()
+          ? std::optional<absl::Time>(out.imported_row->imported_at)
+          : std::nullopt,
+      probed);
+  out.probed_points = std::count_if(
+      probed.begin(), probed.end(), [&](const db::CollectiveSample& p) {
+        return !out.imported_row.has_value() ||
+               p.measured_at > out.imported_row->imported_at;
+      });
   return out;
 }
 
@@ -132,6 +147,7 @@ planner::CalibrationFile TrialFitFile(const GpuSpec& gpu,
   f.gpu = gpu.name;
   f.architecture = gpu.architecture;
   f.prior = TrialStackPrior(gpu, imported);
+  if (s.collectives != nullptr) f.prior.collectives = s.collectives;
   f.calibration = f.prior;
   for (const auto& [name, value] : fit.coefficients) {
     (void)f.calibration.Set(name, value);  // unknown or out of range: skipped
@@ -186,6 +202,19 @@ absl::StatusOr<v1::ExportCalibrationResponse> ExportCalibration(
                      s.imported_row.has_value()
                          ? absl::StrCat(" over import ", s.imported_row->id)
                          : ""));
+    return out;
+  }
+  if (s.imported_row.has_value() && s.probed_points > 0 &&
+      s.imported.has_value()) {
+    planner::CalibrationFile f = *s.imported;
+    f.calibration.collectives = s.collectives;
+    f.fitted_from.push_back(absl::StrCat(
+        "the planner's cluster probes on ", gpu->name, ": ",
+        s.probed_points, " collective points, newer than the import"));
+    out.set_calibration_json(planner::CalibrationFileJson(f));
+    out.set_origin(absl::StrCat("import ", s.imported_row->id, " (",
+                                s.imported_row->source, ") with ",
+                                s.probed_points, " cluster-probe points"));
     return out;
   }
   if (s.imported_row.has_value()) {

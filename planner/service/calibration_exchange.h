@@ -17,6 +17,7 @@
 //   GpuCalibrationSources s = LatestGpuCalibrationSources(*store, "h100-sxm");
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -59,9 +60,16 @@ struct GpuCalibrationSources {
   // The latest fit of trials on the GPU that is newer than the import.
   std::optional<db::Calibration> trial_fit;
   std::string problem;  // "" or why a stored import was set aside
+  // The measured collectives to plan with: the import's, with the cluster
+  // probes' newer sweeps over them (cluster_probe.h
+  // MergeProbedCollectives); null when neither has any.
+  std::shared_ptr<const planner::MeasuredCollectives> collectives;
+  // The cluster probes' samples newer than the import (all without one).
+  int64_t probed_points = 0;
 };
 
-// Reads both from the store; store errors other than NOT_FOUND are returned.
+// Reads them from the store (the cluster probes' samples stored under the
+// GPU's name too); store errors other than NOT_FOUND are returned.
 absl::StatusOr<GpuCalibrationSources> LatestGpuCalibrationSources(
     db::TrialStore& store, absl::string_view gpu);
 

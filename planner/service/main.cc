@@ -36,6 +36,7 @@ int Run(const std::vector<std::string>& args) {
       token_file;
   std::optional<int64_t> heartbeat_ms;
   std::optional<double> lease_timeout_s, agent_timeout_s;
+  bool no_cluster_probes = false;
   FlagSet flags("tessera-planner");
   flags.AddString("listen", "HOST:PORT",
                   "where to serve (default 127.0.0.1:50051; port 0 picks a "
@@ -56,6 +57,12 @@ int Run(const std::vector<std::string>& args) {
                   "an agent silent this long is marked gone and its trials "
                   "re-queued (default 30)",
                   &agent_timeout_s);
+  flags.AddSwitch("no-cluster-probes",
+                  "do not have agents measure the collectives between them "
+                  "before a study's trials (planner/service/cluster_probe.h); "
+                  "plans then use the GPU preset's link figures or an "
+                  "imported calibration's",
+                  &no_cluster_probes);
   flags.AddString("log", "LEVEL",
                   "stderr log level: debug, info (default), warning, error, "
                   "off",
@@ -92,6 +99,7 @@ int Run(const std::vector<std::string>& args) {
   PlannerOptions options;
   options.db_path = db.value_or("tessera.db");
   options.log = Log(level);
+  options.cluster_probes = !no_cluster_probes;
   if (heartbeat_ms.has_value()) {
     if (*heartbeat_ms < 1) {
       std::cerr << "tessera-planner: --heartbeat-interval-ms: must be "

@@ -116,6 +116,9 @@ class Planner {
   // another thread.
   using RendezvousDone = std::function<void(absl::StatusOr<std::string>)>;
   void Rendezvous(const v1::RendezvousRequest& request, RendezvousDone done);
+  // A cluster probe's sweep from its node rank 0 (cluster_probe.h).
+  absl::Status ReportCollectiveProbe(
+      const v1::ReportCollectiveProbeRequest& request);
 
   // One pass of the reaper: expired leases, silent agents, time budgets,
   // studies waiting for agents.
@@ -123,7 +126,10 @@ class Planner {
 
   // Before the server shuts down: fails waiting rendezvous fetches (and
   // later ones), so that no call is left waiting.
-  void StopWaits() { rendezvous_.Stop(); }
+  void StopWaits() {
+    rendezvous_.Stop();
+    probe_rendezvous_.Stop();
+  }
 
   // Blocks until every study advance requested so far has run (reports and
   // the reaper only request them: a worker thread refits, re-ranks and
@@ -195,6 +201,38 @@ class Planner {
       const std::string& gpu_name, const Workload& workload, double* mape,
       int64_t* samples, planner::PredictionUncertainty* spreads = nullptr);
 
+  // ---- Cluster probes (planner_probes.cc, cluster_probe.h) ----
+  struct ProbeJob {
+    int64_t id = 0;
+    std::string cluster;  // the GPU name the study plans for
+    std::string backend;
+    int64_t nodes = 2;
+    int64_t ranks_per_node = 1;
+    std::vector<std::string> agent_ids;  // the lease by node rank; empty:
+                                         // queued
+    absl::Time lease_expires_at;
+    int64_t attempts = 0;  // leases that ended without a sweep
+  };
+  // What LeaseProbe decided for one agent.
+  struct ProbeLease {
+    std::optional<v1::TrialAssignment> assignment;
+    bool wait = false;  // a probe it fits waits for its gang: lease nothing
+  };
+  // Queues the probes the run's cluster still lacks (none unless
+  // options.cluster_probes, and only for a cluster its agents are).
+  void QueueClusterProbesLocked(StudyRun& run)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu);
+  absl::StatusOr<ProbeLease> LeaseProbe(const db::Agent& agent,
+                                        absl::Time now);
+  // A probe left its lease: its rendezvous and undelivered assignments go.
+  void ProbeLeaseEnded(int64_t probe_id);
+  // A probe's lease ended without a sweep: queued again, or dropped after
+  // its second attempt. Called with mu_ held.
+  void ProbeAttemptFailedLocked(ProbeJob& job, const std::string& why)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells the studies planning for `cluster` (their event streams).
+  void EmitToCluster(const std::string& cluster, const std::string& message);
+
   // ---- Agents (planner_agents.cc) ----
   absl::StatusOr<db::Agent> ActiveAgent(absl::string_view agent_id);
   // Active agents of `backend` ("" any) offering >= `ranks` ranks.
@@ -205,6 +243,13 @@ class Planner {
                                  const Runnable& runnable,
                                  const db::Agent& agent, int64_t node_rank,
                                  absl::Time expires_at) const;
+  // `agent` and idle agents (polled recently, no pending lease) that
+  // `fits`, up to `size` of them, sorted by id (fewer: the gang is not
+  // there yet).
+  std::vector<db::Agent> IdleGang(const db::Agent& agent, int64_t size,
+                                  absl::Time now,
+                                  const std::function<bool(const db::Agent&)>&
+                                      fits);
   // Tries to lease the next fitting trial to `agent`; nullopt: nothing now.
   absl::StatusOr<std::optional<v1::TrialAssignment>> LeaseNext(
       const db::Agent& agent, absl::Time now);
@@ -225,6 +270,7 @@ class Planner {
   const PlannerOptions options_;
   EventHub events_;
   RendezvousBoard rendezvous_;
+  RendezvousBoard probe_rendezvous_;  // keyed by probe id
 
   absl::Mutex mu_;
   std::map<int64_t, std::shared_ptr<StudyRun>> runs_ ABSL_GUARDED_BY(mu_);
@@ -234,6 +280,8 @@ class Planner {
   // Gang leases formed while the agent was away, delivered at its next poll.
   std::map<std::string, std::vector<v1::TrialAssignment>> pending_
       ABSL_GUARDED_BY(mu_);
+  std::map<int64_t, ProbeJob> probes_ ABSL_GUARDED_BY(mu_);
+  int64_t next_probe_id_ ABSL_GUARDED_BY(mu_) = 1;
   // Serializes lease decisions (they read the queue, then lease).
   absl::Mutex lease_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 

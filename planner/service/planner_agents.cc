@@ -220,15 +220,26 @@ absl::StatusOr<v1::LeaseTrialResponse> Planner::LeaseTrial(
   }
   // A gang formed while the agent was away: its lease, if still held.
   for (size_t i = 0; i < pending.size(); ++i) {
-    absl::StatusOr<db::Trial> t = store_->GetTrial(pending[i].trial_id());
-    if (!t.ok() || t->status != db::TrialState::kLeased ||
-        !Holds(*t, agent.info.id)) {
-      continue;
-    }
-    *out.mutable_assignment() = pending[i];
-    if (t->lease_expires_at.has_value()) {
-      out.mutable_assignment()->set_lease_expiry_unix_ms(
-          UnixMillis(*t->lease_expires_at));
+    if (pending[i].collective_probe_id() > 0) {
+      absl::MutexLock lock(&mu_);
+      auto job = probes_.find(pending[i].collective_probe_id());
+      if (job == probes_.end() ||
+          std::find(job->second.agent_ids.begin(), job->second.agent_ids.end(),
+                    agent.info.id) == job->second.agent_ids.end()) {
+        continue;
+      }
+      *out.mutable_assignment() = pending[i];
+    } else {
+      absl::StatusOr<db::Trial> t = store_->GetTrial(pending[i].trial_id());
+      if (!t.ok() || t->status != db::TrialState::kLeased ||
+          !Holds(*t, agent.info.id)) {
+        continue;
+      }
+      *out.mutable_assignment() = pending[i];
+      if (t->lease_expires_at.has_value()) {
+        out.mutable_assignment()->set_lease_expiry_unix_ms(
+            UnixMillis(*t->lease_expires_at));
+      }
     }
     absl::MutexLock lock(&mu_);
     idle_since_poll_.erase(agent.info.id);
@@ -244,8 +255,43 @@ absl::StatusOr<v1::LeaseTrialResponse> Planner::LeaseTrial(
   return out;
 }
 
+std::vector<db::Agent> Planner::IdleGang(
+    const db::Agent& agent, int64_t size, absl::Time now,
+    const std::function<bool(const db::Agent&)>& fits) {
+  std::vector<std::string> idle;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, polled] : idle_since_poll_) {
+      if (id == agent.info.id || pending_.count(id) > 0) continue;
+      if (now - polled <= 2 * options_.lease_poll_interval) {
+        idle.push_back(id);
+      }
+    }
+  }
+  std::vector<db::Agent> gang = {agent};
+  for (const std::string& id : idle) {
+    if (static_cast<int64_t>(gang.size()) >= size) break;
+    absl::StatusOr<db::Agent> other = store_->GetAgent(id);
+    if (other.ok() && other->state == db::AgentState::kActive &&
+        fits(*other)) {
+      gang.push_back(*std::move(other));
+    }
+  }
+  std::sort(gang.begin(), gang.end(),
+            [](const db::Agent& a, const db::Agent& b) {
+              return a.info.id < b.info.id;
+            });
+  return gang;
+}
+
 absl::StatusOr<std::optional<v1::TrialAssignment>> Planner::LeaseNext(
     const db::Agent& agent, absl::Time now) {
+  // Cluster probes first: later trials and studies plan with what they
+  // measure.
+  TESSERA_ASSIGN_OR_RETURN(ProbeLease probe, LeaseProbe(agent, now));
+  if (probe.assignment.has_value() || probe.wait) {
+    return std::move(probe.assignment);
+  }
   // The started studies this agent can serve, oldest first.
   std::map<int64_t, Runnable> runnable;
   {
@@ -289,32 +335,13 @@ absl::StatusOr<std::optional<v1::TrialAssignment>> Planner::LeaseNext(
       return Assignment(t, r->second, agent, 0, expires_at);
     }
     // A gang: this agent and other idle agents that fit, polled recently.
-    std::vector<std::string> idle;
-    {
-      absl::MutexLock lock(&mu_);
-      for (const auto& [id, polled] : idle_since_poll_) {
-        if (id == agent.info.id || pending_.count(id) > 0) continue;
-        if (now - polled <= 2 * options_.lease_poll_interval) {
-          idle.push_back(id);
-        }
-      }
-    }
-    std::vector<db::Agent> gang = {agent};
-    for (const std::string& id : idle) {
-      if (static_cast<int64_t>(gang.size()) == t.gang_size) break;
-      absl::StatusOr<db::Agent> other = store_->GetAgent(id);
-      if (other.ok() && other->state == db::AgentState::kActive &&
-          Fits(*other, r->second)) {
-        gang.push_back(*std::move(other));
-      }
-    }
+    const std::vector<db::Agent> gang =
+        IdleGang(agent, t.gang_size, now, [&](const db::Agent& other) {
+          return Fits(other, r->second);
+        });
     // The agent waits for this trial's gang (no trial behind it jumps the
     // queue).
     if (static_cast<int64_t>(gang.size()) < t.gang_size) return std::nullopt;
-    std::sort(gang.begin(), gang.end(),
-              [](const db::Agent& a, const db::Agent& b) {
-                return a.info.id < b.info.id;
-              });
     std::vector<std::string> ids;
     for (const db::Agent& g : gang) ids.push_back(g.info.id);
     const absl::Status leased = store_->LeaseTrial(t.id, ids, expires_at);
@@ -405,7 +432,8 @@ void Planner::TrialLeaseEnded(int64_t trial_id) {
     std::vector<v1::TrialAssignment>& list = it->second;
     list.erase(std::remove_if(list.begin(), list.end(),
                               [&](const v1::TrialAssignment& a) {
-                                return a.trial_id() == trial_id;
+                                return a.collective_probe_id() == 0 &&
+                                       a.trial_id() == trial_id;
                               }),
                list.end());
     it = list.empty() ? pending_.erase(it) : std::next(it);
@@ -416,6 +444,36 @@ void Planner::Rendezvous(const v1::RendezvousRequest& request,
                          RendezvousDone done) {
   absl::Status s = RequireAgentId(request.agent_id());
   if (!s.ok()) return done(s);
+  if (request.collective_probe_id() > 0) {
+    const int64_t id = request.collective_probe_id();
+    std::string first;
+    {
+      absl::MutexLock lock(&mu_);
+      auto job = probes_.find(id);
+      if (job == probes_.end() ||
+          std::find(job->second.agent_ids.begin(), job->second.agent_ids.end(),
+                    request.agent_id()) == job->second.agent_ids.end()) {
+        return done(absl::FailedPreconditionError(
+            absl::StrCat("cluster probe ", id, ": agent ", request.agent_id(),
+                         " does not hold its lease")));
+      }
+      first = job->second.agent_ids.front();
+    }
+    if (!request.data().empty()) {
+      if (first != request.agent_id()) {
+        return done(absl::FailedPreconditionError(absl::StrCat(
+            "cluster probe ", id, ": only node rank 0 (agent ", first,
+            ") publishes its rendezvous data")));
+      }
+      probe_rendezvous_.Publish(id, request.data());
+      return done(request.data());
+    }
+    const absl::Duration wait =
+        std::clamp(absl::Milliseconds(request.wait_ms()),
+                   absl::ZeroDuration(), options_.max_rendezvous_wait);
+    probe_rendezvous_.Fetch(id, absl::Now() + wait, std::move(done));
+    return;
+  }
   absl::StatusOr<db::Trial> trial = store_->GetTrial(request.trial_id());
   if (!trial.ok()) return done(trial.status());
   if (trial->status != db::TrialState::kLeased ||

@@ -29,6 +29,14 @@ struct PlannerOptions {
   absl::Duration reaper_period = absl::Seconds(1);
   // The longest a rendezvous fetch waits, whatever it asks for.
   absl::Duration max_rendezvous_wait = absl::Seconds(60);
+  // Cluster probes (cluster_probe.h): whether studies queue them, the time
+  // limit each agent's sweep gets, and its largest message by backend. Off
+  // here so that tests which drive leases by hand opt in; tessera-planner
+  // turns them on (--no-cluster-probes turns them off).
+  bool cluster_probes = false;
+  absl::Duration probe_time_limit = absl::Minutes(2);
+  int64_t probe_max_bytes_cpu = int64_t{16} << 20;
+  int64_t probe_max_bytes_cuda = int64_t{1} << 30;
   // Ok trials a refit uses at most (the newest).
   int64_t max_calibration_samples = 200;
   // The time source of leases, heartbeats and budgets; empty: absl::Now.

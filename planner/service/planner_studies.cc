@@ -375,7 +375,9 @@ planner::Calibration Planner::LatestGpuCalibration(
     *samples = s->trial_fit->samples;
   }
   if (spreads != nullptr) *spreads = GpuPredictionUncertainty(workload, *s);
-  return StudyCalibration(workload, fit, imported);
+  planner::Calibration c = StudyCalibration(workload, fit, imported);
+  if (s->collectives != nullptr) c.collectives = s->collectives;
+  return c;
 }
 
 }  // namespace tessera::service

@@ -127,6 +127,7 @@ absl::Status Planner::StartLocked(StudyRun& run) {
     }
   }
   MarkRunnableLocked(run);
+  QueueClusterProbesLocked(run);
   return AdvanceLocked(run);
 }
 
@@ -447,10 +448,11 @@ absl::Status Planner::RefitLocked(StudyRun& run,
                            LatestGpuCalibrationSources(*store_, run.gpu_name));
   const planner::CalibrationFile* import =
       sources.imported.has_value() ? &*sources.imported : nullptr;
-  TESSERA_ASSIGN_OR_RETURN(
-      const planner::CalibrationFit fit,
-      planner::FitCalibration(
-          samples, TrialStackPrior(run.workload->cluster.gpu, import), {}));
+  planner::Calibration prior =
+      TrialStackPrior(run.workload->cluster.gpu, import);
+  if (sources.collectives != nullptr) prior.collectives = sources.collectives;
+  TESSERA_ASSIGN_OR_RETURN(const planner::CalibrationFit fit,
+                           planner::FitCalibration(samples, prior, {}));
   TESSERA_ASSIGN_OR_RETURN(
       sources.trial_fit,
       store_->SaveCalibration(
@@ -459,6 +461,9 @@ absl::Status Planner::RefitLocked(StudyRun& run,
       store_->SaveCalibration(StoredCalibration(fit, db::StudyScope(run.id)))
           .status());
   run.calibration = StudyCalibration(*run.workload, fit.calibration, import);
+  if (sources.collectives != nullptr) {
+    run.calibration.collectives = sources.collectives;
+  }
   run.calibration_mape = fit.fitted_step_time_mape;
   run.calibration_samples = fit.samples;
   run.spreads = GpuPredictionUncertainty(*run.workload, sources);
