@@ -386,14 +386,13 @@ void Agent::RunLeasedProbe(const v1::TrialAssignment& a) {
       }
       if (!IsRetryable(s) || attempt == kProbeReportAttempts ||
           !SleepUnlessStopping(backoff.Next())) {
-        log_->Log(absl::StrCat("cluster probe ", id, " not reported: ",
-                               s.message()));
+        log_->Log(
+            absl::StrCat("cluster probe ", id, " not reported: ", s.message()));
         break;
       }
     }
   }
-  if (outcome.ok && !options_.keep_ok_trial_dirs &&
-      !outcome.work_dir.empty()) {
+  if (outcome.ok && !options_.keep_ok_trial_dirs && !outcome.work_dir.empty()) {
     (void)RemoveTree(outcome.work_dir);
   }
 }

@@ -31,8 +31,7 @@ absl::Status CheckShape(const v1::TrialAssignment& a) {
   }
   if (a.node_rank() < 0 || a.node_rank() >= gang) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "assignment.node_rank: ", a.node_rank(), " is not in [0, ", gang,
-        ")"));
+        "assignment.node_rank: ", a.node_rank(), " is not in [0, ", gang, ")"));
   }
   return absl::OkStatus();
 }
@@ -52,7 +51,8 @@ CollectiveProbeOutcome RunCollectiveProbeAssignment(
   absl::StatusOr<std::string> dir = MakeUniqueDirectory(
       o.work_root, absl::StrCat("probe-", a.collective_probe_id(), "-"));
   if (!dir.ok()) {
-    out.result_json = ErrorJson(absl::StrCat("agent: ", dir.status().message()));
+    out.result_json =
+        ErrorJson(absl::StrCat("agent: ", dir.status().message()));
     out.summary = out.result_json;
     return out;
   }
@@ -90,8 +90,8 @@ CollectiveProbeOutcome RunCollectiveProbeAssignment(
                     {"--probe-max-bytes", absl::StrCat(a.probe_max_bytes())});
     }
     if (gang > 1) {
-      p.argv.insert(p.argv.end(), {"--bind-host", "0.0.0.0",
-                                   "--advertise-host", o.advertise_host});
+      p.argv.insert(p.argv.end(), {"--bind-host", "0.0.0.0", "--advertise-host",
+                                   o.advertise_host});
     }
     p.working_dir = *dir;
     p.stdout_path = name + ".out";
@@ -121,7 +121,8 @@ CollectiveProbeOutcome RunCollectiveProbeAssignment(
     return out;
   }
   if (!ran.ok()) {
-    out.result_json = ErrorJson(absl::StrCat("agent: ", ran.status().message()));
+    out.result_json =
+        ErrorJson(absl::StrCat("agent: ", ran.status().message()));
   } else if (relay.Failed()) {
     out.result_json = ErrorJson(
         absl::StrCat("agent: rendezvous relay: ", relay.status().message()));
@@ -134,9 +135,9 @@ CollectiveProbeOutcome RunCollectiveProbeAssignment(
       out.result_json = *text;
       out.ok = !json.contains("error");
     } else {
-      out.result_json = ErrorJson(absl::StrCat(
-          "rank 0 wrote no sweep (", (*ran)[0].exit.Describe(), "): ",
-          ReadFileTail(specs[0].stderr_path, 2000)));
+      out.result_json = ErrorJson(
+          absl::StrCat("rank 0 wrote no sweep (", (*ran)[0].exit.Describe(),
+                       "): ", ReadFileTail(specs[0].stderr_path, 2000)));
     }
   }
   out.summary = !out.report ? "done (node rank 0 reports)"

@@ -74,9 +74,8 @@ absl::Status FetchRendezvous(PlannerClient& planner, absl::string_view agent_id,
     const absl::Duration wait =
         std::clamp(control.deadline - absl::Now(), absl::ZeroDuration(),
                    control.fetch_wait);
-    absl::StatusOr<std::string> data =
-        planner.FetchRendezvous(agent_id, trial_id, wait,
-                                control.collective_probe_id);
+    absl::StatusOr<std::string> data = planner.FetchRendezvous(
+        agent_id, trial_id, wait, control.collective_probe_id);
     if (data.ok() && !data->empty()) {
       return WriteFileAtomically(file, *data);
     }
@@ -104,10 +103,9 @@ RelayThread::RelayThread(bool relay, bool publish, PlannerClient* planner,
   }
   control.should_stop = [this] { return processes_done_.load(); };
   thread_ = std::thread([=, this] {
-    Finish(publish ? PublishRendezvous(*planner, agent_id, trial_id, file,
-                                       control)
-                   : FetchRendezvous(*planner, agent_id, trial_id, file,
-                                     control));
+    Finish(publish
+               ? PublishRendezvous(*planner, agent_id, trial_id, file, control)
+               : FetchRendezvous(*planner, agent_id, trial_id, file, control));
   });
 }
 

@@ -15,8 +15,8 @@
 //   control));
 #pragma once
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <thread>

@@ -209,8 +209,8 @@ absl::StatusOr<v1::ExportCalibrationResponse> ExportCalibration(
     planner::CalibrationFile f = *s.imported;
     f.calibration.collectives = s.collectives;
     f.fitted_from.push_back(absl::StrCat(
-        "the planner's cluster probes on ", gpu->name, ": ",
-        s.probed_points, " collective points, newer than the import"));
+        "the planner's cluster probes on ", gpu->name, ": ", s.probed_points,
+        " collective points, newer than the import"));
     out.set_calibration_json(planner::CalibrationFileJson(f));
     out.set_origin(absl::StrCat("import ", s.imported_row->id, " (",
                                 s.imported_row->source, ") with ",

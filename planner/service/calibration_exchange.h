@@ -23,8 +23,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "db/trial_store.h"
 #include "core/workload.h"
+#include "db/trial_store.h"
 #include "planner/calibration/calibration_file.h"
 #include "planner/calibration/prediction_uncertainty.h"
 #include "tessera/v1/specs.pb.h"

@@ -50,6 +50,10 @@ std::vector<db::CollectiveSample> OneNodeSamplesOfProbes(
     s.agent_ids = agent_id;
     newest[{collective, p.bytes}] = std::move(s);  // oldest first: last wins
   }
+  // The copy rate alone says nothing of the collectives at this size.
+  if (newest.size() == 1 && newest.begin()->first.first == "sendrecv") {
+    return {};
+  }
   std::vector<db::CollectiveSample> out;
   for (auto& [key, s] : newest) out.push_back(std::move(s));
   return out;
@@ -78,8 +82,8 @@ absl::StatusOr<std::vector<db::CollectiveSample>> SamplesOfSweep(
   }
   if (json.contains("error")) {
     return absl::UnavailableError(absl::StrCat(
-        "the sweep failed: ",
-        json["error"].is_string() ? json["error"].get<std::string>()
+        "the sweep failed: ", json["error"].is_string()
+                                  ? json["error"].get<std::string>()
                                   : json["error"].dump()));
   }
   if (!json.contains("collectives") || !json["collectives"].is_array() ||
@@ -93,8 +97,7 @@ absl::StatusOr<std::vector<db::CollectiveSample>> SamplesOfSweep(
     const std::string field = absl::StrCat("collectives[", i, "]");
     const nlohmann::json& p = list[i];
     if (!p.is_object()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ": not an object"));
+      return absl::InvalidArgumentError(absl::StrCat(field, ": not an object"));
     }
     auto number = [&](const char* key) -> absl::StatusOr<double> {
       if (!p.contains(key) || !p[key].is_number()) {

@@ -126,9 +126,8 @@ std::vector<db::NewTrial> FirstRung(const std::vector<PoolEntry>& pool,
     trialed.insert(e->key);
     out.push_back(FromPool(*e, 0, o));
   }
-  for (db::NewTrial& t :
-       NextUntrialed(pool, trialed, count - static_cast<int64_t>(out.size()),
-                     o)) {
+  for (db::NewTrial& t : NextUntrialed(
+           pool, trialed, count - static_cast<int64_t>(out.size()), o)) {
     out.push_back(std::move(t));
   }
   return out;

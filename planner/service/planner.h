@@ -222,8 +222,7 @@ class Planner {
   // options.cluster_probes, and only for a cluster its agents are).
   void QueueClusterProbesLocked(StudyRun& run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu);
-  absl::StatusOr<ProbeLease> LeaseProbe(const db::Agent& agent,
-                                        absl::Time now);
+  absl::StatusOr<ProbeLease> LeaseProbe(const db::Agent& agent, absl::Time now);
   // A probe left its lease: its rendezvous and undelivered assignments go.
   void ProbeLeaseEnded(int64_t probe_id);
   // A probe's lease ended without a sweep: queued again, or dropped after
@@ -246,10 +245,9 @@ class Planner {
   // `agent` and idle agents (polled recently, no pending lease) that
   // `fits`, up to `size` of them, sorted by id (fewer: the gang is not
   // there yet).
-  std::vector<db::Agent> IdleGang(const db::Agent& agent, int64_t size,
-                                  absl::Time now,
-                                  const std::function<bool(const db::Agent&)>&
-                                      fits);
+  std::vector<db::Agent> IdleGang(
+      const db::Agent& agent, int64_t size, absl::Time now,
+      const std::function<bool(const db::Agent&)>& fits);
   // Tries to lease the next fitting trial to `agent`; nullopt: nothing now.
   absl::StatusOr<std::optional<v1::TrialAssignment>> LeaseNext(
       const db::Agent& agent, absl::Time now);

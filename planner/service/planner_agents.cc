@@ -272,8 +272,7 @@ std::vector<db::Agent> Planner::IdleGang(
   for (const std::string& id : idle) {
     if (static_cast<int64_t>(gang.size()) >= size) break;
     absl::StatusOr<db::Agent> other = store_->GetAgent(id);
-    if (other.ok() && other->state == db::AgentState::kActive &&
-        fits(*other)) {
+    if (other.ok() && other->state == db::AgentState::kActive && fits(*other)) {
       gang.push_back(*std::move(other));
     }
   }
@@ -335,10 +334,9 @@ absl::StatusOr<std::optional<v1::TrialAssignment>> Planner::LeaseNext(
       return Assignment(t, r->second, agent, 0, expires_at);
     }
     // A gang: this agent and other idle agents that fit, polled recently.
-    const std::vector<db::Agent> gang =
-        IdleGang(agent, t.gang_size, now, [&](const db::Agent& other) {
-          return Fits(other, r->second);
-        });
+    const std::vector<db::Agent> gang = IdleGang(
+        agent, t.gang_size, now,
+        [&](const db::Agent& other) { return Fits(other, r->second); });
     // The agent waits for this trial's gang (no trial behind it jumps the
     // queue).
     if (static_cast<int64_t>(gang.size()) < t.gang_size) return std::nullopt;
@@ -461,16 +459,16 @@ void Planner::Rendezvous(const v1::RendezvousRequest& request,
     }
     if (!request.data().empty()) {
       if (first != request.agent_id()) {
-        return done(absl::FailedPreconditionError(absl::StrCat(
-            "cluster probe ", id, ": only node rank 0 (agent ", first,
-            ") publishes its rendezvous data")));
+        return done(absl::FailedPreconditionError(
+            absl::StrCat("cluster probe ", id, ": only node rank 0 (agent ",
+                         first, ") publishes its rendezvous data")));
       }
       probe_rendezvous_.Publish(id, request.data());
       return done(request.data());
     }
     const absl::Duration wait =
-        std::clamp(absl::Milliseconds(request.wait_ms()),
-                   absl::ZeroDuration(), options_.max_rendezvous_wait);
+        std::clamp(absl::Milliseconds(request.wait_ms()), absl::ZeroDuration(),
+                   options_.max_rendezvous_wait);
     probe_rendezvous_.Fetch(id, absl::Now() + wait, std::move(done));
     return;
   }

@@ -51,8 +51,8 @@ void Planner::QueueClusterProbesLocked(StudyRun& run) {
   {
     absl::MutexLock lock(&mu_);
     for (int64_t nodes : missing) {
-      const bool already = std::any_of(
-          probes_.begin(), probes_.end(), [&](const auto& entry) {
+      const bool already =
+          std::any_of(probes_.begin(), probes_.end(), [&](const auto& entry) {
             const ProbeJob& j = entry.second;
             return j.cluster == run.gpu_name && j.nodes == nodes &&
                    j.ranks_per_node == ranks && j.backend == run.backend;
@@ -69,13 +69,13 @@ void Planner::QueueClusterProbesLocked(StudyRun& run) {
     }
   }
   if (queued.empty()) return;
-  Emit(run.id,
-       absl::StrCat("cluster probe queued for ", run.gpu_name,
-                    ": the collectives' bus bandwidth on ",
-                    absl::StrJoin(queued, ", "), " agent",
-                    queued.size() == 1 && queued[0] == 1 ? "" : "s", " of ",
-                    ranks, " ranks (run before the trials; every later plan "
-                    "on this cluster uses it)"));
+  Emit(run.id, absl::StrCat("cluster probe queued for ", run.gpu_name,
+                            ": the collectives' bus bandwidth on ",
+                            absl::StrJoin(queued, ", "), " agent",
+                            queued.size() == 1 && queued[0] == 1 ? "" : "s",
+                            " of ", ranks,
+                            " ranks (run before the trials; every later plan "
+                            "on this cluster uses it)"));
 }
 
 absl::StatusOr<Planner::ProbeLease> Planner::LeaseProbe(const db::Agent& agent,
@@ -105,9 +105,8 @@ absl::StatusOr<Planner::ProbeLease> Planner::LeaseProbe(const db::Agent& agent,
   for (int64_t id : ended) ProbeLeaseEnded(id);
   ProbeLease out;
   for (const ProbeJob& job : candidates) {
-    TESSERA_ASSIGN_OR_RETURN(
-        const std::vector<db::Agent> able,
-        SuitableAgents(job.backend, job.ranks_per_node));
+    TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Agent> able,
+                             SuitableAgents(job.backend, job.ranks_per_node));
     if (static_cast<int64_t>(able.size()) < job.nodes) {
       absl::MutexLock lock(&mu_);
       probes_.erase(job.id);
@@ -165,11 +164,12 @@ absl::StatusOr<Planner::ProbeLease> Planner::LeaseProbe(const db::Agent& agent,
 void Planner::ProbeAttemptFailedLocked(ProbeJob& job, const std::string& why) {
   ++job.attempts;
   const bool dropped = job.attempts >= kProbeAttempts;
-  options_.log.Warning(absl::StrCat(
-      "cluster probe ", job.id, " of ", job.cluster, " on ", job.nodes,
-      " agents: ", why, dropped ? "; dropped (the cost model keeps the "
-                                  "preset's link figures for it)"
-                                : "; queued again"));
+  options_.log.Warning(
+      absl::StrCat("cluster probe ", job.id, " of ", job.cluster, " on ",
+                   job.nodes, " agents: ", why,
+                   dropped ? "; dropped (the cost model keeps the "
+                             "preset's link figures for it)"
+                           : "; queued again"));
   job.agent_ids.clear();
 }
 
@@ -216,9 +216,9 @@ absl::Status Planner::ReportCollectiveProbe(
     auto it = probes_.find(id);
     if (it == probes_.end() || it->second.agent_ids.empty() ||
         it->second.agent_ids.front() != request.agent_id()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cluster probe ", id, ": agent ", request.agent_id(),
-          " is not the node rank 0 of a leased probe"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("cluster probe ", id, ": agent ", request.agent_id(),
+                       " is not the node rank 0 of a leased probe"));
     }
     job = it->second;
   }
@@ -236,9 +236,9 @@ absl::Status Planner::ReportCollectiveProbe(
                                    std::string(samples.status().message()));
           if (it->second.attempts >= kProbeAttempts) probes_.erase(it);
         } else {
-          options_.log.Warning(absl::StrCat("cluster probe ", id,
-                                            ": malformed sweep dropped: ",
-                                            samples.status().message()));
+          options_.log.Warning(absl::StrCat(
+              "cluster probe ", id,
+              ": malformed sweep dropped: ", samples.status().message()));
           probes_.erase(it);
         }
       }
@@ -255,11 +255,10 @@ absl::Status Planner::ReportCollectiveProbe(
         store_->ListCollectiveSamples(job.cluster);
     const bool have_one_node =
         stored.ok() &&
-        std::any_of(stored->begin(), stored->end(),
-                    [&](const db::CollectiveSample& s) {
-                      return s.nodes == 1 &&
-                             s.gpus_per_node == job.ranks_per_node;
-                    });
+        std::any_of(
+            stored->begin(), stored->end(), [&](const db::CollectiveSample& s) {
+              return s.nodes == 1 && s.gpus_per_node == job.ranks_per_node;
+            });
     if (stored.ok() && !have_one_node) {
       db::ProbeFilter of;
       of.agent_id = job.agent_ids.front();

@@ -11,9 +11,8 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::SubmitStudy(
   return FinishUnary(
       context, response, [&]() -> absl::StatusOr<v1::SubmitStudyResponse> {
         absl::StatusOr<int64_t> id = planner_->SubmitStudy(
-            request->spec(), request->has_calibration()
-                                 ? &request->calibration()
-                                 : nullptr);
+            request->spec(),
+            request->has_calibration() ? &request->calibration() : nullptr);
         if (!id.ok()) return id.status();
         v1::SubmitStudyResponse out;
         out.set_study_id(*id);

@@ -21,7 +21,8 @@
 namespace tessera::service {
 
 absl::StatusOr<int64_t> Planner::SubmitStudy(
-    const v1::StudySpec& spec, const v1::ImportCalibrationRequest* calibration) {
+    const v1::StudySpec& spec,
+    const v1::ImportCalibrationRequest* calibration) {
   TESSERA_ASSIGN_OR_RETURN(CheckedStudy checked, CheckStudySpec(spec));
   std::optional<CheckedImport> import;
   if (calibration != nullptr && !calibration->calibration_json().empty()) {
@@ -32,8 +33,8 @@ absl::StatusOr<int64_t> Planner::SubmitStudy(
     }
     absl::StatusOr<CheckedImport> c = CheckImport(*calibration);
     if (!c.ok()) {
-      return absl::Status(c.status().code(), absl::StrCat("calibration: ",
-                                                          c.status().message()));
+      return absl::Status(c.status().code(),
+                          absl::StrCat("calibration: ", c.status().message()));
     }
     if (c->row.gpu != checked.workload.cluster.gpu.name) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -57,10 +58,9 @@ absl::StatusOr<int64_t> Planner::SubmitStudy(
   if (import.has_value()) {
     TESSERA_ASSIGN_OR_RETURN(const v1::ImportCalibrationResponse imported,
                              StoreImport(*store_, *import));
-    options_.log.Info(absl::StrCat("imported calibration ",
-                                   imported.import_id(), " for ",
-                                   imported.gpu(), " (", import->row.source,
-                                   ") with a study"));
+    options_.log.Info(absl::StrCat(
+        "imported calibration ", imported.import_id(), " for ", imported.gpu(),
+        " (", import->row.source, ") with a study"));
   }
   db::NewStudy s;
   s.name = checked.spec.name();
@@ -347,8 +347,8 @@ planner::Calibration Planner::LatestGpuCalibration(
   absl::StatusOr<GpuCalibrationSources> s =
       LatestGpuCalibrationSources(*store_, gpu_name);
   if (!s.ok()) {
-    options_.log.Warning(absl::StrCat("calibration of ", gpu_name, ": ",
-                                      s.status().message()));
+    options_.log.Warning(
+        absl::StrCat("calibration of ", gpu_name, ": ", s.status().message()));
     return StudyCalibration(workload, std::nullopt);
   }
   if (!s->problem.empty()) {

@@ -87,11 +87,10 @@ planner::Calibration StudyCalibration(
     if (from_file.ok()) base = *std::move(from_file);
   }
   if (!trial_fit.has_value()) return base;
-  planner::Calibration c =
-      workload.training.stack == kTrialStack &&
-              workload.training.stack_options.empty()
-          ? *trial_fit
-          : planner::WithHardwareOf(*trial_fit, base);
+  planner::Calibration c = workload.training.stack == kTrialStack &&
+                                   workload.training.stack_options.empty()
+                               ? *trial_fit
+                               : planner::WithHardwareOf(*trial_fit, base);
   c.collectives = base.collectives;
   return c;
 }

@@ -1,6 +1,6 @@
 // From trials to the cost model's calibration and back to the store: the
-// samples planner/calibration/calibration_fit.h fits (each ok trial as it ran: its
-// study's workload scaled to the trial's world and layers, its layout, its
+// samples planner/calibration/calibration_fit.h fits (each ok trial as it ran:
+// its study's workload scaled to the trial's world and layers, its layout, its
 // measured step time), and the conversions between planner::Calibration and
 // the store's named coefficients.
 //

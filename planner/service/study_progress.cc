@@ -249,8 +249,8 @@ absl::StatusOr<TrialPool> Planner::PoolLocked(StudyRun& run, int64_t agents) {
   // of what it plans with (rung 0 spreads its trials over them).
   const planner::RankingUncertainty ranking = planner::AssessRanking(
       *run.workload, pool->search.candidates, run.calibration, run.spreads);
-  for (size_t i = 0; i < pool->entries.size() &&
-                     i < ranking.within_error_of_best.size();
+  for (size_t i = 0;
+       i < pool->entries.size() && i < ranking.within_error_of_best.size();
        ++i) {
     pool->entries[i].within_error_of_best = ranking.within_error_of_best[i];
   }
@@ -453,10 +453,9 @@ absl::Status Planner::RefitLocked(StudyRun& run,
   if (sources.collectives != nullptr) prior.collectives = sources.collectives;
   TESSERA_ASSIGN_OR_RETURN(const planner::CalibrationFit fit,
                            planner::FitCalibration(samples, prior, {}));
-  TESSERA_ASSIGN_OR_RETURN(
-      sources.trial_fit,
-      store_->SaveCalibration(
-          StoredCalibration(fit, db::GpuScope(run.gpu_name))));
+  TESSERA_ASSIGN_OR_RETURN(sources.trial_fit,
+                           store_->SaveCalibration(StoredCalibration(
+                               fit, db::GpuScope(run.gpu_name))));
   TESSERA_RETURN_IF_ERROR(
       store_->SaveCalibration(StoredCalibration(fit, db::StudyScope(run.id)))
           .status());

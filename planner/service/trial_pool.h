@@ -1,6 +1,6 @@
 // The candidates a study may trial: the calibrated ranking of its layouts
-// (planner/search/search.h), each with its trial plan (trial_geometry.h) and the
-// calibrated prediction at the trial's scale, so that what a trial measures
+// (planner/search/search.h), each with its trial plan (trial_geometry.h) and
+// the calibrated prediction at the trial's scale, so that what a trial measures
 // compares with what the model predicted for exactly that trial. A layout
 // that cannot be trialed keeps its place with the reason (the model-parallel
 // group does not fit the agents, the layers, or the memory at the trial's

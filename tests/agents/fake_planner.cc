@@ -213,11 +213,14 @@ grpc::Status FakePlanner::Rendezvous(grpc::ServerContext*,
                                      const v1::RendezvousRequest* request,
                                      v1::RendezvousResponse* response) {
   absl::MutexLock lock(&mutex_);
-  if (!Holds(request->trial_id(), request->agent_id())) {
+  // A cluster probe's lease is held as minus its id (see Hold).
+  const int64_t trial = request->collective_probe_id() > 0
+                            ? -request->collective_probe_id()
+                            : request->trial_id();
+  if (!Holds(trial, request->agent_id())) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "the agent does not hold the lease");
   }
-  const int64_t trial = request->trial_id();
   if (!request->data().empty()) {
     rendezvous_[trial] = request->data();
     return grpc::Status::OK;

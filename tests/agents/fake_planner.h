@@ -53,7 +53,8 @@ class FakePlanner final : public v1::AgentService::Service {
   // lease is held by all of `agents` from now on.
   void Queue(const v1::TrialAssignment& assignment,
              const std::vector<std::string>& agents);
-  // Marks `agents` as holding `trial_id`'s lease without any LeaseTrial.
+  // Marks `agents` as holding `trial_id`'s lease without any LeaseTrial
+  // (a cluster probe's as -probe_id, for its rendezvous).
   void Hold(int64_t trial_id, const std::vector<std::string>& agents);
   // Ends `trial_id`'s lease without telling its holders (an expiry).
   void Revoke(int64_t trial_id);

@@ -167,24 +167,40 @@ grpc::Status ScriptedAgent::Release(int64_t trial_id,
   return s;
 }
 
-grpc::Status ScriptedAgent::Publish(int64_t trial_id, const std::string& data) {
+grpc::Status ScriptedAgent::Publish(int64_t trial_id, const std::string& data,
+                                    int64_t probe_id) {
   v1::RendezvousRequest r;
   r.set_agent_id(id_);
   r.set_trial_id(trial_id);
+  r.set_collective_probe_id(probe_id);
   r.set_data(data);
   v1::RendezvousResponse response;
   return stub_->Rendezvous(Context().get(), r, &response);
 }
 
 grpc::Status ScriptedAgent::Fetch(int64_t trial_id, int64_t wait_ms,
-                                  std::string* data) {
+                                  std::string* data, int64_t probe_id) {
   v1::RendezvousRequest r;
   r.set_agent_id(id_);
   r.set_trial_id(trial_id);
+  r.set_collective_probe_id(probe_id);
   r.set_wait_ms(wait_ms);
   v1::RendezvousResponse response;
   const grpc::Status s = stub_->Rendezvous(Context().get(), r, &response);
   if (data != nullptr) *data = response.data();
+  return s;
+}
+
+grpc::Status ScriptedAgent::ReportSweep(int64_t probe_id,
+                                        const std::string& json) {
+  v1::ReportCollectiveProbeRequest r;
+  r.set_agent_id(id_);
+  r.set_collective_probe_id(probe_id);
+  r.set_result_json(json);
+  v1::ReportCollectiveProbeResponse response;
+  const grpc::Status s =
+      stub_->ReportCollectiveProbe(Context().get(), r, &response);
+  planner_->WaitForAdvances();
   return s;
 }
 

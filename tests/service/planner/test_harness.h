@@ -80,8 +80,13 @@ class ScriptedAgent {
   std::optional<v1::TrialAssignment> Lease();
   grpc::Status Report(int64_t trial_id, const std::string& result_json);
   grpc::Status Release(int64_t trial_id, const std::string& reason);
-  grpc::Status Publish(int64_t trial_id, const std::string& data);
-  grpc::Status Fetch(int64_t trial_id, int64_t wait_ms, std::string* data);
+  // The rendezvous of a trial, or of a cluster probe when probe_id > 0.
+  grpc::Status Publish(int64_t trial_id, const std::string& data,
+                       int64_t probe_id = 0);
+  grpc::Status Fetch(int64_t trial_id, int64_t wait_ms, std::string* data,
+                     int64_t probe_id = 0);
+  // A cluster probe's sweep (waits for the advancer as Report does).
+  grpc::Status ReportSweep(int64_t probe_id, const std::string& json);
 
   const std::string& id() const { return id_; }
 
