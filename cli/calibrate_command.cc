@@ -3,11 +3,11 @@
 #include <memory>
 #include <optional>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "cli/exit_codes.h"
 #include "cli/measurement_file.h"
@@ -37,7 +37,8 @@ constexpr char kAbout[] =
     "--measurements: JSON Lines, one run per line:\n"
     "  {\"spec\": {StudySpec: model, cluster, training with stack},\n"
     "   \"layout\": \"tp=2,zero=1,micro_batch=2\",\n"
-    "   \"measured\": {\"step_time_s\" or \"tokens_per_s_per_gpu\", and any of\n"
+    "   \"measured\": {\"step_time_s\" or \"tokens_per_s_per_gpu\", and any "
+    "of\n"
     "                \"peak_memory_gib\", \"compute_s\", \"comm_s\",\n"
     "                \"exposed_comm_s\", \"watts_per_gpu\"}}\n"
     "A malformed line stops the command and names its file, line and field;\n"
@@ -58,7 +59,8 @@ absl::StatusOr<std::vector<planner::CollectiveMeasurement>> ReadCollectives(
   int64_t nodes = 0;
   const size_t eq = file.find('=');
   if (eq != std::string::npos) {
-    TESSERA_ASSIGN_OR_RETURN(op, planner::ParseCollectiveOp(file.substr(0, eq)));
+    TESSERA_ASSIGN_OR_RETURN(op,
+                             planner::ParseCollectiveOp(file.substr(0, eq)));
     file = file.substr(eq + 1);
   }
   const size_t at = file.rfind('@');
@@ -96,10 +98,10 @@ void PrintSummary(const planner::CalibrationFile& f,
                            100 * f.step_time.prior_mape,
                            100 * f.step_time.fitted_mape, f.samples);
     if (f.peak_memory) {
-      out << absl::StrFormat(
-          "peak memory MAPE %.1f%% -> %.1f%% over %d runs\n",
-          100 * f.peak_memory->prior_mape, 100 * f.peak_memory->fitted_mape,
-          f.peak_memory->samples);
+      out << absl::StrFormat("peak memory MAPE %.1f%% -> %.1f%% over %d runs\n",
+                             100 * f.peak_memory->prior_mape,
+                             100 * f.peak_memory->fitted_mape,
+                             f.peak_memory->samples);
     }
     if (f.watts) {
       out << absl::StrFormat("watts MAPE %.1f%% -> %.1f%% over %d runs\n",
@@ -110,11 +112,11 @@ void PrintSummary(const planner::CalibrationFile& f,
                            "prior", "value", "log sd");
     for (const std::string& name : f.fitted) {
       auto sd = f.posterior_log_sd.find(name);
-      out << absl::StrFormat(
-          "%-28s %10.4g %10.4g %10s\n", name, *f.prior.Get(name),
-          *f.calibration.Get(name),
-          sd == f.posterior_log_sd.end() ? "-"
-                                         : absl::StrFormat("%.3f", sd->second));
+      out << absl::StrFormat("%-28s %10.4g %10.4g %10s\n", name,
+                             *f.prior.Get(name), *f.calibration.Get(name),
+                             sd == f.posterior_log_sd.end()
+                                 ? "-"
+                                 : absl::StrFormat("%.3f", sd->second));
     }
   }
   for (const std::string& w : f.warnings) out << "warning: " << w << "\n";
@@ -139,8 +141,7 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
                    "nccl-tests output or CSV of measured bus bandwidth",
                    &collectives);
   flags.AddString("stack", "NAME",
-                  "the stack of a calibration from collectives alone",
-                  &stack);
+                  "the stack of a calibration from collectives alone", &stack);
   flags.AddString("gpu", "NAME",
                   "the GPU preset of a calibration from collectives alone",
                   &gpu);
@@ -176,8 +177,7 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
       if (!samples.empty()) {
         const Workload& first = samples.front().workload;
         if (s.workload.training.stack != first.training.stack ||
-            s.workload.training.stack_options !=
-                first.training.stack_options) {
+            s.workload.training.stack_options != first.training.stack_options) {
           return ReportError(
               err, kCommand,
               absl::InvalidArgumentError(absl::StrCat(
@@ -189,9 +189,8 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
               err, kCommand,
               absl::InvalidArgumentError(absl::StrCat(
                   at, ": spec.cluster.gpu: this run's GPU '",
-                  s.workload.cluster.gpu.name, "' differs from ", where,
-                  "'s '", first.cluster.gpu.name,
-                  "'; a calibration is for one GPU")));
+                  s.workload.cluster.gpu.name, "' differs from ", where, "'s '",
+                  first.cluster.gpu.name, "'; a calibration is for one GPU")));
         }
       } else {
         where = at;
@@ -216,6 +215,23 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
     options = samples.front().workload.training.stack_options;
     gpu_spec = samples.front().workload.cluster.gpu;
   } else {
+    if (!gpu && !files.empty()) {
+      // Every run was skipped: say why rather than ask for --gpu.
+      std::vector<std::string> why;
+      for (const MeasurementFile& f : files) {
+        for (const SkippedMeasurement& k : f.skipped) {
+          if (why.size() < 5) {
+            why.push_back(absl::StrCat(f.path, ":", k.line, ": ", k.reason));
+          }
+        }
+      }
+      return ReportError(
+          err, kCommand,
+          absl::InvalidArgumentError(absl::StrCat(
+              "--measurements: no run could be used",
+              why.empty() ? " (the files hold none)"
+                          : absl::StrCat(": ", absl::StrJoin(why, "; ")))));
+    }
     if (!gpu) {
       return ReportError(err, kCommand,
                          absl::InvalidArgumentError(

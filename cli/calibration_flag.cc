@@ -22,8 +22,9 @@ absl::StatusOr<planner::Calibration> Resolve(
   absl::StatusOr<planner::CalibrationFile> file =
       planner::ReadCalibrationFile(*path);
   if (!file.ok()) {
-    return absl::Status(file.status().code(),
-                        absl::StrCat("--calibration: ", file.status().message()));
+    return absl::Status(
+        file.status().code(),
+        absl::StrCat("--calibration: ", file.status().message()));
   }
   absl::StatusOr<planner::Calibration> c =
       planner::CalibrationFromFile(w, *file, *path, note);
@@ -52,11 +53,10 @@ absl::StatusOr<CommandCalibration> CalibrationForCommand(
   if (!note.empty()) err << "note: " << note << "\n";
   return CommandCalibration{
       .calibration = std::move(c),
-      .uncertainty = whole.has_value()
-                         ? planner::PredictionUncertaintyOf(
-                               *whole, w.training.precision)
-                         : planner::DefaultPredictionUncertainty(
-                               w.training.precision)};
+      .uncertainty =
+          whole.has_value()
+              ? planner::PredictionUncertaintyOf(*whole, w.training.precision)
+              : planner::DefaultPredictionUncertainty(w.training.precision)};
 }
 
 }  // namespace tessera::cli

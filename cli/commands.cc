@@ -66,8 +66,7 @@ const std::vector<Command>& Commands() {
        &RunTrials},
       {"best", "a study's best layout for throughput or energy", &RunBest},
       {"history", "what every study measured, grouped by layout", &RunHistory},
-      {"report", "write a study as one self-contained HTML page",
-       &RunReport},
+      {"report", "write a study as one self-contained HTML page", &RunReport},
       {"cancel", "cancel a study", &RunCancel},
   };
   return commands;

@@ -1,5 +1,6 @@
 #include "cli/measurement_file.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/ascii.h"
@@ -8,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "core/file_io.h"
 #include "core/layout.h"
+#include "core/layout_json.h"
 #include "core/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "planner/stacks/training_stack.h"
@@ -22,8 +24,8 @@ using Json = nlohmann::json;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 constexpr const char* kMeasured[] = {
-    "step_time_s",  "tokens_per_s_per_gpu", "peak_memory_gib", "compute_s",
-    "comm_s",       "exposed_comm_s",       "watts_per_gpu"};
+    "step_time_s", "tokens_per_s_per_gpu", "peak_memory_gib", "compute_s",
+    "comm_s",      "exposed_comm_s",       "watts_per_gpu"};
 
 // Either a parsed sample or why the run cannot be expressed; malformed
 // lines are errors.
@@ -35,7 +37,8 @@ struct LineResult {
 
 absl::StatusOr<LineResult> ParseLine(const Json& j, const std::string& at) {
   auto bad = [&](absl::string_view field, absl::string_view what) {
-    return absl::InvalidArgumentError(absl::StrCat(at, ": ", field, ": ", what));
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ": ", field, ": ", what));
   };
   if (!j.is_object()) return bad("(line)", "must be a JSON object");
   for (const auto& [key, value] : j.items()) {
@@ -62,13 +65,12 @@ absl::StatusOr<LineResult> ParseLine(const Json& j, const std::string& at) {
                  "peak_memory_gib, compute_s, comm_s, exposed_comm_s, "
                  "watts_per_gpu)");
     }
-    const bool may_be_zero =
-        key == "comm_s" || key == "exposed_comm_s";
+    const bool may_be_zero = key == "comm_s" || key == "exposed_comm_s";
     if (!value.is_number() || !std::isfinite(value.get<double>()) ||
         value.get<double>() < 0 || (!may_be_zero && value.get<double>() == 0)) {
-      return bad(absl::StrCat("measured.", key),
-                 may_be_zero ? "must be a number >= 0"
-                             : "must be a positive number");
+      return bad(
+          absl::StrCat("measured.", key),
+          may_be_zero ? "must be a number >= 0" : "must be a positive number");
     }
   }
   if (!m.contains("step_time_s") && !m.contains("tokens_per_s_per_gpu")) {
@@ -96,8 +98,8 @@ absl::StatusOr<LineResult> ParseLine(const Json& j, const std::string& at) {
     r.reason = std::string(w.status().message());
     return r;
   }
-  absl::StatusOr<Layout> resolved = ResolveLayout(
-      *layout, w->cluster.world_size(), w->training.global_batch);
+  absl::StatusOr<Layout> resolved =
+      ResolveLayout(*layout, w->cluster.world_size(), w->training.global_batch);
   absl::Status fits = resolved.status();
   absl::StatusOr<planner::TrainingStack> stack =
       planner::StackForTraining(w->training);
@@ -116,12 +118,11 @@ absl::StatusOr<LineResult> ParseLine(const Json& j, const std::string& at) {
   s.workload = *w;
   s.layout = *layout;
   s.weight = weight;
-  s.step_time_s =
-      m.contains("step_time_s")
-          ? m["step_time_s"].get<double>()
-          : static_cast<double>(w->training.tokens_per_step()) /
-                (m["tokens_per_s_per_gpu"].get<double>() *
-                 static_cast<double>(w->cluster.world_size()));
+  s.step_time_s = m.contains("step_time_s")
+                      ? m["step_time_s"].get<double>()
+                      : static_cast<double>(w->training.tokens_per_step()) /
+                            (m["tokens_per_s_per_gpu"].get<double>() *
+                             static_cast<double>(w->cluster.world_size()));
   if (m.contains("peak_memory_gib")) {
     s.peak_memory_bytes = m["peak_memory_gib"].get<double>() * kGiB;
   }
@@ -136,12 +137,205 @@ absl::StatusOr<LineResult> ParseLine(const Json& j, const std::string& at) {
   return r;
 }
 
+// The measured values of a tessera-trial result or a `tessera trials
+// --json` row, by the rule the planner's own fits follow
+// (planner/service/recalibration.h): the median step time, weighted by the
+// measured steps; the compute / communication split and peak memory only
+// from the cuda backend (the CPU executor's blocking collectives also time
+// waiting); power where it was measured.
+Json MeasuredOfTrial(double step_time_s, const std::string& backend,
+                     double compute_s, double comm_s, double exposed_comm_s,
+                     double peak_memory_bytes, const Json& watts) {
+  Json m = {{"step_time_s", step_time_s}};
+  if (backend == "cuda") {
+    if (compute_s > 0) m["compute_s"] = compute_s;
+    if (comm_s >= 0) m["comm_s"] = comm_s;
+    if (exposed_comm_s >= 0) m["exposed_comm_s"] = exposed_comm_s;
+    if (peak_memory_bytes > 0) m["peak_memory_gib"] = peak_memory_bytes / kGiB;
+  }
+  if (watts.is_number() && watts.get<double>() > 0) m["watts_per_gpu"] = watts;
+  return m;
+}
+
+double NumberOr(const Json& j, const char* key, double fallback) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>()
+                                               : fallback;
+}
+
+// Peak memory per GPU: a number (`tessera trials --json`), or the largest
+// rank's of tessera-trial's per-rank list.
+double PeakMemoryBytes(const Json& j) {
+  if (!j.contains("peak_memory_bytes")) return 0;
+  const Json& p = j["peak_memory_bytes"];
+  if (p.is_number()) return p.get<double>();
+  double peak = 0;
+  if (p.is_array()) {
+    for (const Json& v : p) {
+      if (v.is_number()) peak = std::max(peak, v.get<double>());
+    }
+  }
+  return peak;
+}
+
+std::string StringOr(const Json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
+// The canonical {spec, layout, measured, weight} of a line in any accepted
+// form; `skip` set (and nothing returned) for a run that did not measure.
+//   - {spec, layout, measured[, weight]}: as is;
+//   - {spec, trial[, weight]}: `trial` is tessera-trial's result JSON and
+//     `spec` the model, GPU, GPUs per node, stack and precision it ran with;
+//     the world (its ranks), global batch and sequence length are the
+//     result's;
+//   - a `tessera trials --json` row (it has "state"): its "ran" spec, its
+//     layout and its measured values.
+absl::StatusOr<Json> Canonical(const Json& j, const std::string& at,
+                               std::string* skip) {
+  auto bad = [&](absl::string_view field, absl::string_view what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ": ", field, ": ", what));
+  };
+  if (!j.is_object()) return bad("(line)", "must be a JSON object");
+  auto layout_text = [&](const Json& layout,
+                         absl::string_view field) -> absl::StatusOr<Json> {
+    absl::StatusOr<Layout> l = LayoutFromJson(layout);
+    if (!l.ok()) return bad(field, l.status().message());
+    return Json(FormatLayout(*l));
+  };
+  if (j.contains("state")) {  // a `tessera trials --json` row
+    const std::string id = j.contains("id") ? j["id"].dump() : std::string("?");
+    if (StringOr(j, "state") != "ok") {
+      *skip = absl::StrCat("trial ", id, " is ", j["state"].dump(), ", not ok");
+      return Json();
+    }
+    if (!j.contains("ran") || !j["ran"].is_object()) {
+      *skip = absl::StrCat("trial ", id,
+                           ": the planner gave no 'ran' spec (its study no "
+                           "longer maps onto it, or an older planner)");
+      return Json();
+    }
+    if (!j.contains("measured") || !j["measured"].is_object()) {
+      return bad("measured", "an ok trial without measured values");
+    }
+    const Json& m = j["measured"];
+    TESSERA_ASSIGN_OR_RETURN(Json layout, layout_text(j["layout"], "layout"));
+    const double steps = NumberOr(m, "steps", 1);
+    return Json{
+        {"spec", j["ran"]},
+        {"layout", layout},
+        {"measured",
+         MeasuredOfTrial(
+             NumberOr(m, "step_time_median_s", 0), StringOr(m, "backend"),
+             NumberOr(m, "compute_s", 0), NumberOr(m, "comm_s", -1),
+             NumberOr(m, "exposed_comm_s", -1), PeakMemoryBytes(m),
+             m.contains("watts_per_gpu") ? m["watts_per_gpu"] : Json())},
+        {"weight", std::max(1.0, steps)}};
+  }
+  if (!j.contains("trial")) return j;
+  for (const auto& [key, value] : j.items()) {
+    if (key != "spec" && key != "trial" && key != "weight") {
+      return bad(key,
+                 "unknown field beside 'trial' (known: spec, trial, "
+                 "weight)");
+    }
+  }
+  const Json& r = j["trial"];
+  if (!r.is_object()) return bad("trial", "must be tessera-trial's result");
+  if (!j.contains("spec") || !j["spec"].is_object()) {
+    return bad("spec",
+               "required: the model, cluster (gpu, gpus_per_node) and "
+               "training (stack, precision) the trial ran with");
+  }
+  if (StringOr(r, "status") != "ok") {
+    *skip = absl::StrCat("the trial's status is '", StringOr(r, "status"),
+                         "': ", StringOr(r, "reason"));
+    return Json();
+  }
+  for (const char* key : {"ranks", "global_batch", "seq_len", "steps"}) {
+    if (!(NumberOr(r, key, 0) >= 1)) {
+      return bad(absl::StrCat("trial.", key), "required: a number >= 1");
+    }
+  }
+  if (!r.contains("step_time_s") ||
+      !(NumberOr(r["step_time_s"], "median", 0) > 0)) {
+    return bad("trial.step_time_s.median", "required: a positive number");
+  }
+  TESSERA_ASSIGN_OR_RETURN(
+      Json layout, layout_text(r.value("layout", Json()), "trial.layout"));
+  Json spec = j["spec"];
+  const int64_t ranks = static_cast<int64_t>(NumberOr(r, "ranks", 1));
+  const int64_t gpn = static_cast<int64_t>(
+      NumberOr(spec.value("cluster", Json::object()), "gpus_per_node", 0));
+  if (gpn < 1) {
+    return bad("spec.cluster.gpus_per_node",
+               "required with a trial: how its ranks were placed");
+  }
+  // The trial's world: whole nodes of the spec's GPUs per node, or one
+  // node of its ranks when it ran on fewer.
+  spec["cluster"]["nodes"] = ranks >= gpn ? ranks / gpn : 1;
+  spec["cluster"]["gpus_per_node"] = ranks >= gpn ? gpn : ranks;
+  if (ranks >= gpn && ranks % gpn != 0) {
+    return bad("trial.ranks", absl::StrCat(ranks,
+                                           " ranks are not whole nodes "
+                                           "of spec.cluster.gpus_per_node ",
+                                           gpn));
+  }
+  spec["training"]["global_batch"] = r["global_batch"];
+  spec["training"]["seq_len"] = r["seq_len"];
+  const double steps = NumberOr(r, "steps", 1);
+  return Json{
+      {"spec", spec},
+      {"layout", layout},
+      {"measured",
+       MeasuredOfTrial(
+           r["step_time_s"]["median"].get<double>(), StringOr(r, "backend"),
+           NumberOr(r, "compute_s", 0), NumberOr(r, "comm_s", -1),
+           NumberOr(r, "exposed_comm_s", -1), PeakMemoryBytes(r),
+           r.contains("watts_per_gpu") ? r["watts_per_gpu"] : Json())},
+      {"weight",
+       j.contains("weight") ? j["weight"] : Json(std::max(1.0, steps))}};
+}
+
+// One measurement: `j` in any accepted form, added to `out` or skipped.
+absl::Status AddMeasurement(const Json& j, const std::string& at,
+                            int64_t line_no, MeasurementFile& out) {
+  std::string skip;
+  TESSERA_ASSIGN_OR_RETURN(const Json canonical, Canonical(j, at, &skip));
+  if (!skip.empty()) {
+    out.skipped.push_back(SkippedMeasurement{line_no, skip});
+    return absl::OkStatus();
+  }
+  TESSERA_ASSIGN_OR_RETURN(LineResult r, ParseLine(canonical, at));
+  if (r.skipped) {
+    out.skipped.push_back(SkippedMeasurement{line_no, r.reason});
+  } else {
+    out.samples.push_back(std::move(r.sample));
+    out.sample_lines.push_back(line_no);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<MeasurementFile> ParseMeasurements(absl::string_view text,
                                                   const std::string& path) {
   MeasurementFile out;
   out.path = path;
+  // `tessera trials --json` prints one array: element i counts as line i+1.
+  if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(text), "[")) {
+    const Json all = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (!all.is_array()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": starts with '[' but is not a JSON array"));
+    }
+    for (size_t i = 0; i < all.size(); ++i) {
+      TESSERA_RETURN_IF_ERROR(AddMeasurement(all[i],
+                                             absl::StrCat(path, "[", i, "]"),
+                                             static_cast<int64_t>(i) + 1, out));
+    }
+    return out;
+  }
   int64_t line_no = 0;
   for (absl::string_view raw : absl::StrSplit(text, '\n')) {
     ++line_no;
@@ -153,13 +347,7 @@ absl::StatusOr<MeasurementFile> ParseMeasurements(absl::string_view text,
       return absl::InvalidArgumentError(
           absl::StrCat(at, ": not a JSON object on one line"));
     }
-    TESSERA_ASSIGN_OR_RETURN(LineResult r, ParseLine(j, at));
-    if (r.skipped) {
-      out.skipped.push_back(SkippedMeasurement{line_no, r.reason});
-    } else {
-      out.samples.push_back(std::move(r.sample));
-      out.sample_lines.push_back(line_no);
-    }
+    TESSERA_RETURN_IF_ERROR(AddMeasurement(j, at, line_no, out));
   }
   return out;
 }

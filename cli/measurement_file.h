@@ -12,6 +12,18 @@
 // (optional, default 1) says how much a run counts. Blank lines and lines
 // starting with # are skipped.
 //
+// Two other forms are read as the same measurement:
+//   - {"spec": ..., "trial": <tessera-trial's result JSON>, "weight": 1}: the
+//     spec gives the model, the GPU and GPUs per node, the stack and the
+//     precision the trial ran with; its world (ranks), global batch,
+//     sequence length, layout and measured values are the result's;
+//   - `tessera trials --json` (a JSON array, or one row per line): each ok
+//     trial's "ran" spec (its study at the trial's scale), layout and
+//     measured values; other states are skipped.
+// From both, as the planner's own fits take them: the median step time
+// weighted by the measured steps, the compute/communication split and peak
+// memory only from cuda trials, power where measured.
+//
 // A malformed line (not JSON, a missing or unknown field, a value that is not
 // a positive number, a spec whose JSON mapping fails) is an error naming the
 // file, the line and the field, and nothing is read. A run the cost model

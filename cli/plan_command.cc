@@ -58,9 +58,8 @@ absl::StatusOr<planner::SearchResult> PlanOnService(
   const int n = response->candidates_size();
   if (result.ok() && response->has_uncertainty() &&
       (u.candidates_size() != n || u.within_error_of_best_size() != n)) {
-    result = absl::InvalidArgumentError(
-        absl::StrCat("uncertainty for ", u.candidates_size(), " of ", n,
-                     " candidates"));
+    result = absl::InvalidArgumentError(absl::StrCat(
+        "uncertainty for ", u.candidates_size(), " of ", n, " candidates"));
   }
   if (!result.ok()) {
     return absl::InternalError(absl::StrCat(
@@ -123,8 +122,8 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     return ReportError(err, kCommand, s);
   }
   const bool on_service = planner.planner.has_value();
-  absl::StatusOr<CommandCalibration> calibration = CalibrationForCommand(
-      study->workload, calibration_path, on_service, err);
+  absl::StatusOr<CommandCalibration> calibration =
+      CalibrationForCommand(study->workload, calibration_path, on_service, err);
   if (!calibration.ok()) {
     return ReportError(err, kCommand, calibration.status());
   }

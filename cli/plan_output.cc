@@ -151,9 +151,10 @@ nlohmann::json PlanJson(const planner::SearchResult& r,
                    {"pareto", std::move(pareto)},
                    {"rejected", std::move(rejected)}};
   if (u != nullptr) {
-    j["uncertainty"] = {{"source", u->spreads.source},
-                        {"model_log_sd", u->spreads.model_log_sd},
-                        {"within_error_of_best", u->ranking.within_error_count}};
+    j["uncertainty"] = {
+        {"source", u->spreads.source},
+        {"model_log_sd", u->spreads.model_log_sd},
+        {"within_error_of_best", u->ranking.within_error_count}};
     if (any) {
       best_throughput["step_time_interval_s"] =
           IntervalJson(u->best_throughput);
@@ -241,9 +242,9 @@ void PrintPlan(const Workload& w, const planner::SearchResult& r,
       out << absl::StrFormat(
           "%s within the model's error of rank 1: the cost model cannot order "
           "them, trials can (tessera submit)\n",
-          tied == shown ? absl::StrCat("all ", shown, " layouts shown are")
-                        : absl::StrCat(tied, " of the ", shown,
-                                       " layouts shown are"));
+          tied == shown
+              ? absl::StrCat("all ", shown, " layouts shown are")
+              : absl::StrCat(tied, " of the ", shown, " layouts shown are"));
     }
     out << "  error: " << u->spreads.source << "\n";
   }

@@ -118,8 +118,8 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
   absl::StatusOr<Study> study = workload_flags.Resolve();
   if (!study.ok()) return ReportError(err, kCommand, study.status());
   const bool on_service = planner.planner.has_value();
-  absl::StatusOr<CommandCalibration> calibration = CalibrationForCommand(
-      study->workload, calibration_path, on_service, err);
+  absl::StatusOr<CommandCalibration> calibration =
+      CalibrationForCommand(study->workload, calibration_path, on_service, err);
   if (!calibration.ok()) {
     return ReportError(err, kCommand, calibration.status());
   }

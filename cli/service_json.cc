@@ -7,6 +7,7 @@
 #include "cli/time_text.h"
 #include "core/layout_json.h"
 #include "proto/convert.h"
+#include "proto/spec_json.h"
 
 namespace tessera::cli {
 namespace {
@@ -130,7 +131,12 @@ json TrialJson(const v1::Trial& t) {
        t.has_measured() ? TrialMetricsJson(t.measured()) : json(nullptr)},
       {"predicted", t.has_predicted()
                         ? PredictionJson(PredictionFromProto(t.predicted()))
-                        : json(nullptr)}};
+                        : json(nullptr)},
+      // What it ran (ok trials): with layout and measured, a measurement
+      // `tessera calibrate` reads.
+      {"ran", t.has_ran()
+                  ? json::parse(StudySpecToJson(t.ran()), nullptr, false)
+                  : json(nullptr)}};
 }
 
 json RecommendedLayoutJson(const v1::RecommendedLayout& r) {

@@ -87,8 +87,8 @@ int RunSubmit(const std::vector<std::string>& args, std::ostream& out,
     if (!c.ok()) {
       return ReportError(
           err, kCommand,
-          absl::Status(c.status().code(), absl::StrCat("--calibration: ",
-                                                       c.status().message())));
+          absl::Status(c.status().code(),
+                       absl::StrCat("--calibration: ", c.status().message())));
     }
     calibration = *std::move(c);
   }

@@ -2,15 +2,15 @@
 
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/strings/ascii.h"
-#include "planner/stacks/training_stack.h"
 #include "core/gpu.h"
 #include "core/model.h"
+#include "planner/stacks/training_stack.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
 

@@ -112,6 +112,18 @@ absl::StatusOr<v1::StudySpec> StudySpecFromJson(absl::string_view json,
   return spec;
 }
 
+std::string StudySpecToJson(const v1::StudySpec& spec) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  std::string out;
+  // Printing a message we built cannot fail but for invalid UTF-8 in a
+  // string: then "{}" and the reader says what is missing.
+  if (!google::protobuf::util::MessageToJsonString(spec, &out, options).ok()) {
+    return "{}";
+  }
+  return out;
+}
+
 absl::StatusOr<v1::StudySpec> ReadStudySpecFile(absl::string_view path) {
   const std::string name(path);
   std::error_code error;

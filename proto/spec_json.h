@@ -11,6 +11,8 @@
 //   // error: "spec: study.json: line 3, column 1: syntax error ..."
 #pragma once
 
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "tessera/v1/specs.pb.h"
@@ -23,6 +25,10 @@ namespace tessera {
 // values are checked by WorkloadFromSpec (proto/convert.h).
 absl::StatusOr<v1::StudySpec> StudySpecFromJson(absl::string_view json,
                                                 absl::string_view source);
+
+// The spec as JSON with the .proto's field names (what StudySpecFromJson
+// reads back), fields at their defaults left out.
+std::string StudySpecToJson(const v1::StudySpec& spec);
 
 // Reads the file at `path` and parses it as StudySpecFromJson does, with
 // `path` as the source. A file that is missing or unreadable is

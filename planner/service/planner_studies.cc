@@ -190,7 +190,7 @@ absl::StatusOr<v1::ListTrialsResponse> Planner::ListTrials(
   for (const db::Trial& t : trials) {
     v1::Trial* proto = out.add_trials();
     *proto = TrialToProto(t);
-    if (!t.reason.empty()) continue;
+    if (!t.reason.empty() && t.status != db::TrialState::kOk) continue;
     auto it = studies.find(t.study_id);
     if (it == studies.end()) {
       absl::StatusOr<db::Study> s = store_->GetStudy(t.study_id);
@@ -202,9 +202,15 @@ absl::StatusOr<v1::ListTrialsResponse> Planner::ListTrials(
                         w.ok() ? std::optional(*std::move(w)) : std::nullopt)
                .first;
     }
-    if (it->second.has_value()) {
-      proto->set_reason(
-          TrialScaleNote(t, it->second->first, it->second->second));
+    if (!it->second.has_value()) continue;
+    const auto& [study_workload, layers] = *it->second;
+    if (t.reason.empty()) {
+      proto->set_reason(TrialScaleNote(t, study_workload, layers));
+    }
+    if (t.status == db::TrialState::kOk) {
+      absl::StatusOr<Workload> ran =
+          WorkloadTrialRan(t, study_workload, layers);
+      if (ran.ok()) *proto->mutable_ran() = SpecFromWorkload(*ran);
     }
   }
   return out;

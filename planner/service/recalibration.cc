@@ -11,6 +11,24 @@
 
 namespace tessera::service {
 
+absl::StatusOr<Workload> WorkloadTrialRan(const db::Trial& trial,
+                                          const Workload& study_workload,
+                                          int64_t layers) {
+  absl::StatusOr<TrialPlan> plan =
+      PlanOfTrialLayout(study_workload, trial.layout, layers);
+  if (!plan.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trial ", trial.id,
+        ": its layout does not map onto its study: ", plan.status().message()));
+  }
+  Workload w = plan->workload;
+  // What ran: the executor, in its own number format.
+  w.training.stack = kTrialStack;
+  w.training.stack_options.clear();
+  w.training.precision = Precision::kBf16;
+  return w;
+}
+
 absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
     const db::Trial& trial, const Workload& study_workload, int64_t layers) {
   if (trial.status != db::TrialState::kOk || !trial.measured ||
@@ -19,20 +37,11 @@ absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
     return absl::InvalidArgumentError(absl::StrCat(
         "trial ", trial.id, ": no measured step time to calibrate with"));
   }
-  absl::StatusOr<TrialPlan> plan =
-      PlanOfTrialLayout(study_workload, trial.layout, layers);
-  if (!plan.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "trial ", trial.id,
-        ": its layout does not map onto its study: ", plan.status().message()));
-  }
+  TESSERA_ASSIGN_OR_RETURN(Workload ran,
+                           WorkloadTrialRan(trial, study_workload, layers));
   const db::TrialMeasurement& m = *trial.measured;
   planner::CalibrationSample s;
-  s.workload = plan->workload;
-  // What ran: the executor, in its own number format.
-  s.workload.training.stack = kTrialStack;
-  s.workload.training.stack_options.clear();
-  s.workload.training.precision = Precision::kBf16;
+  s.workload = std::move(ran);
   s.layout = trial.layout;
   s.step_time_s = m.step_time_s.median;
   if (m.backend == "cuda") {

@@ -33,6 +33,14 @@
 
 namespace tessera::service {
 
+// What a trial of a study with `study_workload` and the trial options'
+// `layers` ran: the study's workload at the trial's world, global batch and
+// layers, on Tessera's executor (stack "tessera", bf16). INVALID_ARGUMENT
+// naming the trial when its layout no longer maps onto the study.
+absl::StatusOr<Workload> WorkloadTrialRan(const db::Trial& trial,
+                                          const Workload& study_workload,
+                                          int64_t layers);
+
 // The sample of an ok trial of a study with `study_workload` and the trial
 // options' `layers`. INVALID_ARGUMENT for a trial without a measured step
 // time or whose layout no longer maps onto the study.

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/measurement_file.h"
+#include "core/trial_result.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "planner/calibration/calibration_file.h"
@@ -116,9 +117,10 @@ TEST(CalibrateCommandTest, FitsWritesAndIsUsedByPredict) {
 
   // predict --calibration: the file's coefficients.
   const std::vector<std::string> flags = {
-      "--model", "llama3-8b", "--gpu", "h100-sxm", "--nodes", "2",
-      "--gpus-per-node", "8", "--global-batch", "64", "--seq-len", "4096",
-      "--stack", "torchtitan", "--layout", "zero=3,micro_batch=2",
+      "--model",        "llama3-8b",  "--gpu",           "h100-sxm",
+      "--nodes",        "2",          "--gpus-per-node", "8",
+      "--global-batch", "64",         "--seq-len",       "4096",
+      "--stack",        "torchtitan", "--layout",        "zero=3,micro_batch=2",
       "--json"};
   r = RunCli(Concat(Concat({"predict"}, flags), {"--calibration", cal}));
   ASSERT_EQ(r.status, 0) << r.err;
@@ -140,8 +142,8 @@ TEST(CalibrateCommandTest, FitsWritesAndIsUsedByPredict) {
   // Another stack: its hardware coefficients, said on stderr.
   std::vector<std::string> mcore = flags;
   mcore[13] = "megatron-core";
-  r = RunCli(Concat(Concat({"plan"}, std::vector<std::string>(
-                                         mcore.begin(), mcore.end() - 3)),
+  r = RunCli(Concat(Concat({"plan"}, std::vector<std::string>(mcore.begin(),
+                                                              mcore.end() - 3)),
                     {"--calibration", cal, "--top", "1"}));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("its hardware coefficients and measured collectives "
@@ -152,8 +154,7 @@ TEST(CalibrateCommandTest, FitsWritesAndIsUsedByPredict) {
   r = RunCli(Concat(Concat({"predict"}, flags),
                     {"--calibration", cal, "--planner", "127.0.0.1:1"}));
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find("--calibration: not with --planner"),
-            std::string::npos);
+  EXPECT_NE(r.err.find("--calibration: not with --planner"), std::string::npos);
 }
 
 // The step-time interval plan and predict print: the defaults' published
@@ -168,9 +169,11 @@ TEST(CalibrateCommandTest, PredictionsCarryTheFitsUncertainty) {
   ASSERT_EQ(r.status, 0) << r.err;
   auto predict = [&](const char* layout, bool with_file) {
     std::vector<std::string> flags = {
-        "predict", "--model", "llama3-8b", "--gpu", "h100-sxm", "--nodes",
-        "2", "--gpus-per-node", "8", "--global-batch", "64", "--seq-len",
-        "4096", "--stack", "torchtitan", "--layout", layout, "--json"};
+        "predict",  "--model",        "llama3-8b",  "--gpu",
+        "h100-sxm", "--nodes",        "2",          "--gpus-per-node",
+        "8",        "--global-batch", "64",         "--seq-len",
+        "4096",     "--stack",        "torchtitan", "--layout",
+        layout,     "--json"};
     if (with_file) flags = Concat(flags, {"--calibration", cal});
     CliRun run = RunCli(flags);
     EXPECT_EQ(run.status, 0) << run.err;
@@ -183,8 +186,7 @@ TEST(CalibrateCommandTest, PredictionsCarryTheFitsUncertainty) {
   };
   const json defaults = predict("zero=3,micro_batch=2", false);
   EXPECT_NEAR(log_sd(defaults), planner::kDefaultModelLogSd, 1e-9);
-  EXPECT_NE(defaults["uncertainty_source"].get<std::string>().find(
-                "published"),
+  EXPECT_NE(defaults["uncertainty_source"].get<std::string>().find("published"),
             std::string::npos);
   const json measured = predict("zero=3,micro_batch=2", true);
   const json unmeasured = predict("cp=2,zero=3,micro_batch=1", true);
@@ -196,9 +198,8 @@ TEST(CalibrateCommandTest, PredictionsCarryTheFitsUncertainty) {
   EXPECT_GT(log_sd(unmeasured), 1.5 * log_sd(measured));
   // plan: every candidate's interval, and how many tie with the best.
   r = RunCli({"plan", "--model", "llama3-8b", "--gpu", "h100-sxm", "--nodes",
-              "2", "--gpus-per-node", "8", "--global-batch", "64",
-              "--seq-len", "4096", "--stack", "torchtitan", "--top", "5",
-              "--json"});
+              "2", "--gpus-per-node", "8", "--global-batch", "64", "--seq-len",
+              "4096", "--stack", "torchtitan", "--top", "5", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
   const json plan = json::parse(r.out);
   ASSERT_EQ(plan["candidates"].size(), 5u);
@@ -207,8 +208,7 @@ TEST(CalibrateCommandTest, PredictionsCarryTheFitsUncertainty) {
     ASSERT_TRUE(c.contains("step_time_interval_s"));
     within += c["within_error_of_best"].get<bool>() ? 1 : 0;
   }
-  EXPECT_EQ(plan["uncertainty"]["within_error_of_best"].get<int64_t>(),
-            within);
+  EXPECT_EQ(plan["uncertainty"]["within_error_of_best"].get<int64_t>(), within);
   EXPECT_TRUE(plan["candidates"][0]["within_error_of_best"].get<bool>());
   EXPECT_TRUE(plan["best_throughput"].contains("step_time_interval_s"));
 }
@@ -225,8 +225,9 @@ TEST(CalibrateCommandTest, BadLinesNameFileLineAndFieldAndWriteNothing) {
       {"{not json", ":2: not a JSON object on one line"},
       {R"({"layout": "zero=3", "measured": {"step_time_s": 1}})",
        ":2: spec: required: a StudySpec object"},
-      {absl::StrCat(R"({"spec": )", SpecJson(1, 16),
-                    R"(, "layout": "zero=3", "measured": {"step_time_s": -1}})"),
+      {absl::StrCat(
+           R"({"spec": )", SpecJson(1, 16),
+           R"(, "layout": "zero=3", "measured": {"step_time_s": -1}})"),
        ":2: measured.step_time_s: must be a positive number"},
       {absl::StrCat(R"({"spec": )", SpecJson(1, 16),
                     R"(, "layout": "zero=3", "measured": {"mfu": 0.4}})"),
@@ -234,8 +235,9 @@ TEST(CalibrateCommandTest, BadLinesNameFileLineAndFieldAndWriteNothing) {
       {absl::StrCat(R"({"spec": )", SpecJson(1, 16),
                     R"(, "layout": "zero=3", "measured": {}})"),
        ":2: measured: needs step_time_s or tokens_per_s_per_gpu"},
-      {absl::StrCat(R"({"spec": )", SpecJson(1, 16),
-                    R"(, "layout": "zero=nine", "measured": {"step_time_s": 1}})"),
+      {absl::StrCat(
+           R"({"spec": )", SpecJson(1, 16),
+           R"(, "layout": "zero=nine", "measured": {"step_time_s": 1}})"),
        ":2: layout: layout.zero: "},
   };
   for (const Case& c : cases) {
@@ -253,11 +255,11 @@ TEST(CalibrateCommandTest, BadLinesNameFileLineAndFieldAndWriteNothing) {
   std::string other = good;
   other.replace(other.find("torchtitan"), 10, "megatron-core");
   Write(mixed, good + "\n" + other + "\n");
-  const CliRun r =
-      RunCli({"calibrate", "--measurements", mixed, "--out", cal});
+  const CliRun r = RunCli({"calibrate", "--measurements", mixed, "--out", cal});
   EXPECT_EQ(r.status, 2);
-  EXPECT_NE(r.err.find(mixed + ":2: spec.training.stack: this run's stack "
-                               "differs from " +
+  EXPECT_NE(r.err.find(mixed +
+                       ":2: spec.training.stack: this run's stack "
+                       "differs from " +
                        mixed + ":1's"),
             std::string::npos)
       << r.err;
@@ -269,8 +271,7 @@ TEST(CalibrateCommandTest, RunsTheModelCannotExpressAreSkippedAndCounted) {
       absl::StrCat(
           R"({"spec": )", SpecJson(1, 16),
           R"(, "layout": "zero=3", "measured": {"tokens_per_s_per_gpu": 5000}})",
-          "\n",
-          R"({"spec": )", SpecJson(1, 16),
+          "\n", R"({"spec": )", SpecJson(1, 16),
           R"(, "layout": "zero=1", "measured": {"step_time_s": 2}})", "\n",
           R"({"spec": )", SpecJson(1, 16),
           R"(, "layout": "tp=3", "measured": {"step_time_s": 2}})", "\n"),
@@ -285,6 +286,108 @@ TEST(CalibrateCommandTest, RunsTheModelCannotExpressAreSkippedAndCounted) {
             "layout.zero: the torchtitan stack runs zero 0, 2, 3, not 1");
   EXPECT_EQ(m->skipped[1].reason.rfind("layout.tp: ", 0), 0u)
       << m->skipped[1].reason;
+}
+
+// tessera-trial's own result JSON, with the spec it ran under.
+std::string TrialResultJson(const std::string& backend, int64_t ranks,
+                            const std::string& status = "ok") {
+  TrialResult r;
+  r.status = *ParseTrialStatus(status);
+  r.reason = status == "ok" ? "" : "out of memory";
+  r.backend = backend;
+  r.model = "llama3-8b";
+  r.layout =
+      *ResolveLayout(*ParseLayout("tp=2,micro_batch=1"), ranks, ranks / 2 * 4);
+  r.ranks = ranks;
+  r.global_batch = ranks / 2 * 4;
+  r.seq_len = 2048;
+  r.steps = 6;
+  r.step_time_s.median = 1.5;
+  r.compute_s = 1.0;
+  r.comm_s = 0.4;
+  r.exposed_comm_s = 0.2;
+  r.peak_memory_bytes = std::vector<int64_t>(
+      ranks, int64_t{30} << 30);  // per rank; the largest counts
+  r.peak_memory_bytes[1] = int64_t{40} << 30;
+  r.watts_per_gpu = 600;
+  return TrialResultToJson(r).dump();
+}
+
+TEST(CalibrateCommandTest, TesseraTrialResultsAreMeasurementsAtTheirScale) {
+  // Ran on 16 ranks (2 nodes of 8) with a global batch of 32, whatever the
+  // spec's own size; the oom run is skipped.
+  absl::StatusOr<MeasurementFile> m = ParseMeasurements(
+      absl::StrCat(R"({"spec": )", SpecJson(4, 512), R"(, "trial": )",
+                   TrialResultJson("cuda", 16), "}\n", R"({"spec": )",
+                   SpecJson(4, 512), R"(, "trial": )",
+                   TrialResultJson("cpu", 4), "}\n", R"({"spec": )",
+                   SpecJson(4, 512), R"(, "trial": )",
+                   TrialResultJson("cuda", 16, "oom"), "}\n"),
+      "trials.jsonl");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->samples.size(), 2u);
+  const planner::CalibrationSample& cuda = m->samples[0];
+  EXPECT_EQ(cuda.workload.cluster.nodes, 2);
+  EXPECT_EQ(cuda.workload.cluster.gpus_per_node, 8);
+  EXPECT_EQ(cuda.workload.training.global_batch, 32);
+  EXPECT_EQ(cuda.workload.training.seq_len, 2048);
+  EXPECT_EQ(cuda.layout.tp, 2);
+  EXPECT_EQ(cuda.step_time_s, 1.5);
+  EXPECT_EQ(cuda.weight, 6);
+  EXPECT_EQ(cuda.compute_s, 1.0);
+  EXPECT_EQ(cuda.exposed_comm_s, 0.2);
+  EXPECT_DOUBLE_EQ(*cuda.peak_memory_bytes, 40.0 * (1 << 30));
+  EXPECT_EQ(*cuda.watts_per_gpu, 600);
+  // 4 ranks, fewer than a node: one node of 4. A cpu trial's split and
+  // memory are not the cost model's (the planner's own fits skip them).
+  const planner::CalibrationSample& cpu = m->samples[1];
+  EXPECT_EQ(cpu.workload.cluster.nodes, 1);
+  EXPECT_EQ(cpu.workload.cluster.gpus_per_node, 4);
+  EXPECT_FALSE(cpu.compute_s.has_value());
+  EXPECT_FALSE(cpu.peak_memory_bytes.has_value());
+  ASSERT_EQ(m->skipped.size(), 1u);
+  EXPECT_EQ(m->skipped[0].line, 3);
+  EXPECT_NE(m->skipped[0].reason.find("'oom'"), std::string::npos);
+
+  // 12 ranks are not whole nodes of 8.
+  absl::StatusOr<MeasurementFile> bad = ParseMeasurements(
+      absl::StrCat(R"({"spec": )", SpecJson(4, 512), R"(, "trial": )",
+                   TrialResultJson("cuda", 12), "}\n"),
+      "t.jsonl");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("t.jsonl:1: trial.ranks"),
+            std::string::npos)
+      << bad.status();
+}
+
+TEST(CalibrateCommandTest, TheTrialHistoryAsPrintedIsAMeasurementFile) {
+  // Two rows of `tessera trials --json`: an ok trial with the spec it ran,
+  // a failed one.
+  json ok = {
+      {"id", 7},
+      {"state", "ok"},
+      {"layout", {{"tp", 2}, {"dp", 4}, {"micro_batch", 1}, {"grad_accum", 4}}},
+      {"ran", json::parse(SpecJson(1, 16))},
+      {"measured",
+       {{"steps", 4},
+        {"step_time_median_s", 2.5},
+        {"backend", "cpu"},
+        {"compute_s", 2.0},
+        {"peak_memory_bytes", 1 << 30},
+        {"watts_per_gpu", nullptr}}}};
+  json failed = {{"id", 8}, {"state", "crash"}, {"layout", ok["layout"]}};
+  absl::StatusOr<MeasurementFile> m =
+      ParseMeasurements(json::array({ok, failed}).dump(2), "trials.json");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->samples.size(), 1u);
+  EXPECT_EQ(m->samples[0].step_time_s, 2.5);
+  EXPECT_EQ(m->samples[0].weight, 4);
+  EXPECT_EQ(m->samples[0].layout.dp, 4);
+  EXPECT_FALSE(m->samples[0].compute_s.has_value());  // cpu
+  EXPECT_FALSE(m->samples[0].watts_per_gpu.has_value());
+  ASSERT_EQ(m->skipped.size(), 1u);
+  EXPECT_EQ(m->skipped[0].line, 2);
+  EXPECT_NE(m->skipped[0].reason.find("trial 8"), std::string::npos);
 }
 
 TEST(CalibrateCommandTest, MeasuredCollectivesReachThePlan) {
@@ -304,10 +407,24 @@ TEST(CalibrateCommandTest, MeasuredCollectivesReachThePlan) {
   ASSERT_NE(f->calibration.collectives, nullptr);
   EXPECT_EQ(f->calibration.collectives->measurements().size(), 4u);
   EXPECT_EQ(f->samples, 0);
-  const std::vector<std::string> flags = {
-      "predict", "--model", "llama3-8b", "--gpu", "h100-sxm", "--nodes", "8",
-      "--gpus-per-node", "8", "--global-batch", "64", "--seq-len", "4096",
-      "--stack", "torchtitan", "--layout", "zero=3,micro_batch=1", "--json"};
+  const std::vector<std::string> flags = {"predict",
+                                          "--model",
+                                          "llama3-8b",
+                                          "--gpu",
+                                          "h100-sxm",
+                                          "--nodes",
+                                          "8",
+                                          "--gpus-per-node",
+                                          "8",
+                                          "--global-batch",
+                                          "64",
+                                          "--seq-len",
+                                          "4096",
+                                          "--stack",
+                                          "torchtitan",
+                                          "--layout",
+                                          "zero=3,micro_batch=1",
+                                          "--json"};
   r = RunCli(flags);
   ASSERT_EQ(r.status, 0) << r.err;
   const double preset =

@@ -369,10 +369,12 @@ TEST(ServiceJsonTest, TrialFieldsNumbersAndNulls) {
                           "started_unix_ms",
                           "finished_unix_ms",
                           "measured",
-                          "predicted"}) {
+                          "predicted",
+                          "ran"}) {
     EXPECT_TRUE(ok.contains(key)) << key;
   }
-  EXPECT_EQ(ok.size(), 21u);
+  EXPECT_EQ(ok.size(), 22u);
+  EXPECT_TRUE(ok["ran"].is_null());  // the planner gave none
   EXPECT_TRUE(ok["id"].is_number_integer());  // not proto3 JSON's "12"
   EXPECT_EQ(ok["id"], 12);
   EXPECT_EQ(ok["state"], "ok");

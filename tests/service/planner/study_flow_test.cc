@@ -351,7 +351,18 @@ TEST(StudyFlowTest, FewerAgentsThanNodesScaleTheTrialsDown) {
   EXPECT_EQ(a->global_batch(),
             a->layout().micro_batch() * a->layout().grad_accum());
   EXPECT_EQ(a->global_batch(), 4);
+  EXPECT_FALSE(ListTrials(s, id)[0].has_ran()) << "not measured yet";
   ASSERT_TRUE(agent.Report(a->trial_id(), OkResultJson(*a, 0.01)).ok());
+  // What it ran, for `tessera calibrate`: the study at the trial's scale on
+  // Tessera's executor.
+  const v1::Trial listed = ListTrials(s, id)[0];
+  ASSERT_TRUE(listed.has_ran());
+  EXPECT_EQ(listed.ran().cluster().nodes(), 1);
+  EXPECT_EQ(listed.ran().cluster().gpus_per_node(), 1);
+  EXPECT_EQ(listed.ran().training().global_batch(), 4);
+  EXPECT_EQ(listed.ran().training().stack(), "tessera");
+  EXPECT_EQ(listed.ran().training().precision(), "bf16");
+  EXPECT_EQ(listed.ran().cluster().gpu().preset(), "h100-sxm");
   const v1::Recommendation r = Recommendation(s, id);
   EXPECT_EQ(r.best_throughput().provenance(), v1::MEASURED);
   EXPECT_EQ(r.best_throughput().layout().dp(), 2);  // the study's layout
