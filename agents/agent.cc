@@ -312,16 +312,7 @@ void Agent::RunLeasedTrial(const v1::TrialAssignment& a) {
       "layout %s)",
       id, a.study_id(), a.node_rank(), std::max<int64_t>(a.gang_size(), 1),
       a.ranks_per_node(), LayoutText(a.layout())));
-  TrialExecutionOptions run;
-  run.agent_id = AgentId();
-  run.trial_binary = options_.trial_binary;
-  run.work_root = options_.work_dir;
-  run.advertise_host = options_.info.address();
-  run.default_backend = options_.info.backend();
-  run.planner = planner_;
-  run.registry = &children_;
-  run.kill_grace = options_.kill_grace;
-  run.after_failure_grace = options_.after_failure_grace;
+  const TrialExecutionOptions run = ExecutionOptions();
   const TrialOutcome outcome = RunTrialAssignment(
       a, run, [this, id] { return Cancelled(id) || DrainOver(); });
   switch (outcome.end) {
@@ -357,11 +348,7 @@ void Agent::RunLeasedTrial(const v1::TrialAssignment& a) {
   Forget(id);
 }
 
-void Agent::RunLeasedProbe(const v1::TrialAssignment& a) {
-  const int64_t id = a.collective_probe_id();
-  log_->Log(absl::StrFormat(
-      "leased cluster probe %d (node rank %d of %d, %d ranks here)", id,
-      a.node_rank(), std::max<int64_t>(a.gang_size(), 1), a.ranks_per_node()));
+TrialExecutionOptions Agent::ExecutionOptions() {
   TrialExecutionOptions run;
   run.agent_id = AgentId();
   run.trial_binary = options_.trial_binary;
@@ -372,6 +359,15 @@ void Agent::RunLeasedProbe(const v1::TrialAssignment& a) {
   run.registry = &children_;
   run.kill_grace = options_.kill_grace;
   run.after_failure_grace = options_.after_failure_grace;
+  return run;
+}
+
+void Agent::RunLeasedProbe(const v1::TrialAssignment& a) {
+  const int64_t id = a.collective_probe_id();
+  log_->Log(absl::StrFormat(
+      "leased cluster probe %d (node rank %d of %d, %d ranks here)", id,
+      a.node_rank(), std::max<int64_t>(a.gang_size(), 1), a.ranks_per_node()));
+  const TrialExecutionOptions run = ExecutionOptions();
   const CollectiveProbeOutcome outcome =
       RunCollectiveProbeAssignment(a, run, [this] { return DrainOver(); });
   log_->Log(absl::StrCat("cluster probe ", id, ": ", outcome.summary));

@@ -91,6 +91,8 @@ class Agent {
   // Runs and reports the probes once per registration (a no-op when this
   // registration's are done).
   void ProbeAfterRegistration();
+  // How this agent runs a lease's processes (trials and probes alike).
+  TrialExecutionOptions ExecutionOptions();
   // A cluster probe's share on this agent; node rank 0 reports the sweep.
   void RunLeasedProbe(const v1::TrialAssignment& a);
   void RunLeasedTrial(const v1::TrialAssignment& assignment);

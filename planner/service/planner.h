@@ -253,6 +253,9 @@ class Planner {
       const db::Agent& agent, absl::Time now);
   // After a trial left the leased state (reported, re-queued, released).
   void TrialLeaseEnded(int64_t trial_id);
+  // Removes the undelivered gang assignments `drop` selects.
+  void DropPendingAssignments(
+      const std::function<bool(const v1::TrialAssignment&)>& drop);
   // Asks the advancer to advance the study (once, however often asked
   // before it gets to it).
   void RequestAdvance(int64_t study_id);

@@ -425,15 +425,17 @@ absl::Status Planner::ReleaseTrial(const v1::ReleaseTrialRequest& request) {
 
 void Planner::TrialLeaseEnded(int64_t trial_id) {
   rendezvous_.Clear(trial_id);
+  DropPendingAssignments([&](const v1::TrialAssignment& a) {
+    return a.collective_probe_id() == 0 && a.trial_id() == trial_id;
+  });
+}
+
+void Planner::DropPendingAssignments(
+    const std::function<bool(const v1::TrialAssignment&)>& drop) {
   absl::MutexLock lock(&mu_);
   for (auto it = pending_.begin(); it != pending_.end();) {
     std::vector<v1::TrialAssignment>& list = it->second;
-    list.erase(std::remove_if(list.begin(), list.end(),
-                              [&](const v1::TrialAssignment& a) {
-                                return a.collective_probe_id() == 0 &&
-                                       a.trial_id() == trial_id;
-                              }),
-               list.end());
+    list.erase(std::remove_if(list.begin(), list.end(), drop), list.end());
     it = list.empty() ? pending_.erase(it) : std::next(it);
   }
 }

@@ -175,16 +175,9 @@ void Planner::ProbeAttemptFailedLocked(ProbeJob& job, const std::string& why) {
 
 void Planner::ProbeLeaseEnded(int64_t probe_id) {
   probe_rendezvous_.Clear(probe_id);
-  absl::MutexLock lock(&mu_);
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    std::vector<v1::TrialAssignment>& list = it->second;
-    list.erase(std::remove_if(list.begin(), list.end(),
-                              [&](const v1::TrialAssignment& a) {
-                                return a.collective_probe_id() == probe_id;
-                              }),
-               list.end());
-    it = list.empty() ? pending_.erase(it) : std::next(it);
-  }
+  DropPendingAssignments([&](const v1::TrialAssignment& a) {
+    return a.collective_probe_id() == probe_id;
+  });
 }
 
 void Planner::EmitToCluster(const std::string& cluster,
