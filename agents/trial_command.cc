@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/layout.h"
 #include "core/status_macros.h"
+#include "core/trial_backend.h"
 #include "proto/convert.h"
 
 namespace tessera::agents {
@@ -127,15 +128,15 @@ absl::StatusOr<TrialLaunch> BuildTrialLaunch(const v1::TrialAssignment& a,
                                              const TrialLaunchOptions& o) {
   const std::string backend =
       a.backend().empty() ? o.default_backend : a.backend();
-  if (backend != "cpu" && backend != "cuda") {
-    return FieldError("assignment.backend",
-                      absl::StrCat("'", backend, "' is not cpu or cuda"));
+  absl::StatusOr<const TrialBackend*> kind = FindTrialBackend(backend);
+  if (!kind.ok()) {
+    return FieldError("assignment.backend", kind.status().message());
   }
   TESSERA_ASSIGN_OR_RETURN(Shape shape, CheckShape(a));
   TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> common,
                            CommonFlags(a, backend));
   TrialLaunch launch;
-  launch.per_rank = shape.gang_size > 1 || backend == "cuda";
+  launch.per_rank = shape.gang_size > 1 || (*kind)->process_per_rank;
   if (!launch.per_rank) {
     std::vector<std::string> flags = common;
     flags.insert(flags.end(), {"--ranks", absl::StrCat(shape.ranks_per_node)});

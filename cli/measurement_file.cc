@@ -11,6 +11,7 @@
 #include "core/layout.h"
 #include "core/layout_json.h"
 #include "core/status_macros.h"
+#include "core/trial_backend.h"
 #include "nlohmann/json.hpp"
 #include "planner/stacks/training_stack.h"
 #include "proto/convert.h"
@@ -147,11 +148,14 @@ Json MeasuredOfTrial(double step_time_s, const std::string& backend,
                      double compute_s, double comm_s, double exposed_comm_s,
                      double peak_memory_bytes, const Json& watts) {
   Json m = {{"step_time_s", step_time_s}};
-  if (backend == "cuda") {
+  absl::StatusOr<const TrialBackend*> kind = FindTrialBackend(backend);
+  if (kind.ok() && (*kind)->times_comm_apart) {
     if (compute_s > 0) m["compute_s"] = compute_s;
     if (comm_s >= 0) m["comm_s"] = comm_s;
     if (exposed_comm_s >= 0) m["exposed_comm_s"] = exposed_comm_s;
-    if (peak_memory_bytes > 0) m["peak_memory_gib"] = peak_memory_bytes / kGiB;
+  }
+  if (kind.ok() && (*kind)->measures_model_memory && peak_memory_bytes > 0) {
+    m["peak_memory_gib"] = peak_memory_bytes / kGiB;
   }
   if (watts.is_number() && watts.get<double>() > 0) m["watts_per_gpu"] = watts;
   return m;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "core/trial_backend.h"
 #include "nlohmann/json.hpp"
 
 namespace tessera::db {
@@ -135,9 +136,9 @@ absl::Status ValidateLeaseAgents(const std::vector<std::string>& agent_ids) {
 absl::Status ValidateAgentRegistration(const AgentRegistration& a) {
   if (!a.id.empty()) TESSERA_RETURN_IF_ERROR(ValidateAgentId(a.id, "agent.id"));
   TESSERA_RETURN_IF_ERROR(NotEmpty("agent.hostname", a.hostname));
-  if (a.backend != "cpu" && a.backend != "cuda") {
-    return FieldError("agent.backend",
-                      absl::StrCat("'", a.backend, "' is not cpu or cuda"));
+  if (absl::StatusOr<const TrialBackend*> b = FindTrialBackend(a.backend);
+      !b.ok()) {
+    return FieldError("agent.backend", b.status().message());
   }
   TESSERA_RETURN_IF_ERROR(AtLeast("agent.gpu_count", a.gpu_count, 0));
   TESSERA_RETURN_IF_ERROR(AtLeast("agent.memory_bytes", a.memory_bytes, 0));

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/trial_backend.h"
 #include "db/validation.h"
 #include "nlohmann/json.hpp"
 
@@ -17,7 +18,10 @@ std::vector<int64_t> ClusterProbeNodeCounts(int64_t agents,
                                             absl::string_view backend) {
   std::vector<int64_t> out;
   if (agents < 1) return out;
-  if (backend == "cuda" && ranks_per_agent >= 2) out.push_back(1);
+  absl::StatusOr<const TrialBackend*> kind = FindTrialBackend(backend);
+  if (kind.ok() && (*kind)->one_agent_sweep && ranks_per_agent >= 2) {
+    out.push_back(1);
+  }
   for (int64_t n = 2; n <= agents; n *= 2) out.push_back(n);
   if (agents >= 2 && out.back() != agents) out.push_back(agents);
   return out;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "core/trial_backend.h"
 #include "planner/service/cluster_probe.h"
 #include "planner/service/planner.h"
 #include "planner/service/proto_mapping.h"
@@ -31,7 +32,9 @@ void Planner::QueueClusterProbesLocked(StudyRun& run) {
   // Only where the agents are the cluster the study plans for: an "agents"
   // study, or cuda trials on the GPUs it names. CPU agents measuring their
   // TCP links say nothing about an H100 cluster.
-  if (!run.checked.agents_gpu && run.backend != "cuda") return;
+  absl::StatusOr<const TrialBackend*> kind = FindTrialBackend(run.backend);
+  if (!kind.ok()) return;
+  if (!run.checked.agents_gpu && !(*kind)->runs_on_named_gpu) return;
   const int64_t ranks = run.gpus_per_node();
   absl::StatusOr<std::vector<db::Agent>> agents =
       SuitableAgents(run.backend, ranks);
@@ -243,7 +246,8 @@ absl::Status Planner::ReportCollectiveProbe(
   }
   // A cpu cluster's one-agent collectives are its agents' in-process ones
   // (cluster_probe.h): stored with its first sweep between agents.
-  if (job.backend == "cpu" && job.nodes >= 2) {
+  absl::StatusOr<const TrialBackend*> kind = FindTrialBackend(job.backend);
+  if (kind.ok() && !(*kind)->one_agent_sweep && job.nodes >= 2) {
     absl::StatusOr<std::vector<db::CollectiveSample>> stored =
         store_->ListCollectiveSamples(job.cluster);
     const bool have_one_node =

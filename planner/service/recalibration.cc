@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/trial_backend.h"
 #include "planner/service/trial_geometry.h"
 #include "planner/stacks/stack_calibration.h"
 #include "planner/stacks/training_stack.h"
@@ -44,7 +45,10 @@ absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
   s.workload = std::move(ran);
   s.layout = trial.layout;
   s.step_time_s = m.step_time_s.median;
-  if (m.backend == "cuda") {
+  absl::StatusOr<const TrialBackend*> backend = FindTrialBackend(m.backend);
+  const bool split = backend.ok() && (*backend)->times_comm_apart;
+  const bool memory = backend.ok() && (*backend)->measures_model_memory;
+  if (split) {
     if (m.compute_s > 0 && std::isfinite(m.compute_s))
       s.compute_s = m.compute_s;
     if (m.comm_s >= 0 && std::isfinite(m.comm_s)) s.comm_s = m.comm_s;
@@ -56,7 +60,7 @@ absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
       std::isfinite(*m.watts_per_gpu)) {
     s.watts_per_gpu = m.watts_per_gpu;
   }
-  if (m.backend == "cuda" && m.peak_memory_bytes > 0 &&
+  if (memory && m.peak_memory_bytes > 0 &&
       std::isfinite(static_cast<double>(m.peak_memory_bytes))) {
     s.peak_memory_bytes = static_cast<double>(m.peak_memory_bytes);
   }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/trial_backend.h"
 
 namespace tessera::service {
 namespace {
@@ -77,10 +78,10 @@ absl::StatusOr<TrialOptions> ResolveTrialOptions(const v1::TrialOptions& p,
     TESSERA_RETURN_IF_ERROR(CheckRange("steps", p.steps(), 1, 100000));
     o.steps = p.steps();
   }
-  if (!p.backend().empty() && p.backend() != "cpu" && p.backend() != "cuda") {
-    return FieldError("backend", absl::StrCat("'", p.backend(),
-                                              "' is not cpu, cuda or \"\" "
-                                              "(any)"));
+  if (!p.backend().empty() && !FindTrialBackend(p.backend()).ok()) {
+    return FieldError("backend",
+                      absl::StrCat("'", p.backend(), "' is not ",
+                                   TrialBackendNames(), " or \"\" (any)"));
   }
   o.backend = p.backend();
   TESSERA_RETURN_IF_ERROR(CheckRange("layers", p.layers(), 0, model.layers));

@@ -1,0 +1,50 @@
+// The trial backends: what runs a trial (Tessera's executor on CPU threads
+// or on CUDA GPUs), how an agent launches it, and what its measurements are
+// good for. Every place that used to compare a backend's name with "cpu" or
+// "cuda" asks its capabilities here; a new backend is a new row in
+// trial_backend.cc (and its launcher and driver).
+//
+//   TESSERA_ASSIGN_OR_RETURN(const TrialBackend* b, FindTrialBackend("cuda"));
+//   if (b->times_comm_apart) sample.comm_s = measured.comm_s;
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace tessera {
+
+struct TrialBackend {
+  std::string name;  // "cpu", "cuda"
+  // Every trial is one process per rank (NCCL, one per GPU), even on one
+  // agent; otherwise one agent's ranks are threads of one process and only
+  // a trial across agents runs a process per rank.
+  bool process_per_rank = false;
+  // The measured compute / communication / exposed-communication split is
+  // the cost model's (CUDA events time kernels and collectives apart; the
+  // CPU executor's blocking collectives also time a rank's wait for its
+  // peers).
+  bool times_comm_apart = false;
+  // Peak memory is device memory as the cost model counts it.
+  bool measures_model_memory = false;
+  // Trials run on the GPUs a study names (a study's cluster can be its
+  // agents); otherwise on whatever the agents are (CPU cores).
+  bool runs_on_named_gpu = false;
+  // Ranks of one agent talk over the same communicator as ranks of
+  // different agents (NCCL): a one-agent collective sweep measures them.
+  // Otherwise they talk in process, and the agent's own probes do.
+  bool one_agent_sweep = false;
+};
+
+// Every backend, in a fixed order.
+const std::vector<TrialBackend>& TrialBackends();
+
+// The backend called `name`; INVALID_ARGUMENT "'x' is not cpu or cuda".
+absl::StatusOr<const TrialBackend*> FindTrialBackend(absl::string_view name);
+
+// "cpu or cuda": the names for error messages.
+std::string TrialBackendNames();
+
+}  // namespace tessera
