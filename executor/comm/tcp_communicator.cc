@@ -360,7 +360,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> TcpCommunicator::Split(int color,
         absl::StrCat("Split #", seq, " on group ", name_, ": the id of group ",
                      name, " collides with a live group of this process"));
   }
-  return std::unique_ptr<Communicator>(new TcpCommunicator(
+  return std::unique_ptr<TcpCommunicator>(new TcpCommunicator(
       mesh_, std::move(name), std::move(world_ranks), new_rank));
 }
 
@@ -435,7 +435,7 @@ absl::Status TcpCommunicator::GroupEnd() {
 // ---- The world
 // ----------------------------------------------------------------
 
-absl::StatusOr<std::unique_ptr<Communicator>> ConnectTcpWorld(
+absl::StatusOr<std::unique_ptr<TcpCommunicator>> ConnectTcpWorld(
     int rank, int world_size, const TcpWorldOptions& options) {
   if (world_size < 1) {
     return absl::InvalidArgumentError(
@@ -481,7 +481,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectTcpWorld(
   mesh->AddGroup(tcp_internal::GroupId(name));
   std::vector<int> world_ranks(world_size);
   std::iota(world_ranks.begin(), world_ranks.end(), 0);
-  return std::unique_ptr<Communicator>(new TcpCommunicator(
+  return std::unique_ptr<TcpCommunicator>(new TcpCommunicator(
       std::move(mesh), std::move(name), std::move(world_ranks), rank));
 }
 

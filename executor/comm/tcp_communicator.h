@@ -55,6 +55,8 @@ class TcpMesh;
 struct Message;
 }  // namespace tcp_internal
 
+class TcpCommunicator;
+
 struct TcpWorldOptions {
   // Where rank 0 writes "host:port\n" (temp file + rename) and the other
   // ranks look for it; rank 0 removes it once everyone has connected.
@@ -79,7 +81,7 @@ struct TcpWorldOptions {
 // (naming the field) or ranks that disagree; DEADLINE_EXCEEDED when the
 // others did not show up within options.timeout; UNAVAILABLE when sockets
 // fail.
-absl::StatusOr<std::unique_ptr<Communicator>> ConnectTcpWorld(
+absl::StatusOr<std::unique_ptr<TcpCommunicator>> ConnectTcpWorld(
     int rank, int world_size, const TcpWorldOptions& options);
 
 // One process's view of one group. Use it from one thread at a time;
@@ -134,7 +136,7 @@ class TcpCommunicator final : public Communicator {
   absl::Status abort_status() const;
 
  private:
-  friend absl::StatusOr<std::unique_ptr<Communicator>> ConnectTcpWorld(
+  friend absl::StatusOr<std::unique_ptr<TcpCommunicator>> ConnectTcpWorld(
       int rank, int world_size, const TcpWorldOptions& options);
   struct Call;
   using PartFn = absl::FunctionRef<absl::string_view(int peer)>;

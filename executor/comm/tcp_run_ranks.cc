@@ -55,10 +55,10 @@ std::vector<absl::Status> RunTcpRanks(int n, const RankFunction& fn,
     options.rendezvous_file = folder->file();
   }
   return comm_internal::RunOnThreads(n, [&](int rank) -> absl::Status {
-    absl::StatusOr<std::unique_ptr<Communicator>> world =
+    absl::StatusOr<std::unique_ptr<TcpCommunicator>> world =
         ConnectTcpWorld(rank, n, options);
     if (!world.ok()) return world.status();
-    auto& tcp = static_cast<TcpCommunicator&>(**world);
+    TcpCommunicator& tcp = **world;
     absl::Status status = fn(rank, tcp);
     const absl::Status cause =
         comm_internal::AbortCause(rank, status, tcp.abort_status());

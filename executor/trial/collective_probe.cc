@@ -43,7 +43,7 @@ nlohmann::json RunCpu(const CollectiveProbeConfig& c) {
   options.bind_host = c.bind_host;
   options.advertise_host = c.advertise_host;
   if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
-  absl::StatusOr<std::unique_ptr<Communicator>> world = ConnectTcpWorld(
+  absl::StatusOr<std::unique_ptr<TcpCommunicator>> world = ConnectTcpWorld(
       static_cast<int>(c.rank), static_cast<int>(c.ranks), options);
   if (!world.ok()) {
     return Error(absl::StrCat("rendezvous: ", world.status().message()));
@@ -53,7 +53,7 @@ nlohmann::json RunCpu(const CollectiveProbeConfig& c) {
       SweepCollectives(**world, host, c.ranks_per_node, c.sweep);
   if (!swept.ok()) {
     // Tell the peers now rather than at their next wait.
-    static_cast<TcpCommunicator&>(**world).Abort(swept.status());
+    (*world)->Abort(swept.status());
     return Error(swept.status().message());
   }
   return SweepToJson(*swept);

@@ -101,7 +101,7 @@ TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
     options.bind_host = c.bind_host;
     options.advertise_host = c.advertise_host;
     if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
-    absl::StatusOr<std::unique_ptr<Communicator>> world = ConnectTcpWorld(
+    absl::StatusOr<std::unique_ptr<TcpCommunicator>> world = ConnectTcpWorld(
         static_cast<int>(c.process_rank), static_cast<int>(c.ranks), options);
     if (!world.ok()) return FailedResult(r, world.status());
     RankRecord mine;
@@ -109,7 +109,7 @@ TrialResult RunCpuTrial(const TrialConfig& c, TrialResult r) {
     if (!failure.ok()) {
       // Tell the other processes now, with the cause, rather than letting
       // them find out when they next need this rank.
-      static_cast<TcpCommunicator&>(**world).Abort(failure);
+      (*world)->Abort(failure);
     }
     if (failure.ok()) {
       CpuBackend staging;
