@@ -100,10 +100,7 @@ CollectiveProbeOutcome RunCollectiveProbeAssignment(
     specs.push_back(std::move(p));
   }
 
-  RunLimits limits;
-  limits.time_limit = AgentTimeLimit(a.time_limit_s(), o.default_time_limit);
-  limits.kill_grace = o.kill_grace;
-  limits.after_failure_grace = o.after_failure_grace;
+  const RunLimits limits = LeaseRunLimits(a.time_limit_s(), o);
   RelayControl control;
   control.deadline = absl::Now() + limits.time_limit;
   control.collective_probe_id = a.collective_probe_id();

@@ -74,6 +74,14 @@ absl::Duration AgentTimeLimit(double time_limit_s, absl::Duration fallback) {
   return absl::Seconds(time_limit_s * 1.1 + 10.0);
 }
 
+RunLimits LeaseRunLimits(double time_limit_s, const TrialExecutionOptions& o) {
+  RunLimits limits;
+  limits.time_limit = AgentTimeLimit(time_limit_s, o.default_time_limit);
+  limits.kill_grace = o.kill_grace;
+  limits.after_failure_grace = o.after_failure_grace;
+  return limits;
+}
+
 TrialOutcome RunTrialAssignment(const v1::TrialAssignment& a,
                                 const TrialExecutionOptions& o,
                                 const std::function<bool()>& should_stop) {
@@ -100,10 +108,7 @@ TrialOutcome RunTrialAssignment(const v1::TrialAssignment& a,
     return outcome;
   }
 
-  RunLimits limits;
-  limits.time_limit = AgentTimeLimit(a.time_limit_s(), o.default_time_limit);
-  limits.kill_grace = o.kill_grace;
-  limits.after_failure_grace = o.after_failure_grace;
+  const RunLimits limits = LeaseRunLimits(a.time_limit_s(), o);
   RelayControl control;
   control.deadline = absl::Now() + limits.time_limit;
   RelayThread relay(launch->relay_rendezvous, launch->publishes_rendezvous,

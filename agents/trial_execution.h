@@ -24,6 +24,7 @@
 #include "absl/time/time.h"
 #include "agents/planner_client.h"
 #include "agents/process.h"
+#include "agents/process_runner.h"
 #include "tessera/v1/service.pb.h"
 
 namespace tessera::agents {
@@ -61,6 +62,11 @@ struct TrialOutcome {
 // The limit the agent enforces for a trial whose tessera-trial limit is
 // `time_limit_s` (<= 0: `fallback`).
 absl::Duration AgentTimeLimit(double time_limit_s, absl::Duration fallback);
+
+// The limits the agent runs a lease's processes under: AgentTimeLimit of
+// the lease's `time_limit_s`, and the options' grace periods.
+RunLimits LeaseRunLimits(double time_limit_s,
+                         const TrialExecutionOptions& options);
 
 // Runs `assignment` to its end. `should_stop` (may be empty) is polled while
 // it runs: the planner cancelled it, or the agent's drain time is over.

@@ -382,17 +382,7 @@ SqliteTrialStore::ListCollectiveSamples(absl::string_view cluster) {
     while (true) {
       TESSERA_ASSIGN_OR_RETURN(const bool row, select.Step());
       if (!row) break;
-      CollectiveSample s;
-      s.id = select.ColumnInt(0);
-      s.cluster = select.ColumnText(1);
-      s.collective = select.ColumnText(2);
-      s.nodes = select.ColumnInt(3);
-      s.gpus_per_node = select.ColumnInt(4);
-      s.bytes = select.ColumnInt(5);
-      s.busbw_gbs = select.ColumnDouble(6);
-      s.agent_ids = select.ColumnText(7);
-      s.measured_at = FromMicros(select.ColumnInt(8));
-      out.push_back(std::move(s));
+      out.push_back(internal::ReadCollectiveSample(select));
     }
     return absl::OkStatus();
   });

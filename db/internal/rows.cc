@@ -243,6 +243,20 @@ Probe ReadProbe(const Statement& row) {
   return p;
 }
 
+CollectiveSample ReadCollectiveSample(const Statement& row) {
+  CollectiveSample s;
+  s.id = row.ColumnInt(0);
+  s.cluster = row.ColumnText(1);
+  s.collective = row.ColumnText(2);
+  s.nodes = row.ColumnInt(3);
+  s.gpus_per_node = row.ColumnInt(4);
+  s.bytes = row.ColumnInt(5);
+  s.busbw_gbs = row.ColumnDouble(6);
+  s.agent_ids = row.ColumnText(7);
+  s.measured_at = FromMicros(row.ColumnInt(8));
+  return s;
+}
+
 absl::StatusOr<Calibration> ReadCalibration(const Statement& row) {
   Calibration c;
   c.id = row.ColumnInt(0);

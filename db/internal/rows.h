@@ -33,6 +33,9 @@ absl::StatusOr<Study> ReadStudy(const Statement& row);
 absl::StatusOr<Trial> ReadTrial(const Statement& row);
 absl::StatusOr<Agent> ReadAgent(const Statement& row);
 Probe ReadProbe(const Statement& row);
+// id, cluster, collective, nodes, gpus_per_node, bytes, busbw_gbs,
+// agent_ids, measured_at_us.
+CollectiveSample ReadCollectiveSample(const Statement& row);
 absl::StatusOr<Calibration> ReadCalibration(const Statement& row);
 
 // One record by id; NotFound ("study 7: not found") when absent.
