@@ -15,6 +15,15 @@ const std::vector<TrialBackend>& TrialBackends() {
            .measures_model_memory = true,
            .runs_on_named_gpu = true,
            .one_agent_sweep = true},
+          // The user's framework: it reports step times (and its own peak
+          // memory, which is not the cost model's count); the agent measures
+          // power on GPUs itself.
+          {.name = "command",
+           .launcher = TrialLauncher::kCommand,
+           .trial_stack = "",
+           .any_device = true,
+           .process_per_rank = false,
+           .runs_on_named_gpu = true},
       };
   return *kBackends;
 }

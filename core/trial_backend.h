@@ -1,6 +1,6 @@
 // The trial backends: what runs a trial (Tessera's executor on CPU threads
-// or on CUDA GPUs), how an agent launches it, and what its measurements are
-// good for. Every place that used to compare a backend's name with "cpu" or
+// or on CUDA GPUs, or the user's own training command), how an agent
+// launches it, and what its measurements are good for. Every place that used to compare a backend's name with "cpu" or
 // "cuda" asks its capabilities here; a new backend is a new row in
 // trial_backend.cc (and its launcher and driver).
 //
@@ -16,8 +16,23 @@
 
 namespace tessera {
 
+// How an agent starts a trial of a backend.
+enum class TrialLauncher {
+  kTesseraTrial,  // tessera-trial processes (agents/trial_command.h)
+  kCommand,       // the study's command template (agents/command_launch.h)
+};
+
 struct TrialBackend {
-  std::string name;  // "cpu", "cuda"
+  std::string name;  // "cpu", "cuda", "command"
+  TrialLauncher launcher = TrialLauncher::kTesseraTrial;
+  // The training stack its trials measure (planner/stacks): "tessera" for
+  // Tessera's executor; "" for the study's own stack (the user's framework
+  // runs it, so its trials calibrate that stack).
+  std::string trial_stack = "tessera";
+  // Its agents run on whatever the host has (GPUs, else CPU cores) and
+  // probe that hardware with the cpu or cuda executor; otherwise the
+  // backend is the hardware.
+  bool any_device = false;
   // Every trial is one process per rank (NCCL, one per GPU), even on one
   // agent; otherwise one agent's ranks are threads of one process and only
   // a trial across agents runs a process per rank.
@@ -41,10 +56,11 @@ struct TrialBackend {
 // Every backend, in a fixed order.
 const std::vector<TrialBackend>& TrialBackends();
 
-// The backend called `name`; INVALID_ARGUMENT "'x' is not cpu or cuda".
+// The backend called `name`; INVALID_ARGUMENT "'x' is not cpu, cuda or
+// command".
 absl::StatusOr<const TrialBackend*> FindTrialBackend(absl::string_view name);
 
-// "cpu or cuda": the names for error messages.
+// "cpu, cuda or command": the names for error messages.
 std::string TrialBackendNames();
 
 }  // namespace tessera

@@ -6,7 +6,7 @@ namespace tessera {
 namespace {
 
 TEST(TrialBackendTest, CpuAndCudaWithWhatTheirMeasurementsAreGoodFor) {
-  ASSERT_EQ(TrialBackends().size(), 2u);
+  ASSERT_EQ(TrialBackends().size(), 3u);
   absl::StatusOr<const TrialBackend*> cpu = FindTrialBackend("cpu");
   absl::StatusOr<const TrialBackend*> cuda = FindTrialBackend("cuda");
   ASSERT_TRUE(cpu.ok() && cuda.ok());
@@ -23,15 +23,34 @@ TEST(TrialBackendTest, CpuAndCudaWithWhatTheirMeasurementsAreGoodFor) {
   EXPECT_TRUE((*cuda)->measures_model_memory);
   EXPECT_TRUE((*cuda)->one_agent_sweep);
   EXPECT_TRUE((*cuda)->runs_on_named_gpu);
+  // Both are Tessera's executor, launched as tessera-trial, measuring the
+  // tessera stack, on the hardware they are named for.
+  for (const TrialBackend* b : {*cpu, *cuda}) {
+    EXPECT_EQ(b->launcher, TrialLauncher::kTesseraTrial);
+    EXPECT_EQ(b->trial_stack, "tessera");
+    EXPECT_FALSE(b->any_device);
+  }
+}
+
+TEST(TrialBackendTest, CommandRunsTheStudysOwnStackOnAnyDevice) {
+  absl::StatusOr<const TrialBackend*> command = FindTrialBackend("command");
+  ASSERT_TRUE(command.ok());
+  EXPECT_EQ((*command)->launcher, TrialLauncher::kCommand);
+  EXPECT_EQ((*command)->trial_stack, "");
+  EXPECT_TRUE((*command)->any_device);
+  // A framework's own step time is all it reports: no split, and its peak
+  // memory is not the cost model's count.
+  EXPECT_FALSE((*command)->times_comm_apart);
+  EXPECT_FALSE((*command)->measures_model_memory);
 }
 
 TEST(TrialBackendTest, AnUnknownNameIsAnErrorListingTheKnownOnes) {
   absl::StatusOr<const TrialBackend*> b = FindTrialBackend("rocm");
   EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(b.status().message(), "'rocm' is not cpu or cuda");
+  EXPECT_EQ(b.status().message(), "'rocm' is not cpu, cuda or command");
   EXPECT_FALSE(FindTrialBackend("").ok());
   EXPECT_FALSE(FindTrialBackend("CUDA").ok());
-  EXPECT_EQ(TrialBackendNames(), "cpu or cuda");
+  EXPECT_EQ(TrialBackendNames(), "cpu, cuda or command");
 }
 
 }  // namespace
