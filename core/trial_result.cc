@@ -1,11 +1,27 @@
 #include "core/trial_result.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "core/layout_json.h"
 
 namespace tessera {
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+StepTimeStats StepTimeStatsOf(const std::vector<double>& measured_s) {
+  return {Percentile(measured_s, 0.5), Percentile(measured_s, 0.1),
+          Percentile(measured_s, 0.9)};
+}
 namespace {
 
 constexpr std::pair<TrialStatus, const char*> kStatusNames[] = {
@@ -104,6 +120,7 @@ nlohmann::json TrialResultToJson(const TrialResult& r) {
       {"tokens_per_joule", OptionalNumber(r.tokens_per_joule)},
       {"loss", r.loss},
       {"step_times_s", r.step_times_s},
+      {"output_tail", r.output_tail},
   };
 }
 
@@ -135,6 +152,7 @@ absl::StatusOr<TrialResult> TrialResultFromJson(const nlohmann::json& json) {
   read("backend", &r.backend);
   read("model", &r.model);
   read("device", &r.device);
+  read("output_tail", &r.output_tail);
   read("ranks", &r.ranks);
   read("global_batch", &r.global_batch);
   read("seq_len", &r.seq_len);

@@ -38,12 +38,18 @@ struct StepTimeStats {
   double p90 = 0;
 };
 
+// The q-quantile (0..1) of v, linearly interpolated; 0 for an empty v.
+double Percentile(std::vector<double> v, double q);
+
+// The median, p10 and p90 of `measured_s` (the measured steps' times).
+StepTimeStats StepTimeStatsOf(const std::vector<double>& measured_s);
+
 struct TrialResult {
   TrialStatus status = TrialStatus::kCrash;
   std::string reason;  // why, for every status but ok ("" when ok)
   Layout layout;
   // What ran.
-  std::string backend;  // "cpu", "cuda"
+  std::string backend;  // "cpu", "cuda", "command"
   std::string model;    // preset name or "custom"
   std::string device;   // e.g. "NVIDIA H100 80GB HBM3", "cpu (8 threads)"
   int64_t ranks = 0;
@@ -60,7 +66,8 @@ struct TrialResult {
   double peak_tflops = 0;     // the backend's peak used for MFU
   std::string
       peak_tflops_source;  // how it was obtained (measured GEMM, datasheet)
-  std::vector<int64_t> peak_memory_bytes;  // per rank
+  // Per rank; a command trial's one entry is the largest its ranks reported.
+  std::vector<int64_t> peak_memory_bytes;
   double compute_s = 0;  // per step (median over steps, rank max)
   double comm_s = 0;
   double exposed_comm_s = 0;
@@ -68,6 +75,9 @@ struct TrialResult {
   std::optional<double> tokens_per_joule;  // absent: power not measured
   std::vector<double> loss;                // per step, warm-up included
   std::vector<double> step_times_s;        // per step, warm-up included
+  // The last lines of a command trial's stdout and stderr (backend
+  // "command"); "" for Tessera's executor, whose reason holds its error.
+  std::string output_tail;
 };
 
 // Non-finite numbers (a nan trial's loss) become null. Dump the JSON with

@@ -22,6 +22,7 @@
 #include "executor/cuda/gpu_peak.h"
 #include "executor/cuda/nvml_power.h"
 #include "executor/engine/rank_engine.h"
+#include "executor/trial/step_loop.h"
 #include "executor/trial/trial_records.h"
 #include "executor/trial/trial_setup.h"
 #ifdef TESSERA_HAVE_NCCL
@@ -151,27 +152,21 @@ absl::Status RunSteps(const TrialConfig& c, RankEngine& engine,
                       Communicator& world, Clock::time_point deadline,
                       const StepTimings& timings, EnergyWindow* window,
                       RankRecord* record) {
-  for (int64_t i = 0; i < c.warmup_steps + c.steps; ++i) {
-    if (i == c.warmup_steps) {
-      TESSERA_RETURN_IF_ERROR(world.Barrier());
-      if (window != nullptr) window->Start();
-    }
-    if (Clock::now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrFormat(
-          "time limit of %.1f s passed after %d steps", c.time_limit_s, i));
-    }
-    TESSERA_ASSIGN_OR_RETURN(StepResult step, engine.Step());
-    TESSERA_ASSIGN_OR_RETURN(auto comm, timings(step));
-    StepRecord s{step.loss, step.step_time_s, comm.first, comm.second};
-    record->steps.push_back(s);
-    if (!std::isfinite(step.loss)) {
-      return absl::DataLossError(
-          absl::StrCat("loss is ", step.loss, " at step ", i));
-    }
-  }
-  TESSERA_RETURN_IF_ERROR(world.Barrier());
-  if (window != nullptr) record->energy = window->Stop();
-  return absl::OkStatus();
+  // The measured steps start and end together on every rank, inside the
+  // rank-0 energy window.
+  StepLoopHooks hooks;
+  hooks.timings = timings;
+  hooks.on_measured_start = [&]() -> absl::Status {
+    TESSERA_RETURN_IF_ERROR(world.Barrier());
+    if (window != nullptr) window->Start();
+    return absl::OkStatus();
+  };
+  hooks.on_measured_end = [&]() -> absl::Status {
+    TESSERA_RETURN_IF_ERROR(world.Barrier());
+    if (window != nullptr) record->energy = window->Stop();
+    return absl::OkStatus();
+  };
+  return RunStepLoop(c, engine, deadline, hooks, record);
 }
 
 TrialShape ShapeOf(const TrialConfig& c, int64_t gpus) {

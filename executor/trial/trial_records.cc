@@ -45,15 +45,6 @@ TrialResult FailedResult(TrialResult r, const absl::Status& error) {
   return FailedResult(std::move(r), TrialStatusFor(error), error.message());
 }
 
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
-
 void SummariseSteps(const TrialShape& trial,
                     const std::vector<RankRecord>& ranks,
                     double peak_tflops_per_rank, TrialResult& r) {
@@ -82,8 +73,7 @@ void SummariseSteps(const TrialShape& trial,
     r.peak_memory_bytes.push_back(rr.peak_bytes);
   r.steps = static_cast<int64_t>(measured_s.size());
   if (measured_s.empty()) return;
-  r.step_time_s = {Percentile(measured_s, 0.5), Percentile(measured_s, 0.1),
-                   Percentile(measured_s, 0.9)};
+  r.step_time_s = StepTimeStatsOf(measured_s);
   const double tokens = static_cast<double>(trial.global_batch) *
                         static_cast<double>(trial.seq_len);
   r.tokens_per_s = tokens / r.step_time_s.median;

@@ -70,9 +70,6 @@ TrialResult FailedResult(TrialResult result, TrialStatus status,
 // The same for an error: its TrialStatusFor and its message.
 TrialResult FailedResult(TrialResult result, const absl::Status& error);
 
-// The q-quantile (0..1) of v, linearly interpolated; 0 for an empty v.
-double Percentile(std::vector<double> v, double q);
-
 // Fills loss, step_times_s, steps, step_time_s, tokens/s (global and per
 // rank), tflops_per_gpu, mfu, peak_memory_bytes, compute_s, comm_s and
 // exposed_comm_s from the steps every rank completed: a step lasts as long as

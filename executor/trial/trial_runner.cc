@@ -17,6 +17,7 @@
 #include "executor/cpu/cpu_backend.h"
 #include "executor/engine/rank_engine.h"
 #include "executor/trial/cpu_peak.h"
+#include "executor/trial/step_loop.h"
 #include "executor/trial/trial_records.h"
 #include "executor/trial/trial_setup.h"
 #ifdef TESSERA_HAVE_CUDA
@@ -37,22 +38,9 @@ absl::Status RunRank(const TrialConfig& c, const EngineConfig& engine_config,
   absl::Status s = [&]() -> absl::Status {
     TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<RankEngine> engine,
                              RankEngine::Create(engine_config, backend, world));
-    for (int64_t i = 0; i < c.warmup_steps + c.steps; ++i) {
-      if (Clock::now() > deadline) {
-        return absl::DeadlineExceededError(absl::StrFormat(
-            "time limit of %.1f s passed after %d steps", c.time_limit_s, i));
-      }
-      TESSERA_ASSIGN_OR_RETURN(StepResult step, engine->Step());
-      // In-process and TCP collectives are synchronous: all communication is
-      // on the critical path.
-      record->steps.push_back(
-          {step.loss, step.step_time_s, step.comm_s, step.comm_s});
-      if (!std::isfinite(step.loss)) {
-        return absl::DataLossError(
-            absl::StrCat("loss is ", step.loss, " at step ", i));
-      }
-    }
-    return absl::OkStatus();
+    // In-process and TCP collectives are synchronous: all communication is
+    // on the critical path (the loop's default timings).
+    return RunStepLoop(c, *engine, deadline, StepLoopHooks{}, record);
   }();
   record->peak_bytes = backend.peak_bytes();
   return s;
