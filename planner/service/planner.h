@@ -145,6 +145,8 @@ class Planner {
     int64_t ranks_per_agent = 1;
     v1::ModelSpec model;  // as trialed (layers scale-down applied)
     int64_t seq_len = 0;
+    std::string stack;      // the study's training stack
+    std::string precision;  // "bf16", "fp8"
     TrialOptions options;
   };
 

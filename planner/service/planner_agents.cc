@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "core/trial_backend.h"
 #include "core/trial_result.h"
 #include "nlohmann/json.hpp"
 #include "planner/service/planner.h"
@@ -45,6 +46,16 @@ bool LeaseOrder(const db::Trial& a, const db::Trial& b) {
   return a.id < b.id;
 }
 
+// Whether `agent` runs trials of `backend`: its own, or, for "" (cpu or
+// cuda), any backend of Tessera's executor (a command agent needs a study's
+// command).
+bool ServesBackend(const db::Agent& agent, absl::string_view backend) {
+  if (!backend.empty()) return agent.info.backend == backend;
+  absl::StatusOr<const TrialBackend*> kind =
+      FindTrialBackend(agent.info.backend);
+  return kind.ok() && (*kind)->launcher == TrialLauncher::kTesseraTrial;
+}
+
 }  // namespace
 
 absl::StatusOr<db::Agent> Planner::ActiveAgent(absl::string_view agent_id) {
@@ -63,8 +74,7 @@ absl::StatusOr<std::vector<db::Agent>> Planner::SuitableAgents(
                            store_->ListAgents(db::AgentState::kActive));
   std::vector<db::Agent> out;
   for (db::Agent& a : agents) {
-    if ((backend.empty() || a.info.backend == backend) &&
-        a.info.gpu_count >= ranks) {
+    if (ServesBackend(a, backend) && a.info.gpu_count >= ranks) {
       out.push_back(std::move(a));
     }
   }
@@ -72,7 +82,7 @@ absl::StatusOr<std::vector<db::Agent>> Planner::SuitableAgents(
 }
 
 bool Planner::Fits(const db::Agent& agent, const Runnable& r) const {
-  return (r.backend.empty() || agent.info.backend == r.backend) &&
+  return ServesBackend(agent, r.backend) &&
          agent.info.gpu_count >= r.ranks_per_agent;
 }
 
@@ -197,6 +207,9 @@ v1::TrialAssignment Planner::Assignment(const db::Trial& trial,
   a.set_time_limit_s(r.options.trial_time_limit_s);
   a.set_memory_limit_bytes(r.options.memory_limit_bytes);
   a.set_seed(r.options.seed);
+  a.set_command(r.options.command);
+  a.set_stack(r.stack);
+  a.set_precision(r.precision);
   a.set_lease_expiry_unix_ms(UnixMillis(expires_at));
   return a;
 }

@@ -23,11 +23,24 @@ absl::StatusOr<Workload> WorkloadTrialRan(const db::Trial& trial,
         ": its layout does not map onto its study: ", plan.status().message()));
   }
   Workload w = plan->workload;
-  // What ran: the executor, in its own number format.
-  w.training.stack = kTrialStack;
-  w.training.stack_options.clear();
-  w.training.precision = Precision::kBf16;
+  const std::string ran = TrialStackOf(
+      trial.measured.has_value() ? trial.measured->backend : "",
+      study_workload.training.stack);
+  if (ran != study_workload.training.stack || ran == kTrialStack) {
+    // What ran: the executor, in its own number format.
+    w.training.stack = kTrialStack;
+    w.training.stack_options.clear();
+    w.training.precision = Precision::kBf16;
+  }
   return w;
+}
+
+std::string TrialStackOf(absl::string_view backend,
+                         absl::string_view study_stack) {
+  absl::StatusOr<const TrialBackend*> kind = FindTrialBackend(backend);
+  if (!kind.ok()) return kTrialStack;
+  return (*kind)->trial_stack.empty() ? std::string(study_stack)
+                                      : (*kind)->trial_stack;
 }
 
 absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
@@ -69,15 +82,16 @@ absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
 }
 
 planner::Calibration TrialStackPrior(const GpuSpec& gpu,
-                                     const planner::CalibrationFile* imported) {
+                                     const planner::CalibrationFile* imported,
+                                     absl::string_view stack_name) {
   absl::StatusOr<const planner::TrainingStack*> stack =
-      planner::FindStack(kTrialStack);
+      planner::FindStack(stack_name);
   if (!stack.ok()) return planner::Calibration{};
   absl::StatusOr<planner::Calibration> c =
       planner::StackCalibration(**stack, gpu, {});
   planner::Calibration prior = c.ok() ? *c : planner::Calibration{};
   if (imported == nullptr) return prior;
-  if (imported->stack == kTrialStack && imported->stack_options.empty()) {
+  if (imported->stack == stack_name && imported->stack_options.empty()) {
     return imported->calibration;
   }
   prior = planner::WithHardwareOf(imported->calibration, prior);
@@ -88,7 +102,7 @@ planner::Calibration TrialStackPrior(const GpuSpec& gpu,
 planner::Calibration StudyCalibration(
     const Workload& workload,
     const std::optional<planner::Calibration>& trial_fit,
-    const planner::CalibrationFile* imported) {
+    const planner::CalibrationFile* imported, absl::string_view fit_stack) {
   absl::StatusOr<planner::Calibration> defaults =
       planner::DefaultCalibration(workload);
   planner::Calibration base =
@@ -100,10 +114,11 @@ planner::Calibration StudyCalibration(
     if (from_file.ok()) base = *std::move(from_file);
   }
   if (!trial_fit.has_value()) return base;
-  planner::Calibration c = workload.training.stack == kTrialStack &&
-                                   workload.training.stack_options.empty()
-                               ? *trial_fit
-                               : planner::WithHardwareOf(*trial_fit, base);
+  const bool same_stack =
+      workload.training.stack == fit_stack &&
+      (fit_stack != kTrialStack || workload.training.stack_options.empty());
+  planner::Calibration c =
+      same_stack ? *trial_fit : planner::WithHardwareOf(*trial_fit, base);
   c.collectives = base.collectives;
   return c;
 }

@@ -35,7 +35,9 @@ namespace tessera::service {
 
 // What a trial of a study with `study_workload` and the trial options'
 // `layers` ran: the study's workload at the trial's world, global batch and
-// layers, on Tessera's executor (stack "tessera", bf16). INVALID_ARGUMENT
+// layers, on the stack of the trial's backend (TrialStackOf: Tessera's
+// executor, stack "tessera" in bf16; or a command trial's own, the study's
+// stack, options and precision). INVALID_ARGUMENT
 // naming the trial when its layout no longer maps onto the study.
 absl::StatusOr<Workload> WorkloadTrialRan(const db::Trial& trial,
                                           const Workload& study_workload,
@@ -47,26 +49,37 @@ absl::StatusOr<Workload> WorkloadTrialRan(const db::Trial& trial,
 absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
     const db::Trial& trial, const Workload& study_workload, int64_t layers);
 
-// The stack trials run: Tessera's own executor.
+// The stack Tessera's executor runs (trials of backend cpu and cuda).
 inline constexpr char kTrialStack[] = "tessera";
 
-// The prior of a fit to trials on `gpu`: the tessera stack's defaults there,
-// with the hardware coefficients of the calibration file imported for the GPU
-// (null: none), so that trials refine what the user imported.
+// The stack a trial of `backend` measures in a study of `study_stack`: the
+// backend's own (core/trial_backend.h trial_stack), or, for a backend that
+// runs the user's framework, the study's. kTrialStack for an unknown or
+// empty backend.
+std::string TrialStackOf(absl::string_view backend,
+                         absl::string_view study_stack);
+
+// The prior of a fit to trials of `stack` on `gpu`: the stack's defaults
+// there, with the hardware coefficients of the calibration file imported for
+// the GPU (null: none), so that trials refine what the user imported (all of
+// the file when it is of `stack` itself).
 planner::Calibration TrialStackPrior(
-    const GpuSpec& gpu, const planner::CalibrationFile* imported = nullptr);
+    const GpuSpec& gpu, const planner::CalibrationFile* imported = nullptr,
+    absl::string_view stack = kTrialStack);
 
 // What a study of `workload` plans with, given the latest fit of the trials
 // on its GPU (nullopt: none) and the file imported for the GPU (null: none).
 // The base is the import as planner::CalibrationFromFile carries it to the
 // workload's stack, else the stack's defaults (planner::DefaultCalibration).
-// With a fit: the fit itself for a tessera-stack study, otherwise the base
-// with the fit's hardware coefficients (planner::WithHardwareOf). The
-// import's measured collectives are kept either way (trials measure none).
+// With a fit of trials of `fit_stack`: the fit itself for a study of that
+// stack (and, for kTrialStack, no stack options), otherwise the base with
+// the fit's hardware coefficients (planner::WithHardwareOf). The import's
+// measured collectives are kept either way (trials measure none).
 planner::Calibration StudyCalibration(
     const Workload& workload,
     const std::optional<planner::Calibration>& trial_fit,
-    const planner::CalibrationFile* imported = nullptr);
+    const planner::CalibrationFile* imported = nullptr,
+    absl::string_view fit_stack = kTrialStack);
 
 // The coefficients of `stored` over the defaults: unknown names and values
 // out of range are skipped (and listed in `*skipped` when given).

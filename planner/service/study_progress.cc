@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "core/trial_backend.h"
 #include "planner/calibration/calibration_fit.h"
 #include "planner/calibration/prediction_uncertainty.h"
 #include "planner/service/agents_gpu.h"
@@ -209,12 +210,20 @@ std::string Planner::ChooseBackendLocked(StudyRun& run) {
   absl::StatusOr<std::vector<db::Agent>> agents =
       SuitableAgents("", run.gpus_per_node());
   if (!agents.ok() || agents->empty()) return "";
-  int64_t cuda = 0;
-  int64_t cpu = 0;
-  for (const db::Agent& a : *agents) {
-    (a.info.backend == "cuda" ? cuda : cpu) += 1;
+  // The backend most suitable agents have; on a tie the one that runs on
+  // GPUs (the cost model's own hardware).
+  std::string best;
+  int64_t best_count = 0;
+  for (const TrialBackend& b : TrialBackends()) {
+    const int64_t n = std::count_if(
+        agents->begin(), agents->end(),
+        [&](const db::Agent& a) { return a.info.backend == b.name; });
+    if (n > best_count || (n == best_count && n > 0 && b.runs_on_named_gpu)) {
+      best = b.name;
+      best_count = n;
+    }
   }
-  return cuda >= cpu ? "cuda" : "cpu";
+  return best;
 }
 
 void Planner::MarkRunnableLocked(StudyRun& run) {
@@ -224,6 +233,8 @@ void Planner::MarkRunnableLocked(StudyRun& run) {
   r.model = run.checked.spec.model();
   if (run.options().layers > 0) r.model.set_layers(run.options().layers);
   r.seq_len = run.workload->training.seq_len;
+  r.stack = run.workload->training.stack;
+  r.precision = std::string(PrecisionName(run.workload->training.precision));
   r.options = run.options();
   absl::MutexLock lock(&mu_);
   runnable_[run.id] = std::move(r);
@@ -417,6 +428,10 @@ absl::Status Planner::RefitLocked(StudyRun& run,
   if (static_cast<int64_t>(ok.size()) > options_.max_calibration_samples) {
     ok.resize(options_.max_calibration_samples);
   }
+  // The stack this study's trials measure; trials of another stack on this
+  // GPU (Tessera's executor beside a command) are not fitted with them.
+  const std::string trial_stack =
+      TrialStackOf(run.backend, run.workload->training.stack);
   // Each trial with its own study's workload, when that study ran this GPU.
   std::map<int64_t, std::optional<std::pair<Workload, int64_t>>> studies;
   studies[run.id] = std::make_pair(*run.workload, run.options().layers);
@@ -440,6 +455,7 @@ absl::Status Planner::RefitLocked(StudyRun& run,
           absl::StrCat("calibration: skipping ", sample.status().message()));
       continue;
     }
+    if (sample->workload.training.stack != trial_stack) continue;
     samples.push_back(*std::move(sample));
   }
   if (samples.empty()) return absl::OkStatus();
@@ -449,17 +465,22 @@ absl::Status Planner::RefitLocked(StudyRun& run,
   const planner::CalibrationFile* import =
       sources.imported.has_value() ? &*sources.imported : nullptr;
   planner::Calibration prior =
-      TrialStackPrior(run.workload->cluster.gpu, import);
+      TrialStackPrior(run.workload->cluster.gpu, import, trial_stack);
   if (sources.collectives != nullptr) prior.collectives = sources.collectives;
   TESSERA_ASSIGN_OR_RETURN(const planner::CalibrationFit fit,
                            planner::FitCalibration(samples, prior, {}));
-  TESSERA_ASSIGN_OR_RETURN(sources.trial_fit,
-                           store_->SaveCalibration(StoredCalibration(
-                               fit, db::GpuScope(run.gpu_name))));
+  if (trial_stack == kTrialStack) {
+    // The GPU's fit is of Tessera's executor (what every study on the GPU
+    // starts from); a command trial's fit is its study's own.
+    TESSERA_ASSIGN_OR_RETURN(sources.trial_fit,
+                             store_->SaveCalibration(StoredCalibration(
+                                 fit, db::GpuScope(run.gpu_name))));
+  }
   TESSERA_RETURN_IF_ERROR(
       store_->SaveCalibration(StoredCalibration(fit, db::StudyScope(run.id)))
           .status());
-  run.calibration = StudyCalibration(*run.workload, fit.calibration, import);
+  run.calibration =
+      StudyCalibration(*run.workload, fit.calibration, import, trial_stack);
   if (sources.collectives != nullptr) {
     run.calibration.collectives = sources.collectives;
   }

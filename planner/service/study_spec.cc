@@ -4,6 +4,7 @@
 #include "core/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "planner/service/agents_gpu.h"
+#include "planner/service/trial_command_check.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
 
@@ -45,6 +46,8 @@ absl::StatusOr<CheckedStudy> CheckStudySpec(const v1::StudySpec& spec) {
   out.search = *search;
   TESSERA_ASSIGN_OR_RETURN(
       out.trials, ResolveTrialOptions(spec.trials(), out.workload.model));
+  TESSERA_RETURN_IF_ERROR(
+      CheckTrialBackendRunsStack(out.trials, out.workload));
   if (out.spec.name().empty()) {
     out.spec.set_name(DefaultName(spec, out.workload));
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "core/command_template.h"
 #include "core/status_macros.h"
 #include "core/trial_backend.h"
 
@@ -84,6 +85,27 @@ absl::StatusOr<TrialOptions> ResolveTrialOptions(const v1::TrialOptions& p,
                                    TrialBackendNames(), " or \"\" (any)"));
   }
   o.backend = p.backend();
+  const bool runs_command =
+      !p.backend().empty() &&
+      (*FindTrialBackend(p.backend()))->launcher == TrialLauncher::kCommand;
+  if (runs_command && p.command().empty()) {
+    return FieldError("command",
+                      absl::StrCat("required by backend '", p.backend(),
+                                   "': the training command each agent runs"));
+  }
+  if (!runs_command && !p.command().empty()) {
+    return FieldError(
+        "command",
+        absl::StrCat("only backend \"command\" runs a command; backend is ",
+                     p.backend().empty() ? "\"\" (cpu or cuda)"
+                                         : absl::StrCat("'", p.backend(), "'")));
+  }
+  if (runs_command) {
+    if (absl::Status s = CheckCommandTemplate(p.command()); !s.ok()) {
+      return FieldError("command", s.message());
+    }
+  }
+  o.command = p.command();
   TESSERA_RETURN_IF_ERROR(CheckRange("layers", p.layers(), 0, model.layers));
   o.layers = p.layers();
   if (p.has_trial_time_limit_s()) {

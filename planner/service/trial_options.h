@@ -23,7 +23,8 @@ struct TrialOptions {
   int64_t eta = 2;
   int64_t warmup_steps = 2;
   int64_t steps = 3;    // measured steps at rung 0
-  std::string backend;  // "cpu", "cuda" or "" (any)
+  std::string backend;  // "cpu", "cuda", "command" or "" (cpu or cuda)
+  std::string command;  // backend "command": the template (checked)
   int64_t layers = 0;   // scale-down; 0: the full model
   double trial_time_limit_s = 300;
   int64_t memory_limit_bytes = 0;  // per rank; 0: none
@@ -41,7 +42,9 @@ inline constexpr int64_t kMaxTrialSteps = 1'000'000;
 // The options of `proto` with defaults applied. INVALID_ARGUMENT names the
 // field as "study.trials.<field>": max_trials in [0, 10000], time_budget_s
 // finite >= 0, first_rung in [1, max_trials], eta in [2, 100], warmup_steps
-// in [0, 10000], steps in [1, 100000], backend "", "cpu" or "cuda", layers in
+// in [0, 10000], steps in [1, 100000], backend "" or a core/trial_backend
+// name, command (a template, core/command_template.h) given exactly when the
+// backend launches a command, layers in
 // [0, the model's layers], trial_time_limit_s finite > 0, memory_limit_bytes
 // >= 0, stop_margin finite >= 0.
 absl::StatusOr<TrialOptions> ResolveTrialOptions(const v1::TrialOptions& proto,

@@ -140,6 +140,62 @@ TEST(MigrationsTest, StoreUpgradesAnOlderDatabase) {
   EXPECT_EQ(*SchemaVersion(*db), EmbeddedMigrations().back().version);
 }
 
+// 0005 rebuilds the agents table to admit command agents: an agent that a
+// trial's lease and report refer to keeps every field, the references hold,
+// and the old CHECK's rejection of other backends is gone for "command" only.
+TEST(MigrationsTest, CommandAgentsAreAdmittedAndReferencedAgentsKept) {
+  TempDir dir;
+  const std::string path = dir.File("v4.db");
+  std::vector<Migration> upto4;
+  for (const Migration& m : EmbeddedMigrations()) {
+    if (m.version <= 4) upto4.push_back(m);
+  }
+  ASSERT_EQ(upto4.size(), 4u);
+  {
+    auto db = OpenOrDie(path);
+    ASSERT_TRUE(ApplyMigrations(*db, upto4).ok());
+    ASSERT_TRUE(db->Exec("PRAGMA foreign_keys = ON").ok());
+    ASSERT_TRUE(
+        db->Exec("INSERT INTO agents (id, hostname, backend, gpu_count, "
+                 "memory_bytes, state, registered_at_us, "
+                 "last_heartbeat_at_us, address) VALUES ('gpu-1', 'h', "
+                 "'cuda', 8, 80, 'active', 1, 2, '10.0.0.1')")
+            .ok());
+    EXPECT_FALSE(
+        db->Exec("INSERT INTO agents (id, hostname, backend, gpu_count, "
+                 "memory_bytes, state, registered_at_us, "
+                 "last_heartbeat_at_us) VALUES ('c', 'h', 'command', 1, 1, "
+                 "'active', 0, 0)")
+            .ok());
+    ASSERT_TRUE(db->Exec("INSERT INTO probes (agent_id, kind, group_size, "
+                         "bytes, value, unit, measured_at_us) VALUES "
+                         "('gpu-1', 'gemm_bf16', 1, 0, 700, 'TFLOP/s', 3)")
+                    .ok());
+  }
+  absl::StatusOr<std::unique_ptr<SqliteTrialStore>> store =
+      SqliteTrialStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<Agent> kept = (*store)->GetAgent("gpu-1");
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->info.backend, "cuda");
+  EXPECT_EQ(kept->info.gpu_count, 8);
+  EXPECT_EQ(kept->info.address, "10.0.0.1");
+  AgentRegistration command = kept->info;
+  command.id = "cmd-1";
+  command.backend = "command";
+  ASSERT_TRUE((*store)->UpsertAgent(command).ok());
+  EXPECT_EQ((*store)->GetAgent("cmd-1")->info.backend, "command");
+  auto db = OpenOrDie(path);
+  EXPECT_EQ(*db->QueryInt("SELECT count(*) FROM probes WHERE agent_id = "
+                          "'gpu-1'"),
+            1);
+  EXPECT_EQ(*db->QueryInt("SELECT count(*) FROM pragma_foreign_key_check"),
+            0);
+  EXPECT_EQ(*db->QueryInt("SELECT count(*) FROM sqlite_master WHERE name = "
+                          "'agents_by_heartbeat'"),
+            1);
+}
+
 TEST(MigrationsTest, NewerDatabaseIsRefused) {
   TempDir dir;
   const std::string path = dir.File("a.db");

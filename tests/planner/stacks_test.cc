@@ -20,7 +20,7 @@ TEST(StacksTest, EveryIssueStackIsBuiltIn) {
   const std::set<std::string> have(names.begin(), names.end());
   for (const char* name :
        {"megatron-core", "torchtitan", "pytorch-fsdp", "deepspeed", "nanotron",
-        "megatron-2021", "tessera"}) {
+        "megatron-2021", "tessera", "pytorch-ddp"}) {
     EXPECT_TRUE(have.count(name)) << name;
   }
   EXPECT_TRUE(FindStack(kDefaultTrainingStack).ok());

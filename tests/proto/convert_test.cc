@@ -270,7 +270,8 @@ TEST(ConvertTest, TrainingStackOptionsAndPrecision) {
   } bad[] = {
       {R"({"global_batch": 8, "seq_len": 16, "stack": "jax"})",
        "training.stack: unknown stack 'jax' (known: deepspeed, "
-       "megatron-2021, megatron-core, nanotron, pytorch-fsdp, tessera, "
+       "megatron-2021, megatron-core, nanotron, pytorch-ddp, pytorch-fsdp, "
+       "tessera, "
        "torchtitan)"},
       {R"({"global_batch": 8, "seq_len": 16, "stack": "torchtitan",
            "stack_options": ["turbo"]})",

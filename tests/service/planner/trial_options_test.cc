@@ -1,5 +1,7 @@
 #include "planner/service/trial_options.h"
 
+#include "planner/service/trial_command_check.h"
+
 #include "gtest/gtest.h"
 
 namespace tessera::service {
@@ -91,6 +93,68 @@ TEST(TrialOptionsTest, ErrorsNameTheField) {
     EXPECT_EQ(o.status().message().rfind(c.prefix, 0), 0u)
         << o.status().message();
   }
+}
+
+TEST(TrialOptionsTest, TheCommandBackendNeedsACheckedCommandAndOnlyIt) {
+  v1::TrialOptions p;
+  p.set_backend("command");
+  EXPECT_EQ(ResolveTrialOptions(p, Tiny()).status().message(),
+            "study.trials.command: required by backend 'command': the "
+            "training command each agent runs");
+  p.set_command("torchrun train.py --tp {tp} --mb {microbatch}");
+  const absl::Status unknown = ResolveTrialOptions(p, Tiny()).status();
+  EXPECT_EQ(unknown.message().rfind("study.trials.command: unknown "
+                                    "placeholder {microbatch} at offset 33",
+                                    0),
+            0u)
+      << unknown;
+  p.set_command("torchrun train.py --tp {tp} --mb {micro_batch}");
+  absl::StatusOr<TrialOptions> ok = ResolveTrialOptions(p, Tiny());
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->command, p.command());
+  // A command with Tessera's own executor, or with no backend named.
+  for (const char* backend : {"cpu", ""}) {
+    p.set_backend(backend);
+    const absl::Status s = ResolveTrialOptions(p, Tiny()).status();
+    EXPECT_EQ(s.message().rfind("study.trials.command: only backend "
+                                "\"command\" runs a command",
+                                0),
+              0u)
+        << s;
+  }
+}
+
+TEST(TrialOptionsTest, TheCommandMustPassEveryFieldItsStackVaries) {
+  Workload w;
+  w.training.stack = "pytorch-ddp";  // varies micro_batch, zero, recompute
+  TrialOptions o;
+  o.backend = "command";
+  o.command = "train --mb {micro_batch} --zero {zero} --rc {recompute}";
+  EXPECT_TRUE(CheckTrialBackendRunsStack(o, w).ok());
+  o.command = "train --mb {micro_batch} --rc {recompute}";
+  EXPECT_EQ(CheckTrialBackendRunsStack(o, w).message(),
+            "study.trials.command: the pytorch-ddp stack varies zero between "
+            "layouts, but the command has no {zero} (nor {config}): every "
+            "trial would run the same zero");
+  o.command = "train --config {config}";
+  EXPECT_TRUE(CheckTrialBackendRunsStack(o, w).ok());
+  // torchtitan also varies tp, pp, cp...
+  w.training.stack = "torchtitan";
+  o.command = "train --mb {micro_batch} --zero {zero} --rc {recompute}";
+  EXPECT_NE(CheckTrialBackendRunsStack(o, w).message().find("varies tp"),
+            std::string::npos);
+  // Tessera's executor is not a framework a command runs.
+  w.training.stack = "tessera";
+  o.command = "train --config {config}";
+  EXPECT_EQ(CheckTrialBackendRunsStack(o, w).message().rfind(
+                "study.training.stack: 'tessera' is Tessera's own executor", 0),
+            0u);
+  // Tessera's executor runs any stack's layouts (its trials calibrate the
+  // hardware).
+  o.backend = "cpu";
+  o.command.clear();
+  w.training.stack = "torchtitan";
+  EXPECT_TRUE(CheckTrialBackendRunsStack(o, w).ok());
 }
 
 }  // namespace
