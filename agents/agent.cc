@@ -219,7 +219,7 @@ void Agent::ProbeAfterRegistration() {
   }
   ProbeOptions probe;
   probe.trial_binary = options_.trial_binary;
-  probe.backend = options_.info.backend();
+  probe.backend = DeviceBackend();
   probe.ranks = options_.info.gpu_count();
   probe.work_dir = *dir;
   probe.time_limit = options_.probe_time_limit;
@@ -330,6 +330,9 @@ void Agent::RunLeasedTrial(const v1::TrialAssignment& a) {
                 "drain timeout");
       }
       break;
+    case TrialEnd::kPartDone:
+      log_->Log(absl::StrCat("trial ", id, ": ", outcome.summary));
+      break;
     case TrialEnd::kResult: {
       log_->Log(absl::StrCat("trial ", id, " ", outcome.summary));
       const ReportEnd end = Report(id, outcome.result_json);
@@ -348,6 +351,11 @@ void Agent::RunLeasedTrial(const v1::TrialAssignment& a) {
   Forget(id);
 }
 
+std::string Agent::DeviceBackend() const {
+  return options_.device_backend.empty() ? options_.info.backend()
+                                         : options_.device_backend;
+}
+
 TrialExecutionOptions Agent::ExecutionOptions() {
   TrialExecutionOptions run;
   run.agent_id = AgentId();
@@ -355,6 +363,7 @@ TrialExecutionOptions Agent::ExecutionOptions() {
   run.work_root = options_.work_dir;
   run.advertise_host = options_.info.address();
   run.default_backend = options_.info.backend();
+  run.device_backend = DeviceBackend();
   run.planner = planner_;
   run.registry = &children_;
   run.kill_grace = options_.kill_grace;

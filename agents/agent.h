@@ -45,6 +45,10 @@ namespace tessera::agents {
 
 struct AgentOptions {
   v1::AgentInfo info;  // agent_id, hostname, backend, GPUs, address...
+  // What the agent's hardware probes and cluster probes run on: "cpu" or
+  // "cuda" (for a command agent, the hardware under the command); "": the
+  // trial backend, info.backend.
+  std::string device_backend;
   // A name found on PATH or an absolute path (children start in their
   // trial's folder, where a relative one would not resolve).
   std::string trial_binary = "tessera-trial";
@@ -93,6 +97,8 @@ class Agent {
   void ProbeAfterRegistration();
   // How this agent runs a lease's processes (trials and probes alike).
   TrialExecutionOptions ExecutionOptions();
+  // What probes run on: AgentOptions::device_backend, else info.backend.
+  std::string DeviceBackend() const;
   // A cluster probe's share on this agent; node rank 0 reports the sweep.
   void RunLeasedProbe(const v1::TrialAssignment& a);
   void RunLeasedTrial(const v1::TrialAssignment& assignment);

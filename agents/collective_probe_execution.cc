@@ -57,8 +57,12 @@ CollectiveProbeOutcome RunCollectiveProbeAssignment(
     return out;
   }
   out.work_dir = *dir;
+  // The hardware's executor, whatever runs the trials (a command agent's
+  // collectives are its GPUs' or its host's).
   const std::string backend =
-      a.backend().empty() ? o.default_backend : a.backend();
+      !o.device_backend.empty()
+          ? o.device_backend
+          : (a.backend().empty() ? o.default_backend : a.backend());
   const int64_t gang = std::max<int64_t>(a.gang_size(), 1);
   const std::string rendezvous = absl::StrCat(*dir, "/rendezvous");
   std::vector<ProcessSpec> specs;

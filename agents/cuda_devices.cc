@@ -1,11 +1,10 @@
 #include "agents/cuda_devices.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstddef>
 
 #include "absl/strings/str_cat.h"
+#include "agents/dynamic_library.h"
 
 namespace tessera::agents {
 namespace {
@@ -27,29 +26,10 @@ using NvmlDeviceGetHandleByIndex = int (*)(unsigned int, void**);
 using NvmlDeviceGetNvLinkState = int (*)(void*, unsigned int, int*);
 constexpr unsigned int kNvmlMaxLinks = 18;
 
-// A dlopen handle closed on every path.
-class Library {
- public:
-  explicit Library(const char* name) : handle_(dlopen(name, RTLD_NOW)) {}
-  ~Library() {
-    if (handle_ != nullptr) dlclose(handle_);
-  }
-  Library(const Library&) = delete;
-  Library& operator=(const Library&) = delete;
-  bool loaded() const { return handle_ != nullptr; }
-  template <typename F>
-  F Get(const char* symbol) const {
-    return reinterpret_cast<F>(dlsym(handle_, symbol));
-  }
-
- private:
-  void* handle_;
-};
-
 // "nvlink" when NVML sees an active NVLink on device 0; "pcie" otherwise
 // (no NVML, no links).
 std::string Interconnect() {
-  Library nvml("libnvidia-ml.so.1");
+  DynamicLibrary nvml("libnvidia-ml.so.1");
   if (!nvml.loaded()) return "pcie";
   auto init = nvml.Get<NvmlInit>("nvmlInit_v2");
   auto shutdown = nvml.Get<NvmlShutdown>("nvmlShutdown");
@@ -78,7 +58,7 @@ std::string Interconnect() {
 }  // namespace
 
 absl::StatusOr<CudaDevices> DetectCudaDevices() {
-  Library cuda("libcuda.so.1");
+  DynamicLibrary cuda("libcuda.so.1");
   if (!cuda.loaded()) {
     return absl::NotFoundError(
         absl::StrCat("no CUDA driver (libcuda.so.1: ", dlerror(), ")"));

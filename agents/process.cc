@@ -6,11 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 extern char** environ;
 
@@ -117,9 +119,24 @@ absl::StatusOr<ChildProcess> ChildProcess::Start(const ProcessSpec& spec) {
     argv.push_back(const_cast<char*>(arg.c_str()));
   }
   argv.push_back(nullptr);
+  // The agent's environment less the names spec.env sets, then spec.env.
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const absl::string_view entry(*e);
+    const absl::string_view name = entry.substr(0, entry.find('='));
+    const bool replaced =
+        std::any_of(spec.env.begin(), spec.env.end(), [&](const auto& mine) {
+          return absl::string_view(mine).substr(0, mine.find('=')) == name;
+        });
+    if (!replaced) envp.push_back(*e);
+  }
+  for (const std::string& entry : spec.env) {
+    envp.push_back(const_cast<char*>(entry.c_str()));
+  }
+  envp.push_back(nullptr);
   pid_t pid = -1;
   const int rc = posix_spawnp(&pid, argv[0], setup.actions(), setup.attr(),
-                              argv.data(), environ);
+                              argv.data(), envp.data());
   if (rc != 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot start '", spec.argv[0], "': ", std::strerror(rc)));

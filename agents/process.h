@@ -44,6 +44,9 @@ struct ProcessSpec {
   std::string working_dir;  // "": the agent's own
   std::string stdout_path;  // "": /dev/null (created or truncated otherwise)
   std::string stderr_path;  // "": /dev/null
+  // "NAME=value" entries over the agent's own environment (a name given
+  // here replaces the inherited one).
+  std::vector<std::string> env;
 };
 
 class ChildProcess {

@@ -32,6 +32,7 @@
 #include "agents/event_log.h"
 #include "agents/files.h"
 #include "agents/hardware.h"
+#include "core/trial_backend.h"
 #include "agents/planner_client.h"
 #include "core/flags.h"
 #include "proto/transport_security.h"
@@ -55,8 +56,9 @@ struct AgentFlags {
     f.AddString("id", "ID",
                 "this agent's stable id (default: <hostname>-<backend>)", &id);
     f.AddString("backend", "NAME",
-                "auto (default: cuda when a GPU is found, else cpu), cuda or "
-                "cpu",
+                "auto (default: cuda when a GPU is found, else cpu), cuda, "
+                "cpu, or command (run studies' own training commands on "
+                "this host's GPUs, else its CPU)",
                 &backend);
     f.AddInt("cpu-ranks", "N",
              "thread ranks offered by the cpu backend (default: hardware "
@@ -193,8 +195,18 @@ int Main(const std::vector<std::string>& args) {
   }
   client_options.credentials = *std::move(credentials);
 
+  // The trial backend, and the hardware it runs on: a backend that runs on
+  // any device (the command backend) takes what "auto" finds.
+  std::string trial_backend = f.backend.value_or("auto");
   HardwareOptions hw_options;
-  hw_options.backend = f.backend.value_or("auto");
+  hw_options.backend = trial_backend;
+  if (absl::StatusOr<const TrialBackend*> kind =
+          FindTrialBackend(trial_backend);
+      kind.ok() && (*kind)->any_device) {
+    hw_options.backend = "auto";
+  } else {
+    trial_backend.clear();  // the hardware's
+  }
   hw_options.cpu_ranks = f.cpu_ranks;
   absl::StatusOr<Hardware> hw = DetectHardware(hw_options);
   if (!hw.ok()) {
@@ -204,9 +216,11 @@ int Main(const std::vector<std::string>& args) {
   const std::string hostname = Hostname();
   AgentOptions options;
   v1::AgentInfo& info = options.info;
-  info.set_agent_id(f.id.value_or(absl::StrCat(hostname, "-", hw->backend)));
+  if (trial_backend.empty()) trial_backend = hw->backend;
+  info.set_agent_id(f.id.value_or(absl::StrCat(hostname, "-", trial_backend)));
   info.set_hostname(hostname);
-  info.set_backend(hw->backend);
+  info.set_backend(trial_backend);
+  options.device_backend = hw->backend;
   info.set_gpu_name(hw->device_name);
   info.set_gpu_count(hw->ranks);
   info.set_memory_bytes(hw->memory_bytes);
@@ -245,7 +259,8 @@ int Main(const std::vector<std::string>& args) {
     }
     options.work_dir = *dir;
   }
-  log.Log(absl::StrCat("hardware: ", hw->backend, ", ", hw->ranks, " x ",
+  log.Log(absl::StrCat("trials: ", trial_backend, "; hardware: ", hw->backend,
+                       ", ", hw->ranks, " x ",
                        hw->device_name, ", ", hw->memory_bytes, " bytes each",
                        hw->note.empty() ? "" : " (", hw->note,
                        hw->note.empty() ? "" : ")"));

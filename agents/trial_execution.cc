@@ -7,11 +7,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "agents/command_trial.h"
 #include "agents/files.h"
 #include "agents/process_runner.h"
 #include "agents/rendezvous_relay.h"
 #include "agents/result_assembly.h"
 #include "agents/trial_command.h"
+#include "core/trial_backend.h"
 #include "core/trial_result.h"
 #include "proto/convert.h"
 
@@ -53,16 +55,21 @@ std::string Summarize(const std::string& json_text, bool* ok) {
   return absl::StrCat(TrialStatusName(r->status), ": ", first_line);
 }
 
-// An outcome whose result the agent writes itself (nothing ran).
-TrialOutcome AgentResult(TrialResult result, TrialStatus status,
-                         absl::string_view reason) {
-  result.status = status;
-  result.reason = std::string(reason);
+// The outcome that reports `result`.
+TrialOutcome ResultOutcome(const TrialResult& result) {
   TrialOutcome outcome;
   outcome.result_json = TrialResultToJson(result).dump(
       2, ' ', false, nlohmann::json::error_handler_t::replace);
   outcome.summary = Summarize(outcome.result_json, &outcome.ok);
   return outcome;
+}
+
+// An outcome whose result the agent writes itself (nothing ran).
+TrialOutcome AgentResult(TrialResult result, TrialStatus status,
+                         absl::string_view reason) {
+  result.status = status;
+  result.reason = std::string(reason);
+  return ResultOutcome(result);
 }
 
 }  // namespace
@@ -94,6 +101,19 @@ TrialOutcome RunTrialAssignment(const v1::TrialAssignment& a,
     // Not the trial's fault: this agent cannot run anything.
     return AgentResult(base, TrialStatus::kCrash,
                        absl::StrCat("agent: ", dir.status().message()));
+  }
+  absl::StatusOr<const TrialBackend*> kind = FindTrialBackend(backend);
+  if (kind.ok() && (*kind)->launcher == TrialLauncher::kCommand) {
+    CommandTrialRun run = RunCommandTrial(a, o, *dir, base, should_stop);
+    TrialOutcome outcome;
+    if (run.end == TrialEnd::kResult) {
+      outcome = ResultOutcome(run.result);
+    } else {
+      outcome.end = run.end;
+      outcome.summary = run.summary;
+    }
+    outcome.work_dir = *dir;
+    return outcome;
   }
   TrialLaunchOptions launch_options;
   launch_options.trial_binary = o.trial_binary;

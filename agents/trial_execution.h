@@ -1,6 +1,7 @@
 // One leased trial, run to a result: the tessera-trial processes of the
-// assignment (trial_command.h) in a fresh folder under the agent's work
-// folder, the rendezvous relay beside them when the trial spans agents
+// assignment (trial_command.h), or the study's own command for a backend
+// that launches one (command_trial.h), in a fresh folder under the agent's
+// work folder, the rendezvous relay beside them when the trial spans agents
 // (rendezvous_relay.h), the agent's own time limit (process_runner.h), and
 // one result out of what the processes wrote (result_assembly.h). An
 // assignment that cannot be run as given is an `invalid` result, so the
@@ -35,6 +36,11 @@ struct TrialExecutionOptions {
   std::string work_root;                     // each trial gets a folder here
   std::string advertise_host = "127.0.0.1";  // the agent's --address
   std::string default_backend = "cpu";
+  // Where command trials run ("": the agent's own working folder).
+  std::string command_dir;
+  // What the agent's collective probes run on ("cpu", "cuda"); "": the
+  // assignment's backend.
+  std::string device_backend;
   // Used by gang trials for the rendezvous relay; may be null otherwise.
   PlannerClient* planner = nullptr;
   ProcessGroupRegistry* registry = nullptr;  // may be null
@@ -48,6 +54,9 @@ enum class TrialEnd {
   kResult,     // result_json holds the one result to report
   kStopped,    // should_stop() ended it; nothing to report
   kLeaseGone,  // the planner refused the rendezvous: the lease is gone
+  kPartDone,   // this agent's part of a command gang ended cleanly; node
+               // rank 0's agent reports the trial (its command has the
+               // metrics)
 };
 
 struct TrialOutcome {

@@ -1,0 +1,93 @@
+// The energy of a command trial's GPUs over its measured steps, measured by
+// the agent itself (the user's framework reports no power): NVML's
+// per-device energy counters (nvmlDeviceGetTotalEnergyConsumption,
+// millijoules since the driver loaded; Volta and newer) read through
+// libnvidia-ml.so.1 at run time, and a watcher that reads them when the
+// command's metrics file shows the warm-up over and the measured steps done.
+//
+//   absl::StatusOr<std::unique_ptr<GpuEnergyCounters>> gpus =
+//       GpuEnergyCounters::Open(ranks_per_node);   // NOT_FOUND on CPU hosts
+//   MeasuredStepsEnergy watch([&] { return (*gpus)->TotalJoules(); },
+//                             metrics_path, warmup_steps, warmup + steps);
+//   ... run the command ...
+//   std::optional<EnergyWindow> energy = watch.Stop();
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace tessera::agents {
+
+class DynamicLibrary;
+
+// NVML's energy counters of GPUs 0 .. gpus-1.
+class GpuEnergyCounters {
+ public:
+  // NOT_FOUND without NVML, with fewer than `gpus` devices, or for a device
+  // without an energy counter (the trial's power is then not measured).
+  static absl::StatusOr<std::unique_ptr<GpuEnergyCounters>> Open(int64_t gpus);
+  ~GpuEnergyCounters();
+  GpuEnergyCounters(const GpuEnergyCounters&) = delete;
+  GpuEnergyCounters& operator=(const GpuEnergyCounters&) = delete;
+
+  // Joules the GPUs drew since the driver loaded, summed.
+  absl::StatusOr<double> TotalJoules() const;
+  int64_t gpus() const { return static_cast<int64_t>(devices_.size()); }
+
+ private:
+  GpuEnergyCounters() = default;
+  std::unique_ptr<DynamicLibrary> nvml_;
+  std::vector<void*> devices_;
+  int (*energy_)(void*, unsigned long long*) = nullptr;  // NOLINT
+  int (*shutdown_)() = nullptr;
+};
+
+// Joules and seconds between two readings.
+struct EnergyWindow {
+  double joules = 0;
+  double seconds = 0;
+};
+
+// Reads `joules` on its own thread when the metrics file at `metrics_path`
+// first holds `start_lines` lines (the measured steps begin) and when it
+// holds `end_lines` (they are done) or at Stop(), whichever comes first.
+class MeasuredStepsEnergy {
+ public:
+  MeasuredStepsEnergy(std::function<absl::StatusOr<double>()> joules,
+                      std::string metrics_path, int64_t start_lines,
+                      int64_t end_lines,
+                      absl::Duration poll = absl::Milliseconds(100));
+  ~MeasuredStepsEnergy();
+  MeasuredStepsEnergy(const MeasuredStepsEnergy&) = delete;
+  MeasuredStepsEnergy& operator=(const MeasuredStepsEnergy&) = delete;
+
+  // Stops watching. The window, or nullopt when the measured steps never
+  // began or a reading failed.
+  std::optional<EnergyWindow> Stop();
+
+ private:
+  void Watch();
+  // One reading: joules now, and when.
+  bool Read(double* joules, absl::Time* at);
+
+  std::function<absl::StatusOr<double>()> joules_;
+  std::string path_;
+  int64_t start_lines_;
+  int64_t end_lines_;
+  absl::Duration poll_;
+  std::atomic<bool> stop_{false};
+  std::optional<std::pair<double, absl::Time>> start_, end_;
+  bool failed_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tessera::agents

@@ -1,0 +1,305 @@
+// Command trials (backend "command") run by the agent's real code on real
+// /bin/sh commands: placeholders and environment, metrics typed into a
+// TrialResult, every failure typed (oom, nan, timeout with its processes
+// gone, crash for a missing command, no metrics, malformed metrics, too few
+// steps), and the framework-log fallback.
+#include "agents/command_trial.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <cerrno>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "agents/command_launch.h"
+#include "agents/files.h"
+#include "core/trial_result.h"
+#include "gtest/gtest.h"
+
+namespace tessera::agents {
+namespace {
+
+class CommandTrialTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::string> dir =
+        MakeUniqueDirectory(::testing::TempDir(), "command-");
+    ASSERT_TRUE(dir.ok());
+    root_ = *dir;
+    options_.agent_id = "a";
+    options_.work_root = root_;
+    options_.kill_grace = absl::Seconds(1);
+  }
+  void TearDown() override { (void)RemoveTree(root_); }
+
+  // A trial of `command` on 2 ranks of one agent: 1 warm-up + 2 steps.
+  static v1::TrialAssignment Trial(const std::string& command) {
+    v1::TrialAssignment a;
+    a.set_trial_id(9);
+    a.mutable_model()->set_preset("tiny");
+    a.mutable_layout()->set_dp(2);
+    a.mutable_layout()->set_zero(1);
+    a.mutable_layout()->set_micro_batch(2);
+    a.mutable_layout()->set_grad_accum(1);
+    a.set_global_batch(4);
+    a.set_seq_len(32);
+    a.set_warmup_steps(1);
+    a.set_steps(2);
+    a.set_backend("command");
+    a.set_world_size(2);
+    a.set_gang_size(1);
+    a.set_ranks_per_node(2);
+    a.set_time_limit_s(30);
+    a.set_seed(7);
+    a.set_stack("pytorch-ddp");
+    a.set_command(command);
+    return a;
+  }
+
+  TrialResult Run(const v1::TrialAssignment& a) {
+    TrialOutcome outcome = RunTrialAssignment(a, options_, nullptr);
+    EXPECT_EQ(outcome.end, TrialEnd::kResult) << outcome.summary;
+    work_dir_ = outcome.work_dir;
+    nlohmann::json json =
+        nlohmann::json::parse(outcome.result_json, nullptr, false);
+    absl::StatusOr<TrialResult> r = TrialResultFromJson(json);
+    EXPECT_TRUE(r.ok()) << outcome.result_json;
+    return r.ok() ? *r : TrialResult{};
+  }
+
+  // `shell` as template text: its braces literal.
+  static std::string Literal(const std::string& shell) {
+    std::string out;
+    for (char c : shell) {
+      out += c;
+      if (c == '{' || c == '}') out += c;
+    }
+    return out;
+  }
+
+  // A shell line that appends one metrics line per "loss/seconds" given.
+  static std::string Steps(const std::string& losses_and_times) {
+    return Literal(
+        absl::StrCat("for s in ", losses_and_times,
+                     "; do i=$((i+1)); t=${s#*/}; l=${s%/*}; "
+                     "echo \"{\\\"step\\\": $i, \\\"step_time_s\\\": $t, "
+                     "\\\"loss\\\": $l, \\\"tokens\\\": 128}\" "
+                     ">> $TESSERA_METRICS; done"));
+  }
+
+  std::string root_;
+  std::string work_dir_;
+  TrialExecutionOptions options_;
+};
+
+TEST_F(CommandTrialTest, MetricsBecomeTheMeasuredResultWithoutTheWarmUp) {
+  const TrialResult r = Run(Trial(Steps("5.0/9.0 4.0/0.2 3.0/0.4")));
+  ASSERT_EQ(r.status, TrialStatus::kOk) << r.reason << r.output_tail;
+  EXPECT_EQ(r.backend, "command");
+  EXPECT_EQ(r.steps, 2);
+  EXPECT_EQ(r.step_times_s, (std::vector<double>{9.0, 0.2, 0.4}));
+  EXPECT_EQ(r.loss, (std::vector<double>{5.0, 4.0, 3.0}));
+  // The 9 s warm-up step is dropped: median of 0.2 and 0.4.
+  EXPECT_DOUBLE_EQ(r.step_time_s.median, 0.3);
+  EXPECT_DOUBLE_EQ(r.tokens_per_s, 128 / 0.3);
+  EXPECT_DOUBLE_EQ(r.tokens_per_s_per_gpu, 64 / 0.3);
+  EXPECT_GT(r.tflops_per_gpu, 0);
+  EXPECT_FALSE(r.watts_per_gpu.has_value());
+}
+
+TEST_F(CommandTrialTest, PlaceholdersAndTheLauncherEnvironmentReachTheCommand) {
+  const TrialResult r =
+      Run(Trial("echo dp={dp} zero={zero} mb={micro_batch} ga={grad_accum} "
+                "nodes={nodes} gpn={gpus_per_node} layers={layers} "
+                "addr=$MASTER_ADDR:$MASTER_PORT={rendezvous} ws=$WORLD_SIZE "
+                "nr=$NODE_RANK cfg={config} > {trial_dir}/seen; " +
+                Steps("1/1 1/1 1/1")));
+  ASSERT_EQ(r.status, TrialStatus::kOk) << r.reason;
+  absl::StatusOr<std::string> seen = ReadFile(work_dir_ + "/seen");
+  ASSERT_TRUE(seen.ok());
+  EXPECT_NE(seen->find("dp=2 zero=1 mb=2 ga=1 nodes=1 gpn=2 layers=4 "),
+            std::string::npos)
+      << *seen;
+  EXPECT_NE(seen->find(" ws=2 nr=0 "), std::string::npos) << *seen;
+  // MASTER_ADDR:MASTER_PORT is {rendezvous}, a real port.
+  const size_t at = seen->find("addr=127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << *seen;
+  const std::string rest = seen->substr(at + 5);
+  const std::string env = rest.substr(0, rest.find('='));
+  EXPECT_EQ(rest.substr(env.size() + 1, env.size()), env) << *seen;
+  // {config} is the layout and workload as JSON.
+  absl::StatusOr<std::string> config = ReadFile(work_dir_ + "/config.json");
+  ASSERT_TRUE(config.ok());
+  nlohmann::json c = nlohmann::json::parse(*config);
+  EXPECT_EQ(c["layout"]["zero"], 1);
+  EXPECT_EQ(c["global_batch"], 4);
+  EXPECT_EQ(c["stack"], "pytorch-ddp");
+}
+
+TEST_F(CommandTrialTest, AnOutOfMemoryExitIsOom) {
+  const TrialResult r =
+      Run(Trial(Steps("5/1") +
+                "; echo 'torch.OutOfMemoryError: CUDA out of memory. Tried "
+                "to allocate 2.00 GiB' >&2; exit 1"));
+  EXPECT_EQ(r.status, TrialStatus::kOom) << r.reason;
+  EXPECT_NE(r.reason.find("exit 1"), std::string::npos) << r.reason;
+  EXPECT_NE(r.output_tail.find("CUDA out of memory"), std::string::npos);
+  EXPECT_EQ(r.step_times_s.size(), 1u);  // what it reported is kept
+}
+
+TEST_F(CommandTrialTest, ANonFiniteLossIsNan) {
+  const TrialResult r = Run(Trial(Steps("5/1 null/1 4/1")));
+  EXPECT_EQ(r.status, TrialStatus::kNan) << r.reason;
+  EXPECT_NE(r.reason.find("step 2"), std::string::npos) << r.reason;
+}
+
+TEST_F(CommandTrialTest, AHangIsKilledAtTheTimeLimitWithEveryProcessItStarted) {
+  v1::TrialAssignment a =
+      Trial("sleep 300 & echo $! > $TESSERA_TRIAL_DIR/child.pid; " +
+            Steps("5/1") + "; wait");
+  a.set_time_limit_s(1.5);
+  const absl::Time start = absl::Now();
+  const TrialResult r = Run(a);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(15));
+  EXPECT_EQ(r.status, TrialStatus::kTimeout) << r.reason;
+  EXPECT_NE(r.reason.find("time limit of 1.5 s (1 of 3 steps reported)"),
+            std::string::npos)
+      << r.reason;
+  absl::StatusOr<std::string> pid_text = ReadFile(work_dir_ + "/child.pid");
+  ASSERT_TRUE(pid_text.ok());
+  int pid = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(*pid_text), &pid));
+  // The grandchild is gone (or a zombie reaped by init shortly).
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = ::kill(pid, 0) != 0 && errno == ESRCH;
+    if (!gone) absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_TRUE(gone) << "sleep " << pid << " outlived its trial";
+}
+
+TEST_F(CommandTrialTest, AMissingCommandIsACrashThatSaysSo) {
+  const TrialResult r = Run(Trial("no-such-trainer-xyz --tp {tp}"));
+  EXPECT_EQ(r.status, TrialStatus::kCrash);
+  EXPECT_NE(r.reason.find("exit 127 (command not found)"), std::string::npos)
+      << r.reason;
+  EXPECT_NE(r.reason.find("no-such-trainer-xyz"), std::string::npos)
+      << r.reason;
+}
+
+TEST_F(CommandTrialTest, ACommandThatReportsNothingIsACrash) {
+  const TrialResult r = Run(Trial("echo training done"));
+  EXPECT_EQ(r.status, TrialStatus::kCrash);
+  EXPECT_NE(r.reason.find("reported no steps"), std::string::npos) << r.reason;
+  EXPECT_NE(r.output_tail.find("training done"), std::string::npos);
+}
+
+TEST_F(CommandTrialTest, MalformedMetricsAreACrashNamingTheLine) {
+  const TrialResult r = Run(Trial(
+      Literal("echo '{\"step\": 1, \"step_time_s\": 1}' > $TESSERA_METRICS; "
+              "echo 'step two took long' >> $TESSERA_METRICS")));
+  EXPECT_EQ(r.status, TrialStatus::kCrash);
+  EXPECT_NE(r.reason.find("malformed $TESSERA_METRICS: metrics line 2"),
+            std::string::npos)
+      << r.reason;
+}
+
+TEST_F(CommandTrialTest, TooFewStepsIsACrash) {
+  const TrialResult r = Run(Trial(Steps("5/1 4/1")));
+  EXPECT_EQ(r.status, TrialStatus::kCrash);
+  EXPECT_NE(r.reason.find("after reporting 2 steps; 1 warm-up + 2 measured"),
+            std::string::npos)
+      << r.reason;
+}
+
+TEST_F(CommandTrialTest, MegatronsOwnLogStandsInForAMetricsFile) {
+  std::string lines;
+  for (int i = 1; i <= 3; ++i) {
+    absl::StrAppend(
+        &lines, "echo ' [2026-11-26 10:00:0", i, "] iteration        ", i,
+        "/       3 | consumed samples:            ", 4 * i,
+        " | elapsed time per iteration (ms): ", 100 * i,
+        ".0 | learning rate: 1.0E-04 | global batch size:     4 | lm loss: "
+        "1.0E+01 | loss scale: 1.0 | number of skipped iterations:   0 | "
+        "number of nan iterations:   0 |'; ");
+  }
+  const TrialResult r = Run(Trial(lines));
+  ASSERT_EQ(r.status, TrialStatus::kOk) << r.reason << r.output_tail;
+  EXPECT_EQ(r.step_times_s, (std::vector<double>{0.1, 0.2, 0.3}));
+  EXPECT_DOUBLE_EQ(r.step_time_s.median, 0.25);
+}
+
+TEST_F(CommandTrialTest, ABadTemplateIsInvalidNotRun) {
+  const TrialResult r = Run(Trial("train --tp {tensor}"));
+  EXPECT_EQ(r.status, TrialStatus::kInvalid);
+  EXPECT_NE(r.reason.find("assignment.command: unknown placeholder {tensor}"),
+            std::string::npos)
+      << r.reason;
+}
+
+// The power of a GPU agent's command trial: energy over the measured steps.
+TEST(CommandResultTest, EnergyOverTheMeasuredStepsGivesPowerAndTokensPerJoule) {
+  v1::TrialAssignment a;
+  a.mutable_model()->set_preset("tiny");
+  a.set_global_batch(4);
+  a.set_seq_len(32);
+  a.set_warmup_steps(1);
+  a.set_steps(2);
+  a.set_world_size(2);
+  CommandEnd end;
+  end.process.exit.exited = true;
+  end.metrics_file = true;
+  end.metrics_text =
+      "{\"step\": 1, \"step_time_s\": 5}\n{\"step\": 2, \"step_time_s\": 1}\n"
+      "{\"step\": 3, \"step_time_s\": 1}\n";
+  TrialResult base;
+  base.ranks = 2;
+  TrialResult r = ResultOfCommand(a, end, base);
+  ASSERT_EQ(r.status, TrialStatus::kOk) << r.reason;
+  EXPECT_FALSE(r.watts_per_gpu.has_value());  // not measured: absent
+  end.energy = EnergyWindow{.joules = 1600, .seconds = 2};
+  end.gpus = 2;
+  r = ResultOfCommand(a, end, base);
+  ASSERT_TRUE(r.watts_per_gpu.has_value());
+  EXPECT_DOUBLE_EQ(*r.watts_per_gpu, 400);  // 1600 J / 2 s / 2 GPUs
+  // 2 measured steps of 128 tokens over 1600 J.
+  EXPECT_DOUBLE_EQ(*r.tokens_per_joule, 256.0 / 1600);
+}
+
+// The watcher reads the counter when the metrics file shows the warm-up
+// over, and again when the measured steps are done.
+TEST(MeasuredStepsEnergyTest, ReadsTheCounterAtTheMeasuredStepsBounds) {
+  absl::StatusOr<std::string> dir =
+      MakeUniqueDirectory(::testing::TempDir(), "energy-");
+  ASSERT_TRUE(dir.ok());
+  const std::string path = *dir + "/metrics.jsonl";
+  std::atomic<double> counter{100};
+  MeasuredStepsEnergy watch(
+      [&]() -> absl::StatusOr<double> { return counter.load(); }, path, 1, 3,
+      absl::Milliseconds(5));
+  ASSERT_TRUE(WriteFileAtomically(path, "warm\n").ok());
+  absl::SleepFor(absl::Milliseconds(100));  // the start is read: 100 J
+  counter = 250;
+  ASSERT_TRUE(WriteFileAtomically(path, "warm\nm1\nm2\n").ok());
+  absl::SleepFor(absl::Milliseconds(100));  // the end is read: 250 J
+  counter = 10000;                          // after the window: not counted
+  std::optional<EnergyWindow> w = watch.Stop();
+  ASSERT_TRUE(w.has_value());
+  EXPECT_DOUBLE_EQ(w->joules, 150);
+  EXPECT_GT(w->seconds, 0);
+  (void)RemoveTree(*dir);
+}
+
+TEST(MeasuredStepsEnergyTest, NoWindowWhenTheMeasuredStepsNeverBegan) {
+  MeasuredStepsEnergy watch([]() -> absl::StatusOr<double> { return 1.0; },
+                            "/nonexistent/metrics.jsonl", 1, 3,
+                            absl::Milliseconds(5));
+  absl::SleepFor(absl::Milliseconds(30));
+  EXPECT_FALSE(watch.Stop().has_value());
+}
+
+}  // namespace
+}  // namespace tessera::agents
