@@ -1,19 +1,35 @@
 #!/usr/bin/env bash
 # Tessera's main job on a fresh machine (the README's first command):
-#   deploy/quickstart.sh [STUDY.json]
+#   deploy/quickstart.sh [--backend cpu|command] [STUDY.json]
 # installs what it needs (deploy/install-deps.sh), builds, starts a planner
-# and two agents on 127.0.0.1 (the CPU backend, two thread ranks each),
-# submits a study (default: deploy/examples/quickstart-study.json, a tiny
-# Llama planned for this machine's own probed hardware), follows it to the
-# recommendation, lists the trials it ran, says where the history is kept,
-# and stops what it started.
+# and two agents on 127.0.0.1 (two ranks each), submits a study, follows it
+# to the recommendation, lists the trials it ran, says where the history is
+# kept, and stops what it started.
+#
+#   --backend cpu (default): the trials run Tessera's own executor on CPU
+#     threads; the study is deploy/examples/quickstart-study.json (a tiny
+#     Llama planned for this machine's own probed hardware).
+#   --backend command: the agents run the study's own training command, the
+#     PyTorch example trainer deploy/examples/llama_train.py under torchrun
+#     (Debian's python3-torch, gloo on CPU); the study is
+#     deploy/examples/command-study.json (stack pytorch-ddp).
 #
 # TESSERA_RUN_DIR (default ./quickstart) keeps the history database and the
 # logs; a second run adds to the same history.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-study=${1:-deploy/examples/quickstart-study.json}
+backend=cpu
+if [ "${1:-}" = "--backend" ]; then
+  backend=${2:-}
+  shift 2 || { echo "quickstart: --backend needs cpu or command" >&2; exit 2; }
+fi
+case "$backend" in
+  cpu) default_study=deploy/examples/quickstart-study.json ;;
+  command) default_study=deploy/examples/command-study.json ;;
+  *) echo "quickstart: --backend: '$backend' is not cpu or command" >&2; exit 2 ;;
+esac
+study=${1:-$default_study}
 
 deploy/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -48,7 +64,7 @@ echo "planner on $addr, history in $db"
 
 for name in a b; do
   build/agents/tessera-agent --planner "$addr" --id "quickstart-$name" \
-    --backend cpu --cpu-ranks 2 --work-dir "$run_dir/agent-$name" \
+    --backend "$backend" --cpu-ranks 2 --work-dir "$run_dir/agent-$name" \
     --log "$run_dir/agent-$name.log" &
   pids+=($!)
 done

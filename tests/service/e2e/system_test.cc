@@ -6,39 +6,17 @@
 // mid-study and restarted on the same file finishes the study with every
 // earlier result there exactly once; and that bad requests are rejected with
 // the right status code and write nothing.
-#include <dirent.h>
-#include <signal.h>
-#include <sqlite3.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
-#include "absl/time/time.h"
-#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tessera/v1/service.grpc.pb.h"
-#include "tests/service/e2e/system_process.h"
+#include "tests/service/e2e/system_fixture.h"
 
 namespace tessera::e2e {
 namespace {
-
-namespace fs = std::filesystem;
-
-// Agents heartbeat every 200 ms; a lease ends 2 s after its last heartbeat
-// and a silent agent is gone after 4 s, so recovery takes seconds.
-const std::vector<std::string> kFastPlannerFlags = {
-    "--heartbeat-interval-ms", "200", "--lease-timeout-s", "2",
-    "--agent-timeout-s",       "4"};
 
 // A tiny Llama planned for the agents' own (probed) CPU hardware.
 std::string Study(const std::string& trials) {
@@ -51,165 +29,7 @@ std::string Study(const std::string& trials) {
 }
 
 // Kills (SIGKILL) every process whose command line mentions `text`: an
-// agent's trial processes are in their own process groups, and a machine
-// that dies takes them with it.
-void KillProcessesMentioning(const std::string& text) {
-  DIR* proc = opendir("/proc");
-  ASSERT_NE(proc, nullptr);
-  while (dirent* e = readdir(proc)) {
-    int pid = 0;
-    if (!absl::SimpleAtoi(e->d_name, &pid) || pid == getpid()) continue;
-    std::string cmdline = ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
-    for (char& c : cmdline) {
-      if (c == '\0') c = ' ';
-    }
-    if (cmdline.find(text) != std::string::npos) kill(pid, SIGKILL);
-  }
-  closedir(proc);
-}
 
-// Rows of `sql` (one integer result) in the history database, read-only.
-int64_t CountRows(const std::string& db, const std::string& sql) {
-  sqlite3* conn = nullptr;
-  if (sqlite3_open_v2(db.c_str(), &conn, SQLITE_OPEN_READONLY, nullptr) !=
-      SQLITE_OK) {
-    sqlite3_close(conn);
-    return -1;
-  }
-  sqlite3_busy_timeout(conn, 5000);
-  sqlite3_stmt* stmt = nullptr;
-  int64_t n = -1;
-  if (sqlite3_prepare_v2(conn, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
-      sqlite3_step(stmt) == SQLITE_ROW) {
-    n = sqlite3_column_int64(stmt, 0);
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(conn);
-  return n;
-}
-
-class SystemTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           absl::StrCat(
-               "tessera_e2e_", getpid(), "_",
-               ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    db_ = (dir_ / "tessera.db").string();
-  }
-  void TearDown() override {
-    agents_.clear();
-    planner_.reset();
-    if (!HasFailure()) fs::remove_all(dir_);
-  }
-
-  // Starts tessera-planner on `port` (0: a free one) and waits until it
-  // listens; sets address_ and the stubs.
-  void StartPlanner(int port = 0) {
-    const std::string out = (dir_ / "planner.out").string();
-    fs::remove(out);
-    std::vector<std::string> argv = {TESSERA_PLANNER_BIN, "--listen",
-                                     absl::StrCat("127.0.0.1:", port), "--db",
-                                     db_};
-    argv.insert(argv.end(), kFastPlannerFlags.begin(), kFastPlannerFlags.end());
-    planner_ = std::make_unique<ChildProcess>(argv, out);
-    std::string line;
-    ASSERT_TRUE(WaitFor(absl::Seconds(30), [&] {
-      const std::string text = ReadFile(out);
-      const size_t at = text.find("listening on ");
-      if (at == std::string::npos) return false;
-      const size_t end = text.find('\n', at);
-      if (end == std::string::npos) return false;
-      line = text.substr(at + 13, end - at - 13);
-      return true;
-    })) << ReadFile(out);
-    address_ = line;
-    auto channel =
-        grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
-    planner_stub_ = v1::PlannerService::NewStub(channel);
-    agent_stub_ = v1::AgentService::NewStub(channel);
-  }
-
-  int PlannerPort() const {
-    int port = 0;
-    EXPECT_TRUE(
-        absl::SimpleAtoi(address_.substr(address_.rfind(':') + 1), &port));
-    return port;
-  }
-
-  std::string AgentDir(const std::string& name) const {
-    return (dir_ / ("agent-" + name)).string();
-  }
-
-  void StartAgent(const std::string& name) {
-    agents_[name] = std::make_unique<ChildProcess>(
-        std::vector<std::string>{
-            TESSERA_AGENT_BIN, "--planner", address_, "--id", name, "--backend",
-            "cpu", "--cpu-ranks", "2", "--work-dir", AgentDir(name),
-            "--trial-binary", TESSERA_TRIAL_BIN},
-        (dir_ / (name + ".log")).string());
-  }
-
-  // `tessera submit` of `spec`; the study id.
-  int64_t Submit(const std::string& spec) {
-    const std::string path = (dir_ / "study.json").string();
-    std::ofstream(path) << spec;
-    std::string out;
-    const int status =
-        RunToEnd({TESSERA_CLI_BIN, "submit", path, "--planner", address_},
-                 (dir_ / "cli.log").string(), absl::Seconds(60), &out);
-    EXPECT_EQ(status, 0) << ReadFile((dir_ / "cli.log").string());
-    int64_t id = 0;
-    EXPECT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(out), &id)) << out;
-    return id;
-  }
-
-  grpc::Status GetStudy(int64_t id, v1::GetStudyResponse* out) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(5));
-    v1::GetStudyRequest r;
-    r.set_study_id(id);
-    return planner_stub_->GetStudy(&ctx, r, out);
-  }
-
-  std::vector<v1::Trial> Trials(int64_t study_id) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::seconds(5));
-    v1::ListTrialsRequest r;
-    r.set_study_id(study_id);
-    r.set_sort("id");
-    v1::ListTrialsResponse out;
-    if (!planner_stub_->ListTrials(&ctx, r, &out).ok()) return {};
-    return {out.trials().begin(), out.trials().end()};
-  }
-
-  bool WaitDone(int64_t id, absl::Duration timeout) {
-    return WaitFor(timeout, [&] {
-      v1::GetStudyResponse s;
-      return GetStudy(id, &s).ok() && s.study().state() == v1::STUDY_DONE;
-    });
-  }
-
-  std::string Logs() {
-    std::string all;
-    for (const char* f : {"planner.out", "e2e-a.log", "e2e-b.log", "cli.log"}) {
-      all += absl::StrCat("--- ", f, "\n", ReadFile((dir_ / f).string()));
-    }
-    return all;
-  }
-
-  fs::path dir_;
-  std::string db_;
-  std::string address_;
-  std::unique_ptr<ChildProcess> planner_;
-  std::map<std::string, std::unique_ptr<ChildProcess>> agents_;
-  std::unique_ptr<v1::PlannerService::Stub> planner_stub_;
-  std::unique_ptr<v1::AgentService::Stub> agent_stub_;
-};
 
 TEST_F(SystemTest, RealTrialsRunAndAreStored) {
   StartPlanner();
@@ -244,11 +64,8 @@ TEST_F(SystemTest, RealTrialsRunAndAreStored) {
     EXPECT_TRUE(a == "e2e-a" || a == "e2e-b") << a;
   }
   // The recommendation is final and measured.
-  grpc::ClientContext ctx;
-  v1::GetRecommendationRequest r;
-  r.set_study_id(id);
   v1::Recommendation rec;
-  ASSERT_TRUE(planner_stub_->GetRecommendation(&ctx, r, &rec).ok());
+  ASSERT_TRUE(GetRecommendation(id, &rec).ok());
   EXPECT_TRUE(rec.final());
   EXPECT_EQ(rec.best_throughput().provenance(), v1::MEASURED);
   EXPECT_EQ(rec.history_db(), db_);
