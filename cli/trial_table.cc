@@ -8,6 +8,7 @@
 #include "cli/service_names.h"
 #include "cli/text_table.h"
 #include "cli/time_text.h"
+#include "core/trial_backend.h"
 
 namespace tessera::cli {
 namespace {
@@ -15,6 +16,14 @@ namespace {
 // `text` when the trial was measured, else the placeholder.
 std::string IfMeasured(const v1::Trial& t, const std::string& text) {
   return t.has_measured() ? text : kNotMeasured;
+}
+
+// Whether the trial's backend reports communication time (a command
+// trial's framework does not: its 0 is no measurement).
+bool MeasuresComm(const v1::Trial& t) {
+  absl::StatusOr<const TrialBackend*> b =
+      FindTrialBackend(t.measured().backend());
+  return !b.ok() || (*b)->measures_comm;
 }
 
 }  // namespace
@@ -51,10 +60,13 @@ void PrintTrialTable(const Trials& trials, std::ostream& out) {
         CompactLayout(t.layout()),
         absl::StrCat(t.steps()),
         IfMeasured(t, absl::StrFormat("%.0f", m.tokens_per_s())),
-        IfMeasured(t, absl::StrFormat("%.1f%%", 100 * m.mfu())),
+        m.mfu() > 0 ? IfMeasured(t, absl::StrFormat("%.1f%%", 100 * m.mfu()))
+                    : kNotMeasured,
         IfMeasured(t,
                    ReadableBytes(static_cast<double>(m.peak_memory_bytes()))),
-        IfMeasured(t, absl::StrCat(Readable(m.exposed_comm_s()), " s")),
+        MeasuresComm(t)
+            ? IfMeasured(t, absl::StrCat(Readable(m.exposed_comm_s()), " s"))
+            : kNotMeasured,
         t.has_measured() && m.has_watts_per_gpu()
             ? absl::StrFormat("%.0f W", m.watts_per_gpu())
             : kNotMeasured,

@@ -23,6 +23,7 @@ const std::vector<TrialBackend>& TrialBackends() {
            .trial_stack = "",
            .any_device = true,
            .process_per_rank = false,
+           .measures_comm = false,
            .runs_on_named_gpu = true},
       };
   return *kBackends;

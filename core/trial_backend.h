@@ -42,6 +42,9 @@ struct TrialBackend {
   // CPU executor's blocking collectives also time a rank's wait for its
   // peers).
   bool times_comm_apart = false;
+  // Its trials report their communication time at all (a framework's own
+  // step lines do not).
+  bool measures_comm = true;
   // Peak memory is device memory as the cost model counts it.
   bool measures_model_memory = false;
   // Trials run on the GPUs a study names (a study's cluster can be its

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/trial_backend.h"
 #include "google/protobuf/util/json_util.h"
 #include "planner/search/pareto.h"
 #include "planner/service/measured_layouts.h"
@@ -103,7 +104,9 @@ v1::RecommendedLayout Recommend(const RecommendationInput& in,
       scaled = true;
     }
     tokens_per_s = t.measured->tokens_per_s * scale;
-    if (!scaled) {
+    absl::StatusOr<const TrialBackend*> backend =
+        FindTrialBackend(t.measured->backend);
+    if (!scaled && backend.ok() && (*backend)->measures_comm) {
       exposed_comm_s = t.measured->exposed_comm_s;
       exposed_measured = true;
     }

@@ -257,6 +257,32 @@ TEST(ServiceNamesTest, CompactLayoutKeepsWhatDiffersAndParsesBack) {
             "micro_batch=2,grad_accum=8,recompute=selective");
 }
 
+// A command trial's framework reports no MFU and no communication: "—",
+// not a measured 0.
+TEST(TrialTableTest, ACommandTrialShowsWhatItDidNotMeasureAsNotMeasured) {
+  google::protobuf::RepeatedPtrField<v1::Trial> trials;
+  v1::Trial t = OkTrial();
+  t.mutable_measured()->set_backend("command");
+  t.mutable_measured()->set_mfu(0);
+  t.mutable_measured()->set_exposed_comm_s(0);
+  t.mutable_measured()->clear_watts_per_gpu();
+  *trials.Add() = t;
+  std::ostringstream out;
+  PrintTrialTable(trials, out);
+  std::istringstream lines(out.str());
+  std::string header, row;
+  std::getline(lines, header);
+  std::getline(lines, row);
+  size_t dashes = 0;
+  for (size_t p = row.find("—"); p != std::string::npos;
+       p = row.find("—", p + 1)) {
+    ++dashes;
+  }
+  EXPECT_EQ(dashes, 3u) << row;  // MFU, exposed comm, watts
+  EXPECT_NE(row.find(" 51234 "), std::string::npos) << row;
+  EXPECT_EQ(row.find("0.0%"), std::string::npos) << row;
+}
+
 TEST(TrialTableTest, ColumnsAndPlaceholders) {
   google::protobuf::RepeatedPtrField<v1::Trial> trials;
   *trials.Add() = OkTrial();

@@ -41,6 +41,8 @@ TEST(TrialBackendTest, CommandRunsTheStudysOwnStackOnAnyDevice) {
   // A framework's own step time is all it reports: no split, and its peak
   // memory is not the cost model's count.
   EXPECT_FALSE((*command)->times_comm_apart);
+  EXPECT_FALSE((*command)->measures_comm);
+  EXPECT_TRUE((*FindTrialBackend("cpu"))->measures_comm);
   EXPECT_FALSE((*command)->measures_model_memory);
 }
 

@@ -62,6 +62,21 @@ TEST(RecommendationTest, AFullScaleMeasurementExplainsItsOwnStep) {
       << best.why();
   EXPECT_NE(best.why().find("headroom, measured)"), std::string::npos)
       << best.why();
+
+  // A command trial reports no communication: its 0 is not a measurement,
+  // and the model's exposed communication stands.
+  std::vector<db::Trial> command = trials;
+  command[0].measured->backend = "command";
+  command[0].measured->exposed_comm_s = 0;
+  in.trials = &command;
+  const v1::RecommendedLayout by_command =
+      BuildRecommendation(in).best_throughput();
+  EXPECT_EQ(by_command.provenance(), v1::MEASURED);
+  EXPECT_DOUBLE_EQ(by_command.exposed_comm_s(),
+                   best.predicted().exposed_comm_s());
+  EXPECT_NE(by_command.why().find("of the step (predicted)"),
+            std::string::npos)
+      << by_command.why();
 }
 
 TEST(RecommendationTest, AScaledDownMeasurementIsScaledByTheModelsRatio) {
