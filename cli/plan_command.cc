@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/calibration_flag.h"
 #include "cli/exit_codes.h"
+#include "cli/export_flag.h"
 #include "cli/plan_output.h"
 #include "cli/planner_client.h"
 #include "cli/workload_flags.h"
@@ -22,6 +23,7 @@ constexpr char kCommand[] = "tessera plan";
 
 constexpr char kAbout[] =
     "Usage: tessera plan (--spec FILE | workload flags) [--top N] [--json]\n"
+    "                    [--export TARGET [--out FILE]]\n"
     "\n"
     "Ranks every feasible parallel layout (tp, sp, pp, vpp, cp, dp, ZeRO\n"
     "stage, HSDP shard group, micro-batch, recompute) of the workload with\n"
@@ -32,6 +34,8 @@ constexpr char kAbout[] =
     "With --planner HOST:PORT the planner service ranks them instead, with\n"
     "its current calibration, and the output is the same (exit 1 when the\n"
     "planner cannot be reached).\n"
+    "--export torchtitan|megatron|deepspeed|nemo prints the best layout as\n"
+    "that framework's configuration; --out FILE writes it there.\n"
     "\n"
     "Example:\n"
     "  tessera plan --model llama2-7b --gpu h100-sxm --nodes 32 \\\n"
@@ -92,6 +96,8 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
                   "a calibration file from `tessera calibrate` instead of the "
                   "stack's defaults",
                   &calibration_path);
+  ExportFlags exports;
+  exports.Register(&flags);
   PlannerFlags planner;
   planner.Register(&flags,
                    "rank on the planner service at HOST:PORT, with its "
@@ -104,6 +110,9 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     return ReportError(err, kCommand, s);
   }
   if (absl::Status s = planner.Validate(); !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  if (absl::Status s = exports.Validate(); !s.ok()) {
     return ReportError(err, kCommand, s);
   }
   absl::StatusOr<Study> study = workload_flags.Resolve();
@@ -138,10 +147,25 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
                                       calibration->uncertainty);
   }
   const PlanUncertainty* u = uncertainty ? &*uncertainty : nullptr;
-  if (json) {
-    out << DumpJson(PlanJson(*result, u)) << "\n";
-  } else {
-    PrintPlan(study->workload, *result, out, u);
+  if (!exports.requested() || exports.to_file()) {
+    if (json) {
+      out << DumpJson(PlanJson(*result, u)) << "\n";
+    } else {
+      PrintPlan(study->workload, *result, out, u);
+    }
+  }
+  if (exports.requested()) {
+    // The best candidate; the search proposes only what the stack runs.
+    if (result->candidates.empty()) {
+      return ReportError(err, kCommand,
+                         absl::FailedPreconditionError(
+                             "--export: no feasible layout to export"));
+    }
+    if (absl::Status s = exports.Write(study->workload,
+                                       result->candidates.front().layout, out);
+        !s.ok()) {
+      return ReportError(err, kCommand, s);
+    }
   }
   return result->feasible > 0 ? kExitOk : kExitNoFeasible;
 }

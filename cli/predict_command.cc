@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "cli/calibration_flag.h"
 #include "cli/exit_codes.h"
+#include "cli/export_flag.h"
 #include "cli/plan_output.h"
 #include "cli/planner_client.h"
 #include "cli/workload_flags.h"
@@ -22,7 +23,7 @@ constexpr char kCommand[] = "tessera predict";
 
 constexpr char kAbout[] =
     "Usage: tessera predict (--spec FILE | workload flags) --layout LAYOUT "
-    "[--json]\n"
+    "[--json] [--export TARGET [--out FILE]]\n"
     "\n"
     "Predicts one layout with the cost model's default calibration: step\n"
     "time (compute, communication, exposed communication, bubble), tokens/s,\n"
@@ -37,6 +38,9 @@ constexpr char kAbout[] =
     "micro_batch, grad_accum, recompute (none|selective|full). Omitted\n"
     "fields take their defaults (1, sp=0, zero=0, recompute=none); dp,\n"
     "grad_accum and shard_group are derived.\n"
+    "\n"
+    "--export torchtitan|megatron|deepspeed|nemo prints the (feasible)\n"
+    "layout as that framework's configuration; --out FILE writes it there.\n"
     "\n"
     "Example:\n"
     "  tessera predict --spec deploy/examples/study.json \\\n"
@@ -90,6 +94,8 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
                   "a calibration file from `tessera calibrate` instead of the "
                   "stack's defaults",
                   &calibration_path);
+  ExportFlags exports;
+  exports.Register(&flags);
   PlannerFlags planner;
   planner.Register(&flags,
                    "predict on the planner service at HOST:PORT, with its "
@@ -102,6 +108,9 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
     return ReportError(err, kCommand, s);
   }
   if (absl::Status s = planner.Validate(); !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  if (absl::Status s = exports.Validate(); !s.ok()) {
     return ReportError(err, kCommand, s);
   }
   if (!layout_text.has_value()) {
@@ -138,10 +147,25 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
                                    calibration->uncertainty);
   }
   const planner::StepTimeInterval* i = interval ? &*interval : nullptr;
-  if (json) {
-    out << DumpJson(PredictJson(*evaluation, i, source)) << "\n";
-  } else {
-    PrintPrediction(study->workload, *evaluation, out, i, source);
+  if (exports.requested() && !evaluation->feasible) {
+    return ReportError(
+        err, kCommand,
+        absl::FailedPreconditionError(absl::StrCat(
+            "--export: the layout is infeasible: ", evaluation->reason)));
+  }
+  if (!exports.requested() || exports.to_file()) {
+    if (json) {
+      out << DumpJson(PredictJson(*evaluation, i, source)) << "\n";
+    } else {
+      PrintPrediction(study->workload, *evaluation, out, i, source);
+    }
+  }
+  if (exports.requested()) {
+    if (absl::Status s =
+            exports.Write(study->workload, evaluation->layout, out);
+        !s.ok()) {
+      return ReportError(err, kCommand, s);
+    }
   }
   return kExitOk;
 }

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -23,10 +24,10 @@ std::vector<std::string> Predict(const std::string& layout,
 }
 
 Workload Example() {
-  return Workload{*ModelPreset("llama2-7b"),
-                  MakeCluster(*GpuPreset("h100-sxm"), 32, 8),
-                  TrainingConfig{
-                      .global_batch = 512, .seq_len = 4096, .total_tokens = 1e12}};
+  return Workload{
+      *ModelPreset("llama2-7b"), MakeCluster(*GpuPreset("h100-sxm"), 32, 8),
+      TrainingConfig{
+          .global_batch = 512, .seq_len = 4096, .total_tokens = 1e12}};
 }
 
 TEST(PredictCommandTest, FeasibleLayoutJson) {
@@ -171,6 +172,61 @@ TEST(PredictCommandTest, SpecFileGivesWhatTheFlagsGive) {
   CliRun b = RunCli(Predict(kLayout, {"--json"}));
   ASSERT_EQ(a.status, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
+}
+
+// --export prints the layout as the framework's configuration and nothing
+// else; --out writes it and prints the usual prediction; the default
+// (megatron-core) stack's layout as Megatron-LM arguments, the resolved
+// degrees and batch in Megatron's names.
+TEST(PredictCommandTest, ExportPrintsTheFrameworksConfiguration) {
+  const std::string layout = "tp=2,pp=1,cp=1,zero=1,micro_batch=2";
+  CliRun r = RunCli(Predict(layout, {"--export", "megatron"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("# Megatron-LM arguments", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("\n--tensor-model-parallel-size 2\n"),
+            std::string::npos)
+      << r.out;
+  for (const char* line :
+       {"\n--pipeline-model-parallel-size 1\n",
+        "\n--use-distributed-optimizer\n", "\n--micro-batch-size 2\n",
+        "\n--global-batch-size 512\n", "\n--seq-length 4096\n",
+        "\n--num-layers 32\n"}) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << r.out;
+  }
+  EXPECT_EQ(r.out.find("tokens/s"), std::string::npos) << r.out;
+
+  const std::string path = ::testing::TempDir() + "/predict_export.json";
+  r = RunCli(Predict(
+      "tp=1,pp=1,zero=2,micro_batch=1",
+      {"--stack", "deepspeed", "--export", "deepspeed", "--out", path}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("tokens/s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("wrote " + path + " (deepspeed)"), std::string::npos);
+  std::ifstream file(path);
+  const json ds = json::parse(file);
+  EXPECT_EQ(ds["zero_optimization"]["stage"], 2);
+  EXPECT_EQ(ds["train_batch_size"], 512);
+  EXPECT_EQ(ds["train_micro_batch_size_per_gpu"], 1);
+  EXPECT_EQ(ds["gradient_accumulation_steps"], 2);  // 512 / (1 x 256)
+}
+
+TEST(PredictCommandTest, ExportErrorsNameTheProblem) {
+  CliRun r = RunCli(Predict(kLayout, {"--export", "jax"}));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--export: 'jax' is not torchtitan, megatron, "
+                       "deepspeed or nemo"),
+            std::string::npos)
+      << r.err;
+  r = RunCli(Predict(kLayout, {"--out", "/tmp/x"}));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--out: only with --export"), std::string::npos)
+      << r.err;
+  // DeepSpeed's JSON cannot say tensor parallelism.
+  r = RunCli(
+      Predict(kLayout, {"--stack", "deepspeed", "--export", "deepspeed"}));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("layout.tp"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
 }
 
 }  // namespace
