@@ -4,17 +4,22 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "core/command_template.h"
 #include "core/file_io.h"
+#include "core/gpu.h"
 #include "core/layout.h"
 #include "core/layout_json.h"
 #include "core/model.h"
 #include "core/status_macros.h"
+#include "core/workload.h"
 #include "nlohmann/json.hpp"
+#include "planner/export/layout_export.h"
 #include "proto/convert.h"
 
 namespace tessera::agents {
@@ -38,6 +43,63 @@ absl::StatusOr<Layout> ResolvedLayout(const v1::TrialAssignment& a) {
   }
   if (l.shard_group == 0) l.shard_group = l.zero > 0 ? l.dp : 1;
   return l;
+}
+
+std::string TesseraConfigPath(const std::string& work_dir) {
+  return absl::StrCat(work_dir, "/tessera_config.json");
+}
+
+// {config}: the stack's own configuration file where planner/export has one
+// for the assignment's stack, else Tessera's JSON.
+std::string ConfigPath(const v1::TrialAssignment& a,
+                       const std::string& work_dir) {
+  std::optional<planner::ExportTarget> target =
+      planner::ExportTargetOfStack(a.stack());
+  if (!target.has_value()) return TesseraConfigPath(work_dir);
+  return absl::StrCat(work_dir, "/", planner::ExportFileName(*target));
+}
+
+// The workload the assignment runs, for the exporter: its model, batch,
+// stack and precision on a cluster of its shape (the stand-in GPU only
+// names the cluster; no export depends on its figures).
+absl::StatusOr<Workload> AssignmentWorkload(const v1::TrialAssignment& a) {
+  absl::StatusOr<ModelConfig> model = ModelFromSpec(a.model());
+  if (!model.ok()) {
+    return FieldError("assignment.model", model.status().message());
+  }
+  Workload w;
+  w.model = *model;
+  w.cluster =
+      MakeCluster(*GpuPreset("h100-sxm"), std::max<int64_t>(a.gang_size(), 1),
+                  a.ranks_per_node());
+  w.training.global_batch = a.global_batch();
+  w.training.seq_len = a.seq_len();
+  w.training.stack = a.stack();
+  if (!a.precision().empty()) {
+    absl::StatusOr<Precision> p = ParsePrecision(a.precision());
+    if (!p.ok())
+      return FieldError("assignment.precision", p.status().message());
+    w.training.precision = *p;
+  }
+  return w;
+}
+
+absl::StatusOr<std::string> NativeConfig(const v1::TrialAssignment& a,
+                                         const std::string& work_dir) {
+  (void)work_dir;
+  std::optional<planner::ExportTarget> target =
+      planner::ExportTargetOfStack(a.stack());
+  if (!target.has_value()) {
+    return absl::InternalError("no exporter for the stack");
+  }
+  TESSERA_ASSIGN_OR_RETURN(const Workload w, AssignmentWorkload(a));
+  TESSERA_ASSIGN_OR_RETURN(const Layout layout, ResolvedLayout(a));
+  absl::StatusOr<std::string> text = planner::ExportLayout(w, layout, *target);
+  if (!text.ok()) {
+    return FieldError("assignment.layout",
+                      absl::StrCat("{config}: ", text.status().message()));
+  }
+  return text;
 }
 
 }  // namespace
@@ -90,7 +152,7 @@ absl::StatusOr<std::map<std::string, std::string>> CommandValues(
       {"trial_id", str(a.trial_id())},
       {"trial_dir", work_dir},
       {"metrics", absl::StrCat(work_dir, "/metrics.jsonl")},
-      {"config", absl::StrCat(work_dir, "/config.json")},
+      {"config", ConfigPath(a, work_dir)},
   };
 }
 
@@ -107,8 +169,17 @@ absl::StatusOr<CommandLaunch> BuildCommandLaunch(
   launch.command_line = *line;
   launch.metrics_path = values.at("metrics");
   launch.config_path = values.at("config");
-  // {config}: the layout and workload in Tessera's JSON (stack-native
-  // config files are the export's job).
+  absl::StatusOr<std::vector<std::string>> used =
+      CommandTemplatePlaceholders(a.command());
+  const bool uses_config = used.ok() && std::find(used->begin(), used->end(),
+                                                  "config") != used->end();
+  if (uses_config && launch.config_path != TesseraConfigPath(work_dir)) {
+    // {config} is the stack's own configuration (planner/export).
+    TESSERA_ASSIGN_OR_RETURN(const std::string native,
+                             NativeConfig(a, work_dir));
+    TESSERA_RETURN_IF_ERROR(WriteFileAtomically(launch.config_path, native));
+  }
+  // $TESSERA_CONFIG: the layout and workload in Tessera's JSON, always.
   nlohmann::json config = {{"layout", LayoutToJson(layout)},
                            {"stack", a.stack()},
                            {"precision", values.at("precision")},
@@ -131,7 +202,7 @@ absl::StatusOr<CommandLaunch> BuildCommandLaunch(
                              {"ffn_hidden", values.at("ffn_hidden")},
                              {"vocab", values.at("vocab")}}}};
   TESSERA_RETURN_IF_ERROR(
-      WriteFileAtomically(launch.config_path, config.dump(2) + "\n"));
+      WriteFileAtomically(TesseraConfigPath(work_dir), config.dump(2) + "\n"));
 
   ProcessSpec& spec = launch.spec;
   spec.argv = {"/bin/sh", "-c", *line};
@@ -146,7 +217,7 @@ absl::StatusOr<CommandLaunch> BuildCommandLaunch(
       absl::StrCat("NODE_RANK=", a.node_rank()),
       absl::StrCat("NPROC_PER_NODE=", a.ranks_per_node()),
       absl::StrCat("TESSERA_METRICS=", launch.metrics_path),
-      absl::StrCat("TESSERA_CONFIG=", launch.config_path),
+      absl::StrCat("TESSERA_CONFIG=", TesseraConfigPath(work_dir)),
       absl::StrCat("TESSERA_TRIAL_DIR=", work_dir),
   };
   return launch;

@@ -13,7 +13,9 @@
 // MASTER_PORT, WORLD_SIZE, NNODES, NODE_RANK, NPROC_PER_NODE; torchrun sets
 // RANK and LOCAL_RANK for each worker), TESSERA_METRICS (the JSON Lines file
 // of agents/command_metrics.h), TESSERA_TRIAL_DIR and TESSERA_CONFIG (the
-// trial's layout and workload as JSON: {config}).
+// trial's layout and workload as Tessera's JSON). {config} is the layout in
+// the stack's own form where planner/export has one (a torchtitan Python
+// config, Megatron-LM arguments, a DeepSpeed JSON), else that JSON.
 //
 //   TESSERA_ASSIGN_OR_RETURN(CommandLaunch launch,
 //       BuildCommandLaunch(assignment, {"10.0.0.1", 29500}, work_dir));
@@ -40,7 +42,7 @@ struct CommandLaunch {
   ProcessSpec spec;          // /bin/sh -c <expanded command>
   std::string command_line;  // the expanded command, for the log
   std::string metrics_path;  // $TESSERA_METRICS
-  std::string config_path;   // $TESSERA_CONFIG
+  std::string config_path;   // {config}
 };
 
 // The value of every placeholder for `assignment` (the layout, workload,

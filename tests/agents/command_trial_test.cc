@@ -131,12 +131,39 @@ TEST_F(CommandTrialTest, PlaceholdersAndTheLauncherEnvironmentReachTheCommand) {
   const std::string env = rest.substr(0, rest.find('='));
   EXPECT_EQ(rest.substr(env.size() + 1, env.size()), env) << *seen;
   // {config} is the layout and workload as JSON.
-  absl::StatusOr<std::string> config = ReadFile(work_dir_ + "/config.json");
+  // {config} is Tessera's JSON for a stack without an exporter.
+  EXPECT_NE(seen->find("cfg=" + work_dir_ + "/tessera_config.json"),
+            std::string::npos)
+      << *seen;
+  absl::StatusOr<std::string> config =
+      ReadFile(work_dir_ + "/tessera_config.json");
   ASSERT_TRUE(config.ok());
   nlohmann::json c = nlohmann::json::parse(*config);
   EXPECT_EQ(c["layout"]["zero"], 1);
   EXPECT_EQ(c["global_batch"], 4);
   EXPECT_EQ(c["stack"], "pytorch-ddp");
+}
+
+// For a stack with an exporter, {config} is the framework's own file.
+TEST_F(CommandTrialTest, ConfigIsTheStacksOwnFormatWhereThereIsAnExporter) {
+  v1::TrialAssignment a =
+      Trial("cp {config} {trial_dir}/seen.json; " + Steps("1/1 1/1 1/1"));
+  a.set_stack("deepspeed");
+  const TrialResult r = Run(a);
+  ASSERT_EQ(r.status, TrialStatus::kOk) << r.reason;
+  absl::StatusOr<std::string> text = ReadFile(work_dir_ + "/seen.json");
+  ASSERT_TRUE(text.ok());
+  const nlohmann::json ds = nlohmann::json::parse(*text);
+  EXPECT_EQ(ds["zero_optimization"]["stage"], 1);
+  EXPECT_EQ(ds["train_batch_size"], 4);
+  EXPECT_EQ(ds["train_micro_batch_size_per_gpu"], 2);
+  EXPECT_EQ(ds["gradient_accumulation_steps"], 1);
+  // A layout the framework's configuration cannot say is not run.
+  a.set_stack("torchtitan");  // no ZeRO-1
+  const TrialResult refused = Run(a);
+  EXPECT_EQ(refused.status, TrialStatus::kInvalid);
+  EXPECT_NE(refused.reason.find("{config}: layout.zero"), std::string::npos)
+      << refused.reason;
 }
 
 TEST_F(CommandTrialTest, AnOutOfMemoryExitIsOom) {
