@@ -137,14 +137,15 @@ TEST_F(CommandBackendTest, ATwoNodeGangMeetsThroughTorchrunsRendezvous) {
   for (const v1::Trial& t : trials) {
     ASSERT_EQ(t.state(), v1::TRIAL_OK) << t.id() << ": " << t.reason();
     EXPECT_EQ(t.gang_size(), 2);  // one torchrun node on each agent
-    // Node rank 1's agent ran its part and left the report to node rank 0.
-    const std::string part = absl::StrCat(
-        "trial ", t.id(), ": node rank 1 done; node rank 0 reports the trial");
-    const bool left_to_rank0 =
+    // The other agent ran node rank 1's torchrun and left the report to
+    // node rank 0 (its part ended, or was stopped once the trial was in).
+    const std::string part = absl::StrCat("leased trial ", t.id(), " (study ",
+                                          id, ", node rank 1 of 2");
+    const bool ran_node_1 =
         ReadFile((dir_ / "cmd-a.log").string()).find(part) !=
             std::string::npos ||
         ReadFile((dir_ / "cmd-b.log").string()).find(part) != std::string::npos;
-    EXPECT_TRUE(left_to_rank0) << Logs();
+    EXPECT_TRUE(ran_node_1) << Logs();
   }
 }
 
