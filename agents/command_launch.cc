@@ -29,20 +29,17 @@ absl::Status FieldError(absl::string_view field, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
 }
 
-// The layout with dp and grad_accum derived when the assignment left them 0.
+// The assignment's layout resolved for its world and global batch (core
+// ResolveLayout: dp, grad_accum and shard_group derived where left 0).
 absl::StatusOr<Layout> ResolvedLayout(const v1::TrialAssignment& a) {
   absl::StatusOr<Layout> layout = LayoutFromProto(a.layout());
-  if (!layout.ok())
+  if (layout.ok()) {
+    layout = ResolveLayout(*layout, a.world_size(), a.global_batch());
+  }
+  if (!layout.ok()) {
     return FieldError("assignment.layout", layout.status().message());
-  Layout l = *layout;
-  if (l.dp == 0 && l.model_parallel() > 0) {
-    l.dp = a.world_size() / l.model_parallel();
   }
-  if (l.grad_accum == 0 && l.micro_batch > 0 && l.dp > 0) {
-    l.grad_accum = a.global_batch() / (l.micro_batch * l.dp);
-  }
-  if (l.shard_group == 0) l.shard_group = l.zero > 0 ? l.dp : 1;
-  return l;
+  return layout;
 }
 
 std::string TesseraConfigPath(const std::string& work_dir) {
@@ -84,17 +81,12 @@ absl::StatusOr<Workload> AssignmentWorkload(const v1::TrialAssignment& a) {
   return w;
 }
 
+// The layout as `target`'s configuration (planner/export).
 absl::StatusOr<std::string> NativeConfig(const v1::TrialAssignment& a,
-                                         const std::string& work_dir) {
-  (void)work_dir;
-  std::optional<planner::ExportTarget> target =
-      planner::ExportTargetOfStack(a.stack());
-  if (!target.has_value()) {
-    return absl::InternalError("no exporter for the stack");
-  }
+                                         planner::ExportTarget target) {
   TESSERA_ASSIGN_OR_RETURN(const Workload w, AssignmentWorkload(a));
   TESSERA_ASSIGN_OR_RETURN(const Layout layout, ResolvedLayout(a));
-  absl::StatusOr<std::string> text = planner::ExportLayout(w, layout, *target);
+  absl::StatusOr<std::string> text = planner::ExportLayout(w, layout, target);
   if (!text.ok()) {
     return FieldError("assignment.layout",
                       absl::StrCat("{config}: ", text.status().message()));
@@ -169,14 +161,16 @@ absl::StatusOr<CommandLaunch> BuildCommandLaunch(
   launch.command_line = *line;
   launch.metrics_path = values.at("metrics");
   launch.config_path = values.at("config");
+  // {config} is the stack's own configuration where planner/export has one,
+  // written only when the command reads it.
+  const std::optional<planner::ExportTarget> target =
+      planner::ExportTargetOfStack(a.stack());
   absl::StatusOr<std::vector<std::string>> used =
       CommandTemplatePlaceholders(a.command());
-  const bool uses_config = used.ok() && std::find(used->begin(), used->end(),
-                                                  "config") != used->end();
-  if (uses_config && launch.config_path != TesseraConfigPath(work_dir)) {
-    // {config} is the stack's own configuration (planner/export).
+  if (target.has_value() && used.ok() &&
+      std::find(used->begin(), used->end(), "config") != used->end()) {
     TESSERA_ASSIGN_OR_RETURN(const std::string native,
-                             NativeConfig(a, work_dir));
+                             NativeConfig(a, *target));
     TESSERA_RETURN_IF_ERROR(WriteFileAtomically(launch.config_path, native));
   }
   // $TESSERA_CONFIG: the layout and workload in Tessera's JSON, always.

@@ -91,11 +91,6 @@ std::string ExitReason(const CommandEnd& end) {
 
 }  // namespace
 
-absl::Duration CommandTimeLimit(double time_limit_s, absl::Duration fallback) {
-  if (time_limit_s <= 0) return fallback;
-  return absl::Seconds(time_limit_s);
-}
-
 TrialResult ResultOfCommand(const v1::TrialAssignment& a, const CommandEnd& end,
                             TrialResult r) {
   r.output_tail = absl::StrCat(Tail(end.stdout_text, kOutputTailBytes / 2),
@@ -215,8 +210,11 @@ CommandTrialRun RunCommandTrial(const v1::TrialAssignment& a,
                                 const std::string& work_dir, TrialResult base,
                                 const std::function<bool()>& should_stop) {
   CommandTrialRun run;
-  const absl::Duration limit =
-      CommandTimeLimit(a.time_limit_s(), o.default_time_limit);
+  // The trial's own limit: a command keeps no clock of its own, so the
+  // agent enforces it without tessera-trial's slack (AgentTimeLimit).
+  const absl::Duration limit = a.time_limit_s() > 0
+                                   ? absl::Seconds(a.time_limit_s())
+                                   : o.default_time_limit;
   const absl::Time deadline = absl::Now() + limit;
   auto failed = [&](TrialStatus status, std::string reason) {
     run.result = Failed(base, status, std::move(reason));

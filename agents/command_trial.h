@@ -71,9 +71,4 @@ CommandTrialRun RunCommandTrial(const v1::TrialAssignment& assignment,
                                 const std::string& work_dir, TrialResult base,
                                 const std::function<bool()>& should_stop);
 
-// The limit the agent enforces on a command trial of `time_limit_s`
-// (<= 0: `fallback`): the limit itself, since a command keeps no clock of
-// its own.
-absl::Duration CommandTimeLimit(double time_limit_s, absl::Duration fallback);
-
 }  // namespace tessera::agents

@@ -23,11 +23,10 @@ absl::StatusOr<Workload> WorkloadTrialRan(const db::Trial& trial,
         ": its layout does not map onto its study: ", plan.status().message()));
   }
   Workload w = plan->workload;
-  const std::string ran = TrialStackOf(
-      trial.measured.has_value() ? trial.measured->backend : "",
-      study_workload.training.stack);
-  if (ran != study_workload.training.stack || ran == kTrialStack) {
-    // What ran: the executor, in its own number format.
+  if (TrialStackOf(trial.measured.has_value() ? trial.measured->backend : "",
+                   study_workload.training.stack) == kTrialStack) {
+    // What ran: the executor, in its own number format (a command trial ran
+    // the study's own stack, options and precision).
     w.training.stack = kTrialStack;
     w.training.stack_options.clear();
     w.training.precision = Precision::kBf16;

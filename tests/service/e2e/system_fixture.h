@@ -196,10 +196,7 @@ class SystemTest : public ::testing::Test {
   }
 
   bool WaitDone(int64_t id, absl::Duration timeout) {
-    return WaitFor(timeout, [&] {
-      v1::GetStudyResponse s;
-      return GetStudy(id, &s).ok() && s.study().state() == v1::STUDY_DONE;
-    });
+    return WaitState(id, v1::STUDY_DONE, timeout);
   }
 
   std::string Logs() {
