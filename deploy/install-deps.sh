@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# Installs every Debian package Tessera needs to build, test and run.
-# Idempotent: packages already present are left as they are. The CUDA toolkit is
-# not installed here: it lives at /usr/local/cuda on GPU-capable machines and the
-# build uses it when present.
+# Installs the Debian packages Tessera needs, in three sets:
+#   deploy/install-deps.sh           build and run the planner, agents and CLI
+#                                    (the main job, deploy/quickstart.sh)
+#   deploy/install-deps.sh --torch   and python3-torch, for the PyTorch trial
+#                                    example (quickstart.sh --backend command)
+#   deploy/install-deps.sh --tests   everything the test suite uses (the
+#                                    README's test command, tests/run_all.sh)
+# python3-torch alone pulls about 200 packages (OpenCV, Qt, GDAL); only the
+# tests and the torch example need it, so the main job does not install it.
+# Idempotent: packages already present are left as they are. The CUDA toolkit
+# is not installed here: it lives at /usr/local/cuda on GPU-capable machines
+# and the build uses it when present.
 set -euo pipefail
 
+# Building and running the three binaries.
 packages=(
   build-essential cmake ninja-build pkg-config git
   libabsl-dev
@@ -13,10 +22,25 @@ packages=(
   libsqlite3-dev sqlite3
   nlohmann-json3-dev
   libopenblas-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-numpy python3-torch
-  openssl  # tests make TLS certificates
+  python3  # deploy/ scripts' JSON handling
 )
+# The PyTorch example trainer (deploy/examples/llama_train.py).
+torch_packages=(python3-torch)
+# The test suite and benchmarks: GoogleTest, Google Benchmark, the PyTorch
+# oracle, TLS certificates, and the deployment and report checks.
+test_packages=(
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3-numpy python3-torch
+  openssl
+)
+
+case "${1:-}" in
+  "") ;;
+  --torch) packages+=("${torch_packages[@]}") ;;
+  --tests) packages+=("${test_packages[@]}") ;;
+  *) echo "install-deps: unknown argument '$1' (none, --torch or --tests)" >&2
+     exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tessera's main job on a fresh machine (the README's first command):
 #   deploy/quickstart.sh [--backend cpu|command] [STUDY.json]
-# installs what it needs (deploy/install-deps.sh), builds, starts a planner
+# installs only what it needs (deploy/install-deps.sh; python3-torch only
+# for --backend command), builds, starts a planner
 # and two agents on 127.0.0.1 (two ranks each), submits a study, follows it
 # to the recommendation, lists the trials it ran, says where the history is
 # kept, and stops what it started.
@@ -31,8 +32,15 @@ case "$backend" in
 esac
 study=${1:-$default_study}
 
-deploy/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# The main job needs no test packages; torch only for the command example.
+if [ "$backend" = command ]; then deploy/install-deps.sh --torch; else deploy/install-deps.sh; fi
+# Tests and benchmarks are configured only where their packages are
+# installed (by tests/run_all.sh), so that this build shares build/ with it.
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+tests=OFF; installed libgtest-dev && installed libgmock-dev && tests=ON
+benchmarks=OFF; installed libbenchmark-dev && benchmarks=ON
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTESSERA_TESTS="$tests" -DTESSERA_BENCHMARKS="$benchmarks"
 cmake --build build -j "$(nproc)" \
   --target tessera tessera-planner tessera-agent tessera-trial
 
