@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 
 namespace tessera::cli {
@@ -36,14 +37,22 @@ inline constexpr absl::string_view kExitStatusHelp =
     "     rejected)\n"
     "  4  watch, submit --wait: the study ended cancelled or failed\n";
 
-// Writes "<command>: <message>" as one line to `err` and returns the exit
-// status for `status`: kExitBadInput for INVALID_ARGUMENT, NOT_FOUND and
-// OUT_OF_RANGE, kExitFailure otherwise.
+// Writes "<command>: <message>" as one line to `err` (an INVALID_ARGUMENT
+// that lists several problems, one per line as FlagSet::Parse does, as one
+// such line each) and returns the exit status for `status`: kExitBadInput
+// for INVALID_ARGUMENT, NOT_FOUND and OUT_OF_RANGE, kExitFailure otherwise.
 inline int ReportError(std::ostream& err, absl::string_view command,
                        const absl::Status& status) {
-  err << command << ": "
-      << absl::StrReplaceAll(status.message(), {{"\n", " "}, {"\r", " "}})
-      << "\n";
+  if (status.code() == absl::StatusCode::kInvalidArgument) {
+    for (absl::string_view line : absl::StrSplit(
+             status.message(), absl::ByAnyChar("\r\n"), absl::SkipEmpty())) {
+      err << command << ": " << line << "\n";
+    }
+  } else {
+    err << command << ": "
+        << absl::StrReplaceAll(status.message(), {{"\n", " "}, {"\r", " "}})
+        << "\n";
+  }
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
     case absl::StatusCode::kNotFound:

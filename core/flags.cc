@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <utility>
 #include <vector>
@@ -10,6 +11,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 
 namespace tessera {
 namespace {
@@ -41,7 +44,160 @@ absl::StatusOr<bool> ParseBool(absl::string_view name, absl::string_view text) {
   return FlagError(name, absl::StrCat("'", text, "' is not true or false"));
 }
 
+// A suffix and the power it multiplies by: base^power.
+struct Suffix {
+  const char* text;
+  int base;  // 1000 or 1024
+  int power;
+};
+
+constexpr Suffix kCountSuffixes[] = {
+    {"k", 1000, 1},  {"M", 1000, 2},  {"G", 1000, 3},
+    {"T", 1000, 4},  {"P", 1000, 5},  {"Ki", 1024, 1},
+    {"Mi", 1024, 2}, {"Gi", 1024, 3}, {"Ti", 1024, 4}};
+constexpr Suffix kByteSuffixes[] = {
+    {"B", 1024, 0},   {"Ki", 1024, 1},  {"Mi", 1024, 2},
+    {"Gi", 1024, 3},  {"Ti", 1024, 4},  {"KiB", 1024, 1},
+    {"MiB", 1024, 2}, {"GiB", 1024, 3}, {"TiB", 1024, 4}};
+// Byte suffixes people write for either 1000 or 1024: refused.
+struct AmbiguousSuffix {
+  const char* text;
+  const char* binary;  // what to write for 1024^power
+  int power;           // of 1000 or 1024
+};
+constexpr AmbiguousSuffix kAmbiguousByteSuffixes[] = {
+    {"k", "Ki", 1},   {"K", "Ki", 1},   {"M", "Mi", 2},   {"G", "Gi", 3},
+    {"T", "Ti", 4},   {"kB", "KiB", 1}, {"KB", "KiB", 1}, {"MB", "MiB", 2},
+    {"GB", "GiB", 3}, {"TB", "TiB", 4}};
+
+constexpr char kCountSuffixHelp[] = "k, M, G, T, P; Ki, Mi, Gi, Ti";
+constexpr char kByteSuffixHelp[] = "Ki, Mi, Gi, Ti or KiB, MiB, GiB, TiB";
+
+// At most this many significant digits (so that digits x 1024^4 fit 128
+// bits).
+constexpr int kMaxSignificantDigits = 24;
+
+__extension__ typedef __int128 Int128;
+constexpr Int128 kInt64Max = std::numeric_limits<int64_t>::max();
+
+Int128 Power(int base, int power) {
+  Int128 p = 1;
+  for (int i = 0; i < power; ++i) p *= base;
+  return p;
+}
+
 }  // namespace
+
+absl::StatusOr<int64_t> ParseSize(absl::string_view text, SizeUnit unit) {
+  const bool bytes = unit == SizeUnit::kBytes;
+  auto malformed = [&] {
+    return absl::InvalidArgumentError(
+        bytes ? absl::StrCat("'", text,
+                             "' is not a number of bytes with an optional "
+                             "suffix (",
+                             kByteSuffixHelp, ")")
+              : absl::StrCat("'", text,
+                             "' is not a number with an optional suffix (",
+                             kCountSuffixHelp, ")"));
+  };
+  auto out_of_range = [&] {
+    return absl::OutOfRangeError(absl::StrCat("'", text, "' is out of range"));
+  };
+  size_t i = 0;
+  bool negative = false;
+  if (i < text.size() && (text[i] == '-' || text[i] == '+')) {
+    negative = text[i] == '-';
+    ++i;
+  }
+  // The mantissa as digits x 10^exponent10.
+  Int128 digits = 0;
+  int significant = 0;
+  int64_t exponent10 = 0;
+  bool any_digit = false;
+  bool in_fraction = false;
+  for (; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '.' && !in_fraction) {
+      in_fraction = true;
+      continue;
+    }
+    if (c < '0' || c > '9') break;
+    any_digit = true;
+    if (digits == 0 && c == '0') {
+      if (in_fraction) --exponent10;
+      continue;
+    }
+    if (++significant > kMaxSignificantDigits) return out_of_range();
+    digits = digits * 10 + (c - '0');
+    if (in_fraction) --exponent10;
+  }
+  if (!any_digit) return malformed();
+  // An exponent: e or E, an optional sign, digits.
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    size_t j = i + 1;
+    bool exponent_negative = false;
+    if (j < text.size() && (text[j] == '-' || text[j] == '+')) {
+      exponent_negative = text[j] == '-';
+      ++j;
+    }
+    if (j >= text.size() || text[j] < '0' || text[j] > '9') return malformed();
+    int64_t e = 0;
+    for (; j < text.size() && text[j] >= '0' && text[j] <= '9'; ++j) {
+      e = std::min<int64_t>(e * 10 + (text[j] - '0'), 1000);
+    }
+    exponent10 += exponent_negative ? -e : e;
+    i = j;
+  }
+  const absl::string_view suffix_text = text.substr(i);
+  const Suffix* suffix = nullptr;
+  if (!suffix_text.empty()) {
+    for (const Suffix& s : bytes ? absl::MakeConstSpan(kByteSuffixes)
+                                 : absl::MakeConstSpan(kCountSuffixes)) {
+      if (suffix_text == s.text) suffix = &s;
+    }
+    if (suffix == nullptr) {
+      if (bytes) {
+        for (const AmbiguousSuffix& a : kAmbiguousByteSuffixes) {
+          if (suffix_text != a.text) continue;
+          const absl::string_view number = text.substr(0, i);
+          return absl::InvalidArgumentError(absl::StrCat(
+              "'", text, "' is ambiguous for bytes: write ", number, a.binary,
+              " (x 1024^", a.power, ") or the bytes in full (", number, " x ",
+              "1000^", a.power, ")"));
+        }
+      }
+      return malformed();
+    }
+  }
+  if (digits == 0) return int64_t{0};
+  // Drop trailing zeros into the exponent, so that 1.50k is 1.5k.
+  while (exponent10 < 0 && digits % 10 == 0) {
+    digits /= 10;
+    ++exponent10;
+  }
+  const Int128 multiplier =
+      suffix == nullptr ? 1 : Power(suffix->base, suffix->power);
+  Int128 value = digits * multiplier;  // < 10^24 x 10^15: fits
+  if (exponent10 < 0) {
+    if (exponent10 < -38) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", text, "' is not an integer"));
+    }
+    const Int128 divisor = Power(10, static_cast<int>(-exponent10));
+    if (value % divisor != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", text, "' is not an integer"));
+    }
+    value /= divisor;
+  } else {
+    for (int64_t e = 0; e < exponent10; ++e) {
+      if (value > kInt64Max) return out_of_range();
+      value *= 10;
+    }
+  }
+  if (value > kInt64Max) return out_of_range();
+  return static_cast<int64_t>(negative ? -value : value);
+}
 
 FlagSet::Flag FlagSet::MakeFlag(absl::string_view name,
                                 absl::string_view value_name,
@@ -106,6 +262,23 @@ void FlagSet::AddInt(absl::string_view name, absl::string_view value_name,
   Add(std::move(f));
 }
 
+void FlagSet::AddSize(absl::string_view name, absl::string_view value_name,
+                      absl::string_view help, SizeUnit unit,
+                      std::optional<int64_t>* value) {
+  Flag f = MakeFlag(
+      name, value_name,
+      absl::StrCat(
+          help, " (suffixes: ",
+          unit == SizeUnit::kBytes ? kByteSuffixHelp : kCountSuffixHelp, ")"));
+  f.set = [value, unit, flag = std::string(name)](absl::string_view text) {
+    absl::StatusOr<int64_t> n = ParseSize(text, unit);
+    if (!n.ok()) return FlagError(flag, n.status().message());
+    *value = *n;
+    return absl::OkStatus();
+  };
+  Add(std::move(f));
+}
+
 void FlagSet::AddDouble(absl::string_view name, absl::string_view value_name,
                         absl::string_view help, std::optional<double>* value) {
   Flag f = MakeFlag(name, value_name, help);
@@ -149,6 +322,23 @@ void FlagSet::AddSwitch(absl::string_view name, absl::string_view help,
   Add(std::move(f));
 }
 
+void FlagSet::AddShortName(char short_name, absl::string_view name) {
+  for (Flag& f : flags_) {
+    if (f.name == name) f.short_name = short_name;
+  }
+}
+
+void FlagSet::AddRequirement(Requirement requirement) {
+  requirements_.push_back(std::move(requirement));
+}
+
+const FlagSet::Flag* FlagSet::FindShort(char short_name) const {
+  for (const Flag& f : flags_) {
+    if (f.short_name == short_name) return &f;
+  }
+  return nullptr;
+}
+
 const FlagSet::Flag* FlagSet::Find(absl::string_view name) const {
   for (const Flag& f : flags_) {
     if (f.name == name) return &f;
@@ -169,60 +359,107 @@ std::string FlagSet::Suggest(absl::string_view name) const {
   return best == nullptr ? "" : best->name;
 }
 
-absl::Status FlagSet::Parse(const std::vector<std::string>& args) {
-  std::set<std::string, std::less<>> seen;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const absl::string_view arg = args[i];
-    if (absl::StartsWith(arg, "-") && !absl::StartsWith(arg, "--") &&
-        arg.size() > 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          arg, ": unknown flag (flags are --name; see ", command_, " --help)"));
+std::vector<std::string> FlagSet::ParseOne(
+    const std::vector<std::string>& args, size_t* i,
+    std::set<std::string, std::less<>>* seen) {
+  const absl::string_view arg = args[*i];
+  // The flag and how it was written ("--nodes", "-o").
+  const Flag* flag = nullptr;
+  std::string written;
+  std::optional<absl::string_view> inline_value;
+  if (absl::StartsWith(arg, "-") && !absl::StartsWith(arg, "--") &&
+      arg.size() > 1) {
+    flag = FindShort(arg[1]);
+    if (flag == nullptr || (arg.size() > 2 && arg[2] != '=')) {
+      if (arg.size() == 2 && *i + 1 < args.size() &&
+          !absl::StartsWith(args[*i + 1], "-")) {
+        ++*i;  // its value, if it has one, is not a stray argument
+      }
+      return {absl::StrCat(arg, ": unknown flag (flags are --name; see ",
+                           command_, " --help)")};
     }
-    if (!absl::StartsWith(arg, "--") || arg.size() == 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unexpected argument '", arg, "' (flags are --name value; see ",
-          command_, " --help)"));
-    }
+    written = std::string(arg.substr(0, 2));
+    if (arg.size() > 2) inline_value = arg.substr(3);
+  } else if (!absl::StartsWith(arg, "--") || arg.size() == 2) {
+    return {absl::StrCat("unexpected argument '", arg,
+                         "' (flags are --name value; see ", command_,
+                         " --help)")};
+  } else {
     absl::string_view name = arg.substr(2);
-    std::optional<absl::string_view> inline_value;
     if (const size_t eq = name.find('='); eq != absl::string_view::npos) {
       inline_value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
-    const Flag* flag = Find(name);
+    flag = Find(name);
     if (flag == nullptr) {
+      // Its value, if it has one, is not a stray argument.
+      if (!inline_value.has_value() && *i + 1 < args.size() &&
+          !absl::StartsWith(args[*i + 1], "-")) {
+        ++*i;
+      }
       const std::string suggestion = Suggest(name);
-      return FlagError(
-          name, suggestion.empty()
-                    ? absl::StrCat("unknown flag (see ", command_, " --help)")
-                    : absl::StrCat("unknown flag (did you mean --", suggestion,
-                                   "?)"));
+      return {absl::StrCat(
+          "--", name, ": ",
+          suggestion.empty()
+              ? absl::StrCat("unknown flag (see ", command_, " --help)")
+              : absl::StrCat("unknown flag (did you mean --", suggestion,
+                             "?)"))};
     }
-    if (!seen.insert(flag->name).second && !flag->repeatable) {
-      return FlagError(name, "given twice");
-    }
-    if (flag->is_switch) {
-      const absl::Status s = flag->set(inline_value.value_or("true"));
-      if (!s.ok()) return s;
-      continue;
-    }
-    absl::string_view value;
-    if (inline_value.has_value()) {
-      value = *inline_value;
-    } else if (i + 1 < args.size() && !absl::StartsWith(args[i + 1], "--")) {
-      value = args[++i];
-    } else {
-      return FlagError(name, absl::StrCat("missing value (--", name, " ",
-                                          flag->value_name, ")"));
-    }
-    if (value.empty()) {
-      return FlagError(name, absl::StrCat("empty value (--", name, " ",
-                                          flag->value_name, ")"));
-    }
-    const absl::Status s = flag->set(value);
-    if (!s.ok()) return s;
+    written = absl::StrCat("--", name);
   }
-  return absl::OkStatus();
+  std::vector<std::string> errors;
+  auto error = [&](absl::string_view message) {
+    errors.push_back(absl::StrCat(written, ": ", message));
+  };
+  if (!seen->insert(flag->name).second && !flag->repeatable) {
+    error("given twice");
+  }
+  absl::string_view value;
+  if (flag->is_switch) {
+    value = inline_value.value_or("true");
+  } else if (inline_value.has_value()) {
+    value = *inline_value;
+  } else if (*i + 1 < args.size() && !absl::StartsWith(args[*i + 1], "--")) {
+    value = args[++*i];
+  } else {
+    error(absl::StrCat("missing value (", written, " ", flag->value_name, ")"));
+    return errors;
+  }
+  if (value.empty()) {
+    error(absl::StrCat("empty value (", written, " ", flag->value_name, ")"));
+    return errors;
+  }
+  if (!errors.empty()) return errors;
+  if (const absl::Status s = flag->set(value); !s.ok()) {
+    // The setters' messages start "--name: "; a short name keeps its form.
+    std::string message(s.message());
+    if (written.size() == 2) {
+      const std::string long_form = absl::StrCat("--", flag->name, ": ");
+      if (absl::StartsWith(message, long_form)) {
+        message = absl::StrCat(written, ": ", message.substr(long_form.size()));
+      }
+    }
+    errors.push_back(std::move(message));
+  }
+  return errors;
+}
+
+absl::Status FlagSet::Parse(const std::vector<std::string>& args) {
+  std::set<std::string, std::less<>> seen;
+  std::vector<std::string> errors;
+  for (size_t i = 0; i < args.size(); ++i) {
+    for (std::string& e : ParseOne(args, &i, &seen)) {
+      errors.push_back(std::move(e));
+    }
+  }
+  const auto given = [&seen](absl::string_view name) {
+    return seen.find(name) != seen.end();
+  };
+  for (const Requirement& requirement : requirements_) {
+    for (std::string& e : requirement(given)) errors.push_back(std::move(e));
+  }
+  if (errors.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrJoin(errors, "\n"));
 }
 
 std::string FlagSet::Help() const {
@@ -233,7 +470,10 @@ std::string FlagSet::Help() const {
       section = f.section;
       if (!section.empty()) absl::StrAppend(&text, "\n", section, ":\n");
     }
-    std::string usage = absl::StrCat("  --", f.name);
+    std::string usage =
+        f.short_name != 0
+            ? absl::StrCat("  -", std::string(1, f.short_name), ", --", f.name)
+            : absl::StrCat("  --", f.name);
     if (!f.is_switch) absl::StrAppend(&usage, " ", f.value_name);
     if (usage.size() < 28)
       usage.resize(28, ' ');
@@ -247,6 +487,13 @@ std::string FlagSet::Help() const {
 bool FlagSet::WantsHelp(const std::vector<std::string>& args) {
   for (const std::string& arg : args) {
     if (arg == "-h" || arg == "--help" || arg == "--help=true") return true;
+  }
+  return false;
+}
+
+bool FlagSet::WantsVersion(const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    if (arg == "--version" || arg == "--version=true") return true;
   }
   return false;
 }

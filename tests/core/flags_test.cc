@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace tessera {
@@ -116,6 +117,142 @@ TEST(FlagsTest, HelpListsEveryFlagBySection) {
   EXPECT_TRUE(FlagSet::WantsHelp({"--nodes", "3", "--help"}));
   EXPECT_TRUE(FlagSet::WantsHelp({"-h"}));
   EXPECT_FALSE(FlagSet::WantsHelp({"--nodes", "3"}));
+}
+
+// ParseSize's value, or its error message.
+std::string Size(absl::string_view text, SizeUnit unit = SizeUnit::kCount) {
+  absl::StatusOr<int64_t> n = ParseSize(text, unit);
+  return n.ok() ? std::to_string(*n) : std::string(n.status().message());
+}
+
+TEST(FlagsTest, SizesTakeDecimalAndBinarySuffixesExactly) {
+  EXPECT_EQ(Size("4096"), "4096");
+  EXPECT_EQ(Size("8k"), "8000");
+  EXPECT_EQ(Size("1.5k"), "1500");
+  EXPECT_EQ(Size("1.50k"), "1500");
+  EXPECT_EQ(Size("1.5T"), "1500000000000");
+  EXPECT_EQ(Size("2P"), "2000000000000000");
+  EXPECT_EQ(Size("64Ki"), "65536");
+  EXPECT_EQ(Size("0.5Ki"), "512");
+  EXPECT_EQ(Size("1e12"), "1000000000000");
+  EXPECT_EQ(Size("2.5e3"), "2500");
+  EXPECT_EQ(Size("-4"), "-4");  // ranges are the caller's
+  EXPECT_EQ(Size("0"), "0");
+  EXPECT_EQ(Size("80GiB", SizeUnit::kBytes), "85899345920");
+  EXPECT_EQ(Size("80Gi", SizeUnit::kBytes), "85899345920");
+  EXPECT_EQ(Size("1.5MiB", SizeUnit::kBytes), "1572864");
+  EXPECT_EQ(Size("512B", SizeUnit::kBytes), "512");
+  EXPECT_EQ(Size("8e9", SizeUnit::kBytes), "8000000000");
+  // The largest int64 and one more.
+  EXPECT_EQ(Size("9223372036854775807"), "9223372036854775807");
+  EXPECT_EQ(Size("9223372036854775808"),
+            "'9223372036854775808' is out of range");
+  EXPECT_EQ(Size("10000P"), "'10000P' is out of range");
+  EXPECT_EQ(Size("1e30"), "'1e30' is out of range");
+}
+
+TEST(FlagsTest, MalformedAmbiguousAndFractionalSizesAreRefused) {
+  const std::string counts =
+      " is not a number with an optional suffix (k, M, "
+      "G, T, P; Ki, Mi, Gi, Ti)";
+  EXPECT_EQ(Size("8q"), "'8q'" + counts);
+  EXPECT_EQ(Size("k"), "'k'" + counts);
+  EXPECT_EQ(Size("8kk"), "'8kk'" + counts);
+  EXPECT_EQ(Size("8 k"), "'8 k'" + counts);
+  EXPECT_EQ(Size("1e"), "'1e'" + counts);
+  EXPECT_EQ(Size("8KiB"), "'8KiB'" + counts);  // a count is not bytes
+  EXPECT_EQ(Size("1.2.3"), "'1.2.3'" + counts);
+  EXPECT_EQ(Size("1.0001k"), "'1.0001k' is not an integer");
+  EXPECT_EQ(Size("0.5"), "'0.5' is not an integer");
+  EXPECT_EQ(Size("1e-4k"), "'1e-4k' is not an integer");
+  EXPECT_EQ(Size("80G", SizeUnit::kBytes),
+            "'80G' is ambiguous for bytes: write 80Gi (x 1024^3) or the bytes "
+            "in full (80 x 1000^3)");
+  EXPECT_EQ(Size("16GB", SizeUnit::kBytes),
+            "'16GB' is ambiguous for bytes: write 16GiB (x 1024^3) or the "
+            "bytes in full (16 x 1000^3)");
+  EXPECT_EQ(Size("1.1B", SizeUnit::kBytes), "'1.1B' is not an integer");
+  EXPECT_EQ(Size("8q", SizeUnit::kBytes),
+            "'8q' is not a number of bytes with an optional suffix (Ki, Mi, "
+            "Gi, Ti or KiB, MiB, GiB, TiB)");
+}
+
+TEST(FlagsTest, SizeFlagsNameTheFlagAndListTheirSuffixes) {
+  std::optional<int64_t> seq_len, memory;
+  FlagSet flags("tessera test");
+  flags.AddSize("seq-len", "N", "tokens per sequence", SizeUnit::kCount,
+                &seq_len);
+  flags.AddSize("memory", "BYTES", "memory per GPU", SizeUnit::kBytes, &memory);
+  ASSERT_TRUE(flags.Parse({"--seq-len", "8Ki", "--memory=80GiB"}).ok());
+  EXPECT_EQ(seq_len, 8192);
+  EXPECT_EQ(memory, int64_t{80} << 30);
+  FlagSet again("tessera test");
+  again.AddSize("seq-len", "N", "tokens per sequence", SizeUnit::kCount,
+                &seq_len);
+  EXPECT_EQ(again.Parse({"--seq-len", "8q"}).message(),
+            "--seq-len: '8q' is not a number with an optional suffix (k, M, "
+            "G, T, P; Ki, Mi, Gi, Ti)");
+  EXPECT_NE(flags.Help().find("(suffixes: Ki, Mi, Gi, Ti or KiB"),
+            std::string::npos)
+      << flags.Help();
+}
+
+TEST(FlagsTest, EveryProblemIsReportedOneLineEach) {
+  std::optional<std::string> model;
+  std::optional<int64_t> nodes, seq_len;
+  FlagSet flags("tessera test");
+  flags.AddString("model", "NAME", "model preset", &model);
+  flags.AddInt("nodes", "N", "nodes", &nodes);
+  flags.AddSize("seq-len", "N", "tokens", SizeUnit::kCount, &seq_len);
+  flags.AddRequirement([](const auto& given) {
+    std::vector<std::string> missing;
+    for (const char* name : {"model", "nodes", "seq-len"}) {
+      if (!given(name)) {
+        missing.push_back(absl::StrCat(name, ": required (--", name, ")"));
+      }
+    }
+    return missing;
+  });
+  const absl::Status s = flags.Parse({"--nodes", "x", "--seq-len", "1.0001k",
+                                      "--nodez", "3", "stray", "--nodes", "4"});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  // The bad --nodes and --seq-len were given: only --model is missing.
+  EXPECT_EQ(s.message(),
+            "--nodes: 'x' is not an integer\n"
+            "--seq-len: '1.0001k' is not an integer\n"
+            "--nodez: unknown flag (did you mean --nodes?)\n"
+            "unexpected argument 'stray' (flags are --name value; see tessera "
+            "test --help)\n"
+            "--nodes: given twice\n"
+            "model: required (--model)");
+  // All met: no error.
+  EXPECT_TRUE(
+      flags.Parse({"--model", "m", "--nodes", "2", "--seq-len", "4k"}).ok());
+}
+
+TEST(FlagsTest, ShortNames) {
+  std::optional<std::string> output;
+  FlagSet flags("tessera test");
+  flags.AddString("output", "FORMAT", "table, json, csv or wide", &output);
+  flags.AddShortName('o', "output");
+  ASSERT_TRUE(flags.Parse({"-o", "csv"}).ok());
+  EXPECT_EQ(output, "csv");
+  ASSERT_TRUE(flags.Parse({"-o=json"}).ok());
+  EXPECT_EQ(output, "json");
+  ASSERT_TRUE(flags.Parse({"--output", "wide"}).ok());
+  EXPECT_EQ(output, "wide");
+  EXPECT_EQ(flags.Parse({"-o"}).message(), "-o: missing value (-o FORMAT)");
+  EXPECT_EQ(flags.Parse({"-o", "a", "--output", "b"}).message(),
+            "--output: given twice");
+  EXPECT_EQ(flags.Parse({"-x"}).message(),
+            "-x: unknown flag (flags are --name; see tessera test --help)");
+  EXPECT_EQ(flags.Parse({"-ojson"}).message(),
+            "-ojson: unknown flag (flags are --name; see tessera test "
+            "--help)");
+  EXPECT_NE(flags.Help().find("  -o, --output FORMAT"), std::string::npos)
+      << flags.Help();
+  EXPECT_TRUE(FlagSet::WantsVersion({"--version"}));
+  EXPECT_FALSE(FlagSet::WantsVersion({"--help"}));
 }
 
 }  // namespace
