@@ -1,5 +1,7 @@
 #include "cli/workload_flags.h"
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -71,12 +73,47 @@ absl::Status Attribute(const WorkloadFlags& f, const absl::Status& status) {
   return status;
 }
 
-absl::Status Required(absl::string_view field, absl::string_view flags) {
-  return absl::InvalidArgumentError(
-      absl::StrCat(field, ": required (", flags, ")"));
+}  // namespace
+
+bool WorkloadFlags::Given(absl::string_view flag) const {
+  for (const FieldFlag& ff : FieldFlags(*this)) {
+    if (flag == ff.flag) return ff.given;
+  }
+  return false;
 }
 
-}  // namespace
+std::vector<std::string> WorkloadFlags::MissingFlags(
+    const std::function<bool(absl::string_view)>& given) {
+  std::vector<std::string> missing;
+  auto require = [&](absl::string_view field, absl::string_view flags) {
+    missing.push_back(absl::StrCat(field, ": required (", flags, ")"));
+  };
+  if (given("spec")) return missing;
+  bool any_dim = false;
+  for (const char* dim :
+       {"layers", "hidden", "heads", "kv-heads", "ffn-hidden", "vocab"}) {
+    any_dim = any_dim || given(dim);
+  }
+  if (!given("model") && !any_dim) {
+    require("model", absl::StrCat("--model NAME: ",
+                                  absl::StrJoin(ModelPresetNames(), ", "),
+                                  "; or --layers --hidden --heads "
+                                  "--ffn-hidden --vocab"));
+  }
+  if (!given("gpu")) {
+    require("cluster.gpu", absl::StrCat("--gpu NAME: ",
+                                        absl::StrJoin(GpuPresetNames(), ", ")));
+  }
+  if (!given("nodes")) require("cluster.nodes", "--nodes N");
+  if (!given("gpus-per-node")) {
+    require("cluster.gpus_per_node", "--gpus-per-node N");
+  }
+  if (!given("global-batch")) {
+    require("training.global_batch", "--global-batch N, in sequences");
+  }
+  if (!given("seq-len")) require("training.seq_len", "--seq-len N");
+  return missing;
+}
 
 void WorkloadFlags::Register(FlagSet* flags) {
   flags->AddSection(
@@ -119,13 +156,14 @@ void WorkloadFlags::Register(FlagSet* flags) {
   flags->AddDouble("inter-node-latency-us", "US",
                    "latency per NCCL step across nodes (default: 5)",
                    &inter_node_latency_us);
-  flags->AddInt("global-batch", "N", "sequences per optimizer step",
-                &global_batch);
-  flags->AddInt("seq-len", "N", "tokens per sequence", &seq_len);
-  flags->AddDouble("total-tokens", "N",
-                   "token budget of the whole run (e.g. 1e12): adds days, MWh "
-                   "and GPU-hours",
-                   &total_tokens);
+  flags->AddSize("global-batch", "N", "sequences per optimizer step",
+                 SizeUnit::kCount, &global_batch);
+  flags->AddSize("seq-len", "N", "tokens per sequence (8k, 128Ki)",
+                 SizeUnit::kCount, &seq_len);
+  flags->AddSize("total-tokens", "N",
+                 "token budget of the whole run (e.g. 1e12, 15T): adds days, "
+                 "MWh and GPU-hours",
+                 SizeUnit::kCount, &total_tokens);
   flags->AddString("stack", "NAME",
                    absl::StrCat("training stack: ",
                                 absl::StrJoin(planner::StackNames(), ", "),
@@ -137,6 +175,7 @@ void WorkloadFlags::Register(FlagSet* flags) {
                    &stack_options);
   flags->AddString("precision", "P", "bf16 (default) or fp8 linear layers",
                    &precision);
+  flags->AddRequirement(&WorkloadFlags::MissingFlags);
 }
 
 absl::StatusOr<v1::StudySpec> WorkloadFlags::ToSpec() const {
@@ -145,30 +184,10 @@ absl::StatusOr<v1::StudySpec> WorkloadFlags::ToSpec() const {
     absl::StatusOr<v1::StudySpec> file = ReadStudySpecFile(*spec_path);
     if (!file.ok()) return file.status();
     spec = *std::move(file);
-  } else {
-    const bool any_dim =
-        layers || hidden || heads || kv_heads || ffn_hidden || vocab;
-    if (!model && !any_dim) {
-      return Required("model",
-                      absl::StrCat("--model NAME: ",
-                                   absl::StrJoin(ModelPresetNames(), ", "),
-                                   "; or --layers --hidden --heads "
-                                   "--ffn-hidden --vocab"));
-    }
-    if (!gpu) {
-      return Required(
-          "cluster.gpu",
-          absl::StrCat("--gpu NAME: ", absl::StrJoin(GpuPresetNames(), ", ")));
-    }
-    if (!nodes) return Required("cluster.nodes", "--nodes N");
-    if (!gpus_per_node) {
-      return Required("cluster.gpus_per_node", "--gpus-per-node N");
-    }
-    if (!global_batch) {
-      return Required("training.global_batch",
-                      "--global-batch N, in sequences");
-    }
-    if (!seq_len) return Required("training.seq_len", "--seq-len N");
+  } else if (std::vector<std::string> missing = MissingFlags(
+                 [this](absl::string_view name) { return Given(name); });
+             !missing.empty()) {
+    return absl::InvalidArgumentError(absl::StrJoin(missing, "\n"));
   }
   v1::ModelSpec* m = spec.mutable_model();
   if (model) {

@@ -13,8 +13,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "core/flags.h"
@@ -42,18 +44,26 @@ struct WorkloadFlags {
   std::optional<double> intra_node_gbs, inter_node_gbs, inter_node_latency_us;
   // Training.
   std::optional<int64_t> global_batch, seq_len;
-  std::optional<double> total_tokens;
+  std::optional<int64_t> total_tokens;
   std::optional<std::string> stack;
   std::optional<std::string> stack_options;  // comma-separated changes
   std::optional<std::string> precision;
 
-  // Adds the flags above to `flags` under a "Workload" section.
+  // Adds the flags above to `flags` under a "Workload" section, and the
+  // requirement that, without --spec, the model, GPU, nodes, GPUs per node,
+  // global batch and sequence length are given (MissingFlags), so that
+  // Parse reports each missing one beside any bad value.
   void Register(FlagSet* flags);
+
+  // One line per required flag that `given` says is missing (none with
+  // --spec): "cluster.nodes: required (--nodes N)".
+  static std::vector<std::string> MissingFlags(
+      const std::function<bool(absl::string_view)>& given);
 
   // The study file (if any) with each given flag over it: --model and --gpu
   // replace the file's whole model / GPU; the other flags set one field.
-  // Without --spec, the required flags must be there: errors like
-  // "cluster.nodes: required (--nodes N)". A bad file is the file's error
+  // Without --spec, the required flags must be there: one line per missing
+  // one, "cluster.nodes: required (--nodes N)". A bad file is the file's error
   // (proto/spec_json.h).
   absl::StatusOr<v1::StudySpec> ToSpec() const;
 
@@ -62,6 +72,10 @@ struct WorkloadFlags {
   // ("cluster.nodes: must be ... got 0 (--nodes)") or preceded by the file
   // ("spec: study.json: cluster.nodes: ...").
   absl::StatusOr<Study> Resolve() const;
+
+ private:
+  // Whether flag `flag` ("seq-len") has a value.
+  bool Given(absl::string_view flag) const;
 };
 
 }  // namespace tessera::cli

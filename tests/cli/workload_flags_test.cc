@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
+#include "core/gpu.h"
 #include "gtest/gtest.h"
 
 namespace tessera::cli {
@@ -84,9 +86,9 @@ TEST(WorkloadFlagsTest, SpecFileEqualsFlags) {
 }
 
 TEST(WorkloadFlagsTest, StackOptionsAndPrecision) {
-  absl::StatusOr<Study> s = Resolve(With(
-      kExampleFlags, {"--stack", "torchtitan", "--stack-options",
-                      "async-tp, no-compile", "--precision", "fp8"}));
+  absl::StatusOr<Study> s = Resolve(
+      With(kExampleFlags, {"--stack", "torchtitan", "--stack-options",
+                           "async-tp, no-compile", "--precision", "fp8"}));
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->workload.training.stack, "torchtitan");
   EXPECT_EQ(s->workload.training.stack_options,
@@ -98,8 +100,8 @@ TEST(WorkloadFlagsTest, StackOptionsAndPrecision) {
   EXPECT_TRUE(s->workload.training.stack_options.empty());
   EXPECT_EQ(ErrorOf(With(kExampleFlags, {"--stack-options", ""})),
             "--stack-options: empty value (--stack-options A,B)");
-  EXPECT_EQ(ErrorOf(With(kExampleFlags, {"--stack", "jax"})).rfind(
-                "training.stack: unknown stack 'jax'", 0),
+  EXPECT_EQ(ErrorOf(With(kExampleFlags, {"--stack", "jax"}))
+                .rfind("training.stack: unknown stack 'jax'", 0),
             0u);
   EXPECT_NE(ErrorOf(With(kExampleFlags, {"--stack", "jax"})).find("(--stack)"),
             std::string::npos);
@@ -221,6 +223,41 @@ TEST(WorkloadFlagsTest, MissingRequiredFlags) {
                 .rfind("model: required (--model NAME: llama2-7b", 0),
             0u);
   EXPECT_EQ(ErrorOf(Without("--total-tokens")), "");  // optional
+}
+
+TEST(WorkloadFlagsTest, EveryMissingFlagAndBadValueAtOnce) {
+  // Parse alone reports them, one line each: the bad --nodes and --seq-len
+  // were given, so they are not also missing.
+  EXPECT_EQ(
+      ErrorOf({"--model", "llama2-7b", "--nodes", "x", "--seq-len", "8q"}),
+      "--nodes: 'x' is not an integer\n"
+      "--seq-len: '8q' is not a number with an optional suffix (k, M, G, "
+      "T, P; Ki, Mi, Gi, Ti)\n"
+      "cluster.gpu: required (--gpu NAME: " +
+          absl::StrJoin(GpuPresetNames(), ", ") +
+          ")\n"
+          "cluster.nodes: required (--nodes N)\n"
+          "cluster.gpus_per_node: required (--gpus-per-node N)\n"
+          "training.global_batch: required (--global-batch N, in "
+          "sequences)");
+  // A study file supplies them.
+  EXPECT_EQ(ErrorOf({"--spec", kExample, "--seq-len", "2k"}), "");
+}
+
+TEST(WorkloadFlagsTest, SizeSuffixesOnCountFlags) {
+  std::vector<std::string> args = kExampleFlags;
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--seq-len") args[i + 1] = "8Ki";
+    if (args[i] == "--total-tokens") args[i + 1] = "1.5T";
+    if (args[i] == "--global-batch") args[i + 1] = "1k";
+  }
+  absl::StatusOr<Study> study = Resolve(args);
+  ASSERT_TRUE(study.ok()) << study.status();
+  EXPECT_EQ(study->workload.training.seq_len, 8192);
+  EXPECT_EQ(study->workload.training.total_tokens, 1.5e12);
+  EXPECT_EQ(study->workload.training.global_batch, 1000);
+  EXPECT_EQ(ErrorOf(Replace("--seq-len", "1.0001k")),
+            "--seq-len: '1.0001k' is not an integer");
 }
 
 TEST(WorkloadFlagsTest, SpecFileErrorsNameTheFile) {
