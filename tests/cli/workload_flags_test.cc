@@ -236,7 +236,6 @@ TEST(WorkloadFlagsTest, EveryMissingFlagAndBadValueAtOnce) {
       "cluster.gpu: required (--gpu NAME: " +
           absl::StrJoin(GpuPresetNames(), ", ") +
           ")\n"
-          "cluster.nodes: required (--nodes N)\n"
           "cluster.gpus_per_node: required (--gpus-per-node N)\n"
           "training.global_batch: required (--global-batch N, in "
           "sequences)");
