@@ -35,6 +35,7 @@
 #include "core/trial_backend.h"
 #include "agents/planner_client.h"
 #include "core/flags.h"
+#include "core/version.h"
 #include "proto/transport_security.h"
 
 #ifndef TESSERA_TRIAL_BUILD_PATH
@@ -159,6 +160,10 @@ int Main(const std::vector<std::string>& args) {
   FlagSet flags("tessera-agent");
   AgentFlags f;
   f.Register(flags);
+  if (FlagSet::WantsVersion(args)) {
+    std::cout << tessera::VersionLine("tessera-agent") << "\n";
+    return 0;
+  }
   if (FlagSet::WantsHelp(args)) {
     std::cout << "tessera-agent: run trials for a tessera planner\n\n"
               << flags.Help();

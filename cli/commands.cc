@@ -16,6 +16,7 @@
 #include "cli/studies_command.h"
 #include "cli/submit_command.h"
 #include "cli/trials_command.h"
+#include "cli/version_command.h"
 #include "cli/watch_command.h"
 
 namespace tessera::cli {
@@ -68,6 +69,8 @@ const std::vector<Command>& Commands() {
       {"history", "what every study measured, grouped by layout", &RunHistory},
       {"report", "write a study as one self-contained HTML page", &RunReport},
       {"cancel", "cancel a study", &RunCancel},
+      {"version", "print the version and the git commit built",
+       &RunVersion},
   };
   return commands;
 }
@@ -86,6 +89,7 @@ int RunTessera(const std::vector<std::string>& args, std::ostream& out,
     out << Usage();
     return kExitOk;
   }
+  if (name == "--version") return RunVersion({}, out, err);
   const Command* command = Find(name);
   if (command == nullptr) {
     std::vector<std::string> names;

@@ -69,17 +69,18 @@ struct TrialFlags {
                 "recompute=none (omitted fields take defaults; dp and "
                 "grad_accum are derived)",
                 &layout);
-    f.AddInt("global-batch", "N", "sequences per optimizer step",
-             &global_batch);
-    f.AddInt("seq-len", "N", "tokens per sequence", &seq_len);
+    f.AddSize("global-batch", "N", "sequences per optimizer step",
+              SizeUnit::kCount, &global_batch);
+    f.AddSize("seq-len", "N", "tokens per sequence", SizeUnit::kCount,
+              &seq_len);
     f.AddInt("warmup", "N", "warm-up steps, not measured (default 10)",
              &warmup);
     f.AddInt("steps", "N", "measured steps (default 50)", &steps);
     f.AddString("json", "FILE", "where to write the result ('-': stdout)",
                 &json);
-    f.AddInt("memory-limit", "BYTES",
-             "per-rank memory limit; past it the trial is oom (0: none)",
-             &memory_limit);
+    f.AddSize("memory-limit", "BYTES",
+              "per-rank memory limit; past it the trial is oom (0: none)",
+              SizeUnit::kBytes, &memory_limit);
     f.AddDouble("time-limit-s", "S",
                 "the trial's time limit; past it the trial is timeout",
                 &time_limit_s);
@@ -122,10 +123,10 @@ struct TrialFlags {
                 "(needs --rank and --rendezvous-file; nodes = --ranks / "
                 "--ranks-per-host)",
                 &probe_collectives);
-    f.AddInt("probe-max-bytes", "BYTES",
-             "largest message of --probe-collectives (default 16 MiB; sizes "
-             "from 64 KiB by 4x)",
-             &probe_max_bytes);
+    f.AddSize("probe-max-bytes", "BYTES",
+              "largest message of --probe-collectives (default 16MiB; sizes "
+              "from 64 KiB by 4x)",
+              SizeUnit::kBytes, &probe_max_bytes);
     f.AddSection("Model");
     f.AddString("model", "NAME", "a preset (tiny, small, llama3-8b, ...)",
                 &model);

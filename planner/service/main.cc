@@ -19,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/flags.h"
+#include "core/version.h"
 #include "planner/service/log.h"
 #include "planner/service/server.h"
 #include "proto/transport_security.h"
@@ -78,6 +79,10 @@ int Run(const std::vector<std::string>& args) {
                   "accept only calls that carry this file's token (needs "
                   "TLS)",
                   &token_file);
+  if (FlagSet::WantsVersion(args)) {
+    std::cout << tessera::VersionLine("tessera-planner") << "\n";
+    return 0;
+  }
   if (FlagSet::WantsHelp(args)) {
     std::cout << "usage: tessera-planner [flags]\n\n" << flags.Help();
     return 0;
