@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# deploy/tls/make-credentials.sh end to end: it makes a CA, a planner
+# certificate for 127.0.0.1 and localhost and a token, every file 0600; a
+# planner serving with them is reached by `tessera studies --tls-ca ...
+# --auth-token-file ...` at both names, and refused with another CA's
+# certificate, with a wrong token and without one. Bad arguments are refused
+# with a message, and existing files are kept without --force.
+#   tls_credentials_test.sh SOURCE_DIR BIN_DIR
+set -euo pipefail
+src=$1
+bin=$2
+fail() { echo "FAIL: $*"; exit 1; }
+command -v openssl > /dev/null || {
+  echo "SKIP: no openssl command (deploy/install-deps.sh --tests)"; exit 77; }
+make=$src/deploy/tls/make-credentials.sh
+
+d=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2> /dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2> /dev/null || true; done
+  rm -rf "$d"
+}
+trap cleanup EXIT
+
+"$make" "$d/creds" 127.0.0.1 localhost
+"$make" "$d/other" 127.0.0.1 localhost > /dev/null
+for f in ca.pem ca.key planner.pem planner.key token; do
+  [ -s "$d/creds/$f" ] || fail "no $f"
+  mode=$(stat -c %a "$d/creds/$f")
+  [ "$mode" = 600 ] || fail "$f has mode $mode, want 600"
+done
+grep -qE '^[0-9a-f]{64}$' "$d/creds/token" || fail "the token is not 64 hex digits: $(cat "$d/creds/token")"
+cmp -s "$d/creds/token" "$d/other/token" && fail "two runs made the same token"
+openssl verify -CAfile "$d/creds/ca.pem" "$d/creds/planner.pem" > /dev/null ||
+  fail "planner.pem is not signed by ca.pem"
+sans=$(openssl x509 -in "$d/creds/planner.pem" -noout -ext subjectAltName)
+grep -q "IP Address:127.0.0.1" <<< "$sans" && grep -q "DNS:localhost" <<< "$sans" ||
+  fail "the planner certificate's names: $sans"
+echo "made: $(ls "$d/creds" | tr '\n' ' ')(mode 600), $(tr -d '\n' <<< "$sans" | tr -s ' ')"
+
+"$bin/tessera-planner" --listen 127.0.0.1:0 --db "$d/tessera.db" \
+  --tls-cert "$d/creds/planner.pem" --tls-key "$d/creds/planner.key" \
+  --auth-token-file "$d/creds/token" > "$d/planner.out" 2> "$d/planner.log" &
+pids+=($!)
+addr=""
+for _ in $(seq 100); do
+  addr=$(sed -n 's/^listening on //p' "$d/planner.out" | head -n 1)
+  [ -n "$addr" ] && break
+  sleep 0.1
+done
+[ -n "$addr" ] || fail "the planner did not start with the credentials: $(cat "$d/planner.log")"
+port=${addr##*:}
+
+for host in 127.0.0.1 localhost; do
+  out=$("$bin/tessera" studies --planner "$host:$port" --tls-ca "$d/creds/ca.pem" \
+        --auth-token-file "$d/creds/token" 2>&1) ||
+    fail "tessera studies at $host:$port with the CA and token: $out"
+  echo "reached at $host:$port with ca.pem and token: $(head -n 1 <<< "$out")"
+done
+
+refused() {  # what... -- tessera studies flags...
+  local what=$1 out status=0
+  shift
+  out=$("$bin/tessera" studies --planner "127.0.0.1:$port" "$@" 2>&1) || status=$?
+  [ "$status" -ne 0 ] || fail "$what: tessera studies succeeded"
+  echo "refused $what: exit $status: $(head -n 1 <<< "$out")"
+}
+refused "another CA" --tls-ca "$d/other/ca.pem" --auth-token-file "$d/creds/token"
+refused "a wrong token" --tls-ca "$d/creds/ca.pem" --auth-token-file "$d/other/token"
+refused "plaintext"
+
+expect_error() {  # exit fragment -- args...
+  local want=$1 fragment=$2 out status=0
+  shift 2
+  out=$("$make" "$@" 2>&1) || status=$?
+  [ "$status" -eq "$want" ] && grep -qF -- "$fragment" <<< "$out" ||
+    fail "make-credentials.sh $*: exit $status (want $want), output: $out"
+  echo "make-credentials.sh $*: exit $status: $(head -n 1 <<< "$out")"
+}
+expect_error 1 "exists (--force replaces it)" "$d/creds" 127.0.0.1
+expect_error 2 "usage:" "$d/x"
+expect_error 2 "'bad name!' is not a valid DNS name" "$d/x" "bad name!"
+before=$(cat "$d/creds/token")
+"$make" --force "$d/creds" planner.example.org > /dev/null
+[ "$(cat "$d/creds/token")" != "$before" ] || fail "--force kept the old token"
+echo "PASS"
