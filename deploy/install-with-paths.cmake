@@ -38,16 +38,17 @@ foreach(item IN LISTS TESSERA_INSTALL_ITEMS)
          text "${text}")
   string(REGEX REPLACE "/usr/local/share([^A-Za-z0-9_.-]|$)" "${datadir}\\1"
          text "${text}")
-  set(staged "${CMAKE_CURRENT_BINARY_DIR}/tessera-install-staged/${name}")
-  file(WRITE "${staged}" "${text}")
+  # DESTDIR as install() honours it: in front of the absolute destination.
+  set(installed "$ENV{DESTDIR}${destination}/${name}")
+  message(STATUS "Installing: ${installed}")
+  file(WRITE "${installed}" "${text}")
   if(mode STREQUAL "PROGRAM")
-    set(permissions OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ
-        GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+    file(CHMOD "${installed}" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE
+         GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
   else()
-    set(permissions OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+    file(CHMOD "${installed}" PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ
+         WORLD_READ)
   endif()
-  # file(INSTALL) honours DESTDIR and prints "-- Installing: ..." like
-  # install(FILES) does.
-  file(INSTALL "${staged}" DESTINATION "${destination}"
-       FILE_PERMISSIONS ${permissions})
+  # Listed in install_manifest.txt like the files install() copies.
+  list(APPEND CMAKE_INSTALL_MANIFEST_FILES "${destination}/${name}")
 endforeach()
