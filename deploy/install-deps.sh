@@ -32,12 +32,15 @@ test_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-numpy python3-torch
   openssl
+  systemd slurm-wlm nodejs  # tests/deploy: systemd-analyze, Slurm, the k8s validator
 )
 
 case "${1:-}" in
   "") ;;
   --torch) packages+=("${torch_packages[@]}") ;;
-  --tests) packages+=("${test_packages[@]}") ;;
+  --tests) packages+=("${test_packages[@]}")
+           # Debian's npm, unless the installed nodejs brings its own.
+           command -v npm > /dev/null || packages+=(npm) ;;
   *) echo "install-deps: unknown argument '$1' (none, --torch or --tests)" >&2
      exit 2 ;;
 esac
