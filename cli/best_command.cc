@@ -1,14 +1,19 @@
 #include "cli/best_command.h"
 
+#include <memory>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "cli/exit_codes.h"
+#include "cli/export_flag.h"
 #include "cli/plan_output.h"
 #include "cli/planner_client.h"
 #include "cli/recommendation_output.h"
 #include "cli/service_json.h"
+#include "cli/study_source.h"
 #include "core/flags.h"
+#include "planner/service/study_queries.h"
+#include "proto/convert.h"
 
 namespace tessera::cli {
 namespace {
@@ -17,6 +22,7 @@ constexpr char kCommand[] = "tessera best";
 
 constexpr char kAbout[] =
     "Usage: tessera best ID [--objective throughput|energy] [--json]\n"
+    "                       [--export TARGET [--out FILE]]\n"
     "\n"
     "Prints the layout study ID recommends: the highest tokens/s\n"
     "(--objective throughput, the default) or the most tokens per joule\n"
@@ -30,8 +36,12 @@ constexpr char kAbout[] =
     "\"calibration_mape\", \"calibration_samples\", \"history_db\"} with R\n"
     "as `tessera watch`'s recommendation prints its layouts.\n"
     "\n"
-    "Example:\n"
-    "  tessera best 7 --objective energy\n";
+    "--export TARGET writes the recommended layout as that framework's\n"
+    "configuration for the study's workload (see `tessera plan --help`).\n"
+    "\n"
+    "Examples:\n"
+    "  tessera best 7 --objective energy\n"
+    "  tessera best 7 --export torchtitan --out llama_layout.py\n";
 
 }  // namespace
 
@@ -44,14 +54,16 @@ int RunBest(const std::vector<std::string>& args, std::ostream& out,
                   "what the layout is best at (default throughput)",
                   &objective);
   flags.AddSwitch("json", "print one JSON object", &json);
-  PlannerFlags planner;
-  planner.Register(&flags, kPlannerFlagHelp);
+  ExportFlags exports;
+  exports.Register(&flags);
+  StudySourceFlags source;
+  source.Register(&flags);
   if (FlagSet::WantsHelp(args)) {
     out << kAbout << flags.Help() << "\n" << kServiceExitStatusHelp;
     return kExitOk;
   }
   absl::StatusOr<int64_t> id =
-      ParseStudyArgs(args, {"json"}, "tessera best ID", flags, planner);
+      ParseStudyArgs(args, {"json"}, "tessera best ID", flags, source);
   if (!id.ok()) return ReportError(err, kCommand, id.status());
   const std::string goal = objective.value_or("throughput");
   if (goal != "throughput" && goal != "energy") {
@@ -60,14 +72,34 @@ int RunBest(const std::vector<std::string>& args, std::ostream& out,
                            "--objective: '", goal,
                            "' is not an objective (throughput or energy)")));
   }
-  PlannerClient client(planner.Address(), planner.Timeout(),
-                       planner.Credentials());
-  absl::StatusOr<v1::Recommendation> r = client.GetRecommendation(*id);
+  if (absl::Status s = exports.Validate(); !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
+  absl::StatusOr<std::unique_ptr<StudySource>> client = source.Open();
+  if (!client.ok()) return ReportError(err, kCommand, client.status());
+  absl::StatusOr<v1::Recommendation> r = (*client)->GetRecommendation(*id);
   if (!r.ok()) return ReportError(err, kCommand, r.status());
   const bool energy = goal == "energy";
   const bool has = energy ? r->has_best_energy() : r->has_best_throughput();
   const v1::RecommendedLayout& best =
       energy ? r->best_energy() : r->best_throughput();
+  if (exports.requested()) {
+    if (!has) {
+      return ReportError(err, kCommand,
+                         absl::FailedPreconditionError(absl::StrCat(
+                             "--export: study ", *id,
+                             " has no recommended layout yet")));
+    }
+    absl::StatusOr<v1::GetStudyResponse> study = (*client)->GetStudy(*id);
+    if (!study.ok()) return ReportError(err, kCommand, study.status());
+    absl::StatusOr<Workload> workload =
+        service::StudyWorkload(study->spec(), *r);
+    absl::StatusOr<Layout> layout = LayoutFromProto(best.layout());
+    absl::Status s = !workload.ok() ? workload.status() : layout.status();
+    if (s.ok()) s = exports.Write(*workload, *layout, out);
+    if (!s.ok()) return ReportError(err, kCommand, s);
+    if (!exports.to_file()) return kExitOk;
+  }
   if (json) {
     out << DumpJson(
                nlohmann::json{{"study_id", r->study_id()},

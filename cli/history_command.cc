@@ -1,13 +1,16 @@
 #include "cli/history_command.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli/exit_codes.h"
+#include "cli/output_format.h"
 #include "cli/plan_output.h"
 #include "cli/planner_client.h"
+#include "cli/study_source.h"
 #include "cli/trial_filters.h"
 #include "cli/trial_history.h"
 #include "core/flags.h"
@@ -19,14 +22,15 @@ constexpr char kCommand[] = "tessera history";
 constexpr int64_t kDefaultLimit = 10000;
 
 constexpr char kAbout[] =
-    "Usage: tessera history [filters] [--limit N] [--json | --csv]\n"
+    "Usage: tessera history [filters] [--limit N] [-o table|wide|json|csv]\n"
     "\n"
     "Everything the trials of every study measured, grouped by what they\n"
     "ran: one row per model, GPU, GPU count and layout, with its trials (ok\n"
     "and failed), the best tokens/s and the trial that reached it, the\n"
     "median tokens/s, the best MFU, the median watts per GPU, the best\n"
     "tokens/J, the studies it ran in and when it last ran; best tokens/s\n"
-    "first. — marks what no ok trial measured.\n"
+    "first. — marks what no ok trial measured (empty in CSV, null in\n"
+    "JSON). The table fits 100 columns; -o wide shows every column.\n"
     "\n"
     "States: queued, running, ok, oom, nan, timeout, crash, invalid,\n"
     "cancelled; failed is oom, nan, timeout, crash and invalid; done is ok\n"
@@ -46,16 +50,15 @@ int RunHistory(const std::vector<std::string>& args, std::ostream& out,
   TrialFilterFlags filters;
   filters.Register(&flags);
   std::optional<int64_t> limit;
-  bool json = false, csv = false;
+  OutputFlags output;
   flags.AddSection("Output");
   flags.AddInt("limit", "N",
                absl::StrCat("read at most N trials, newest first (default ",
                             kDefaultLimit, ")"),
                &limit);
-  flags.AddSwitch("json", "print a JSON array of layouts", &json);
-  flags.AddSwitch("csv", "print CSV", &csv);
-  PlannerFlags planner;
-  planner.Register(&flags, kPlannerFlagHelp);
+  output.Register(&flags, /*csv_switch=*/true);
+  StudySourceFlags source;
+  source.Register(&flags);
   if (FlagSet::WantsHelp(args)) {
     out << kAbout << flags.Help() << "\n" << kServiceExitStatusHelp;
     return kExitOk;
@@ -63,13 +66,8 @@ int RunHistory(const std::vector<std::string>& args, std::ostream& out,
   if (absl::Status s = flags.Parse(args); !s.ok()) {
     return ReportError(err, kCommand, s);
   }
-  if (absl::Status s = planner.Validate(); !s.ok()) {
+  if (absl::Status s = source.Validate(); !s.ok()) {
     return ReportError(err, kCommand, s);
-  }
-  if (json && csv) {
-    return ReportError(
-        err, kCommand,
-        absl::InvalidArgumentError("--csv: give --json or --csv, not both"));
   }
   if (limit.has_value() && *limit < 1) {
     return ReportError(err, kCommand,
@@ -83,17 +81,17 @@ int RunHistory(const std::vector<std::string>& args, std::ostream& out,
   }
   request.set_sort("-created");
   request.set_limit(limit.value_or(kDefaultLimit));
-  PlannerClient client(planner.Address(), planner.Timeout(),
-                       planner.Credentials());
-  absl::StatusOr<v1::ListTrialsResponse> trials = client.ListTrials(request);
+  absl::StatusOr<std::unique_ptr<StudySource>> client = source.Open();
+  if (!client.ok()) return ReportError(err, kCommand, client.status());
+  absl::StatusOr<v1::ListTrialsResponse> trials = (*client)->ListTrials(request);
   if (!trials.ok()) return ReportError(err, kCommand, trials.status());
   const std::vector<LayoutHistory> groups = GroupByLayout(trials->trials());
-  if (json) {
+  if (output.format() == OutputFormat::kJson) {
     out << DumpJson(HistoryJson(groups)) << "\n";
-  } else if (csv) {
+  } else if (output.format() == OutputFormat::kCsv) {
     PrintHistoryCsv(groups, out);
   } else {
-    PrintHistoryTable(groups, out);
+    PrintHistoryTable(groups, out, output.table_width());
   }
   return kExitOk;
 }

@@ -1,5 +1,6 @@
 #include "cli/report_command.h"
 
+#include <memory>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -7,6 +8,7 @@
 #include "cli/exit_codes.h"
 #include "cli/planner_client.h"
 #include "cli/report_html.h"
+#include "cli/study_source.h"
 #include "core/file_io.h"
 #include "core/flags.h"
 
@@ -38,25 +40,25 @@ int RunReport(const std::vector<std::string>& args, std::ostream& out,
                   "where the page goes (default tessera-study-ID.html; - for "
                   "standard output)",
                   &out_path);
-  PlannerFlags planner;
-  planner.Register(&flags, kPlannerFlagHelp);
+  StudySourceFlags source;
+  source.Register(&flags);
   if (FlagSet::WantsHelp(args)) {
     out << kAbout << flags.Help() << "\n" << kServiceExitStatusHelp;
     return kExitOk;
   }
   absl::StatusOr<int64_t> id =
-      ParseStudyArgs(args, {}, "tessera report ID", flags, planner);
+      ParseStudyArgs(args, {}, "tessera report ID", flags, source);
   if (!id.ok()) return ReportError(err, kCommand, id.status());
 
-  PlannerClient client(planner.Address(), planner.Timeout(),
-                       planner.Credentials());
+  absl::StatusOr<std::unique_ptr<StudySource>> client = source.Open();
+  if (!client.ok()) return ReportError(err, kCommand, client.status());
   StudyReport report;
   report.generated = absl::Now();
-  absl::StatusOr<v1::GetStudyResponse> study = client.GetStudy(*id);
+  absl::StatusOr<v1::GetStudyResponse> study = (*client)->GetStudy(*id);
   if (!study.ok()) return ReportError(err, kCommand, study.status());
   report.study = *std::move(study);
   absl::StatusOr<v1::Recommendation> recommendation =
-      client.GetRecommendation(*id);
+      (*client)->GetRecommendation(*id);
   if (!recommendation.ok()) {
     return ReportError(err, kCommand, recommendation.status());
   }
@@ -65,7 +67,8 @@ int RunReport(const std::vector<std::string>& args, std::ostream& out,
   request.set_study_id(*id);
   request.set_sort("id");
   request.set_limit(1'000'000);
-  absl::StatusOr<v1::ListTrialsResponse> trials = client.ListTrials(request);
+  absl::StatusOr<v1::ListTrialsResponse> trials =
+      (*client)->ListTrials(request);
   if (!trials.ok()) return ReportError(err, kCommand, trials.status());
   report.trials.assign(trials->trials().begin(), trials->trials().end());
 

@@ -1,5 +1,6 @@
 #include "cli/studies_command.h"
 
+#include <memory>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,7 @@
 #include "cli/planner_client.h"
 #include "cli/service_json.h"
 #include "cli/service_names.h"
+#include "cli/study_source.h"
 #include "cli/text_table.h"
 #include "cli/time_text.h"
 #include "cli/trial_table.h"
@@ -82,8 +84,8 @@ int RunStudies(const std::vector<std::string>& args, std::ostream& out,
                &limit);
   flags.AddSection("Output");
   flags.AddSwitch("json", "print a JSON array of studies", &json);
-  PlannerFlags planner;
-  planner.Register(&flags, kPlannerFlagHelp);
+  StudySourceFlags source;
+  source.Register(&flags);
   if (FlagSet::WantsHelp(args)) {
     out << kAbout << flags.Help() << "\n" << kServiceExitStatusHelp;
     return kExitOk;
@@ -91,7 +93,7 @@ int RunStudies(const std::vector<std::string>& args, std::ostream& out,
   if (absl::Status s = flags.Parse(args); !s.ok()) {
     return ReportError(err, kCommand, s);
   }
-  if (absl::Status s = planner.Validate(); !s.ok()) {
+  if (absl::Status s = source.Validate(); !s.ok()) {
     return ReportError(err, kCommand, s);
   }
   v1::ListStudiesRequest request;
@@ -114,9 +116,9 @@ int RunStudies(const std::vector<std::string>& args, std::ostream& out,
     }
     request.set_limit(*limit);
   }
-  PlannerClient client(planner.Address(), planner.Timeout(),
-                       planner.Credentials());
-  absl::StatusOr<v1::ListStudiesResponse> studies = client.ListStudies(request);
+  absl::StatusOr<std::unique_ptr<StudySource>> client = source.Open();
+  if (!client.ok()) return ReportError(err, kCommand, client.status());
+  absl::StatusOr<v1::ListStudiesResponse> studies = (*client)->ListStudies(request);
   if (!studies.ok()) return ReportError(err, kCommand, studies.status());
   if (json) {
     nlohmann::json all = nlohmann::json::array();

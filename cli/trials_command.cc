@@ -1,14 +1,17 @@
 #include "cli/trials_command.h"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli/exit_codes.h"
+#include "cli/output_format.h"
 #include "cli/plan_output.h"
 #include "cli/planner_client.h"
 #include "cli/service_json.h"
+#include "cli/study_source.h"
 #include "cli/trial_filters.h"
 #include "cli/trial_table.h"
 #include "core/flags.h"
@@ -20,13 +23,14 @@ constexpr char kCommand[] = "tessera trials";
 
 constexpr char kAbout[] =
     "Usage: tessera trials [--study ID] [filters] [--sort KEY] [--limit N]\n"
-    "                      [--json | --csv]\n"
+    "                      [-o table|wide|json|csv]\n"
     "\n"
     "Lists trials, of one study or of every study, with what each measured:\n"
     "id, study, rung, state, layout, steps, tokens/s, MFU, peak memory per\n"
     "GPU, exposed communication per step, watts per GPU (— when power was\n"
     "not measured), the cost model's predicted tokens/s, and the reason of\n"
-    "a failure. --json and --csv keep every number and the whole reason.\n"
+    "a failure. The table fits 100 columns (-o wide: every column); -o\n"
+    "json and -o csv keep every number and the whole reason.\n"
     "\n"
     "States: queued, running, ok, oom, nan, timeout, crash, invalid,\n"
     "cancelled; failed is oom, nan, timeout, crash and invalid; done is ok\n"
@@ -43,7 +47,7 @@ constexpr char kAbout[] =
     "Examples:\n"
     "  tessera trials --study 7 --sort -tokens_per_s\n"
     "  tessera trials --state failed --since 2d\n"
-    "  tessera trials --tp 8 --gpu h100-sxm --since 2024-05-01 --csv\n";
+    "  tessera trials --tp 8 --gpu h100-sxm --since 2024-05-01 -o csv\n";
 
 absl::Status FlagError(absl::string_view flag, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", message));
@@ -56,7 +60,7 @@ int RunTrials(const std::vector<std::string>& args, std::ostream& out,
   FlagSet flags(kCommand);
   std::optional<int64_t> study, limit;
   std::optional<std::string> sort;
-  bool json = false, csv = false;
+  OutputFlags output;
   flags.AddSection("Study");
   flags.AddInt("study", "ID", "trials of this study only (default: all)",
                &study);
@@ -68,10 +72,9 @@ int RunTrials(const std::vector<std::string>& args, std::ostream& out,
                   "descending)",
                   &sort);
   flags.AddInt("limit", "N", "at most N trials (default 1000)", &limit);
-  flags.AddSwitch("json", "print a JSON array of trials", &json);
-  flags.AddSwitch("csv", "print CSV", &csv);
-  PlannerFlags planner;
-  planner.Register(&flags, kPlannerFlagHelp);
+  output.Register(&flags, /*csv_switch=*/true);
+  StudySourceFlags source;
+  source.Register(&flags);
   if (FlagSet::WantsHelp(args)) {
     out << kAbout << flags.Help() << "\n" << kServiceExitStatusHelp;
     return kExitOk;
@@ -79,12 +82,8 @@ int RunTrials(const std::vector<std::string>& args, std::ostream& out,
   if (absl::Status s = flags.Parse(args); !s.ok()) {
     return ReportError(err, kCommand, s);
   }
-  if (absl::Status s = planner.Validate(); !s.ok()) {
+  if (absl::Status s = source.Validate(); !s.ok()) {
     return ReportError(err, kCommand, s);
-  }
-  if (json && csv) {
-    return ReportError(err, kCommand,
-                       FlagError("csv", "give --json or --csv, not both"));
   }
   v1::ListTrialsRequest request;
   if (study.has_value()) {
@@ -109,18 +108,18 @@ int RunTrials(const std::vector<std::string>& args, std::ostream& out,
     }
     request.set_limit(*limit);
   }
-  PlannerClient client(planner.Address(), planner.Timeout(),
-                       planner.Credentials());
-  absl::StatusOr<v1::ListTrialsResponse> trials = client.ListTrials(request);
+  absl::StatusOr<std::unique_ptr<StudySource>> client = source.Open();
+  if (!client.ok()) return ReportError(err, kCommand, client.status());
+  absl::StatusOr<v1::ListTrialsResponse> trials = (*client)->ListTrials(request);
   if (!trials.ok()) return ReportError(err, kCommand, trials.status());
-  if (json) {
+  if (output.format() == OutputFormat::kJson) {
     nlohmann::json all = nlohmann::json::array();
     for (const v1::Trial& t : trials->trials()) all.push_back(TrialJson(t));
     out << DumpJson(all) << "\n";
-  } else if (csv) {
+  } else if (output.format() == OutputFormat::kCsv) {
     PrintTrialCsv(trials->trials(), out);
   } else {
-    PrintTrialTable(trials->trials(), out);
+    PrintTrialTable(trials->trials(), out, output.table_width());
   }
   return kExitOk;
 }

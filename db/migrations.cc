@@ -108,6 +108,42 @@ absl::StatusOr<int64_t> SchemaVersion(Database& db) {
   return applied.empty() ? 0 : applied.rbegin()->first;
 }
 
+absl::Status CheckMigrated(Database& db,
+                           const std::vector<Migration>& migrations) {
+  TESSERA_RETURN_IF_ERROR(CheckOrder(migrations));
+  return RunInTransaction(
+      db, TransactionMode::kDeferred, [&](Database& d) -> absl::Status {
+        TESSERA_ASSIGN_OR_RETURN(
+            const int64_t tables,
+            d.QueryInt("SELECT count(*) FROM sqlite_master WHERE type = "
+                       "'table' AND name = 'schema_migrations'"));
+        if (tables == 0) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              d.path(), " is not a Tessera store (it has no schema_migrations "
+                        "table)"));
+        }
+        TESSERA_ASSIGN_OR_RETURN(
+            Statement select,
+            d.Prepare("SELECT version, name FROM schema_migrations"));
+        std::map<int64_t, std::string> applied;
+        while (true) {
+          TESSERA_ASSIGN_OR_RETURN(const bool row, select.Step());
+          if (!row) break;
+          applied[select.ColumnInt(0)] = select.ColumnText(1);
+        }
+        TESSERA_ASSIGN_OR_RETURN(const int64_t current,
+                                 CheckApplied(applied, migrations));
+        const int64_t known = migrations.empty() ? 0 : migrations.back().version;
+        if (current < known) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              d.path(), " is at schema version ", current,
+              "; this build of tessera reads version ", known,
+              ": open it once with tessera-planner --db to migrate it"));
+        }
+        return absl::OkStatus();
+      });
+}
+
 absl::Status ApplyMigrations(Database& db,
                              const std::vector<Migration>& migrations) {
   TESSERA_RETURN_IF_ERROR(CheckOrder(migrations));

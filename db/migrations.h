@@ -39,6 +39,14 @@ const std::vector<Migration>& EmbeddedMigrations();
 absl::Status ApplyMigrations(Database& db,
                              const std::vector<Migration>& migrations);
 
+// For a reader that must not write (a read-only store): OK when `db` is at
+// the last version of `migrations`, without creating or changing anything.
+// FailedPrecondition naming both versions otherwise: "not a Tessera store"
+// (no schema_migrations table), older ("open it once with tessera-planner
+// to migrate it"), newer, or diverged.
+absl::Status CheckMigrated(Database& db,
+                           const std::vector<Migration>& migrations);
+
 // The highest version recorded in schema_migrations; 0 for a fresh database.
 absl::StatusOr<int64_t> SchemaVersion(Database& db);
 

@@ -248,7 +248,9 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(
   const std::string file(path);
   const int rc = sqlite3_open_v2(
       file.c_str(), &handle,
-      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+      (options.read_only ? SQLITE_OPEN_READONLY
+                         : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+          SQLITE_OPEN_NOMUTEX,
       nullptr);
   if (rc != SQLITE_OK) {
     absl::Status status = StatusFor(
@@ -264,8 +266,9 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(
   std::unique_ptr<Database> db(new Database(handle, file, options));
 
   // WAL: readers see the last commit and never block the writer.
-  TESSERA_ASSIGN_OR_RETURN(Statement wal,
-                           db->Prepare("PRAGMA journal_mode=WAL"));
+  TESSERA_ASSIGN_OR_RETURN(
+      Statement wal, db->Prepare(options.read_only ? "PRAGMA journal_mode"
+                                                   : "PRAGMA journal_mode=WAL"));
   TESSERA_ASSIGN_OR_RETURN(const bool row, wal.Step());
   const std::string mode = row ? absl::AsciiStrToLower(wal.ColumnText(0)) : "";
   if (mode != "wal") {
@@ -276,7 +279,7 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(
   TESSERA_RETURN_IF_ERROR(db->Exec(options.synchronous == Synchronous::kFull
                                        ? "PRAGMA synchronous=FULL"
                                        : "PRAGMA synchronous=NORMAL"));
-  if (options.query_only) {
+  if (options.query_only || options.read_only) {
     TESSERA_RETURN_IF_ERROR(db->Exec("PRAGMA query_only=ON"));
   }
   return db;

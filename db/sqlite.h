@@ -72,6 +72,9 @@ struct DatabaseOptions {
   Synchronous synchronous = Synchronous::kFull;
   // PRAGMA query_only: every write is refused (used for reader connections).
   bool query_only = false;
+  // SQLITE_OPEN_READONLY: the file must exist, nothing is created and the
+  // journal mode is read, not set (a store opened for history only).
+  bool read_only = false;
   RetryPolicy retry;
   // Prepared statements kept for reuse per connection (by SQL text).
   int statement_cache_size = 128;
@@ -141,8 +144,9 @@ class Statement {
 // timeout and the synchronous level of its options.
 class Database {
  public:
-  // Opens (creating when absent) the database file at `path`. Fails when the
-  // file cannot be opened, is not a database, or cannot use WAL.
+  // Opens (creating when absent, unless options.read_only) the database file
+  // at `path`. Fails when the file cannot be opened, is not a database, or
+  // cannot use WAL (read-only: is not in WAL mode).
   static absl::StatusOr<std::unique_ptr<Database>> Open(
       absl::string_view path, const DatabaseOptions& options);
   Database(const Database&) = delete;

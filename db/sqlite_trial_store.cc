@@ -30,10 +30,13 @@ absl::StatusOr<std::unique_ptr<SqliteTrialStore>> SqliteTrialStore::Open(
         "store.max_attempts: must be >= 1, got ", options.max_attempts));
   }
   if (!options.clock) options.clock = [] { return absl::Now(); };
-  options.database.query_only = false;
+  options.database.query_only = options.read_only;
+  options.database.read_only = options.read_only;
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Database> writer,
                            Database::Open(path, options.database));
-  TESSERA_RETURN_IF_ERROR(ApplyMigrations(*writer, EmbeddedMigrations()));
+  TESSERA_RETURN_IF_ERROR(
+      options.read_only ? CheckMigrated(*writer, EmbeddedMigrations())
+                        : ApplyMigrations(*writer, EmbeddedMigrations()));
   return std::unique_ptr<SqliteTrialStore>(new SqliteTrialStore(
       std::string(path), std::move(options), std::move(writer)));
 }

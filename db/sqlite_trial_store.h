@@ -40,12 +40,17 @@ struct SqliteTrialStoreOptions {
   DatabaseOptions database;
   // Idle reader connections kept open for reuse.
   int max_idle_readers = 4;
+  // Opens an existing store at the current schema for reading only (the
+  // history commands' --db): nothing is created, migrated or written; every
+  // write method fails.
+  bool read_only = false;
 };
 
 class SqliteTrialStore : public TrialStore {
  public:
   // Opens (creating when absent) the database file at `path` and applies the
-  // migrations it lacks. FailedPrecondition for a database written by a newer
+  // migrations it lacks; with options.read_only, opens an existing file that
+  // is at the current schema (FailedPrecondition otherwise, naming why). FailedPrecondition for a database written by a newer
   // Tessera; InvalidArgument for ":memory:" or an empty path (a file is
   // needed: readers use connections of their own).
   static absl::StatusOr<std::unique_ptr<SqliteTrialStore>> Open(

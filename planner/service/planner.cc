@@ -13,7 +13,7 @@
 namespace tessera::service {
 
 Planner::Planner(db::TrialStore* store, PlannerOptions options)
-    : store_(store), options_(std::move(options)) {}
+    : store_(store), queries_(store), options_(std::move(options)) {}
 
 absl::StatusOr<std::unique_ptr<Planner>> Planner::Create(
     db::TrialStore* store, PlannerOptions options) {
@@ -162,24 +162,6 @@ void Planner::Reap() {
     }
   }
   StartWaitingStudies();
-}
-
-absl::StatusOr<v1::StudySummary> Planner::Summary(int64_t study_id) {
-  TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->GetStudy(study_id));
-  TESSERA_ASSIGN_OR_RETURN(const auto counts,
-                           store_->CountTrialsByStatus(study_id));
-  // The best as the recommendation judges it: each layout by its longest
-  // (highest-rung) measurement, not the luckiest short one.
-  db::TrialFilter ok_filter;
-  ok_filter.study_id = study_id;
-  ok_filter.statuses = {db::TrialState::kOk};
-  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Trial> ok,
-                           store_->ListTrials(ok_filter));
-  const std::map<std::string, MeasuredLayout> measured = MeasuredLayouts(ok);
-  const MeasuredLayout* best = BestMeasured(measured);
-  return StudySummaryOf(
-      study, counts,
-      best == nullptr ? std::nullopt : std::optional<db::Trial>(best->trial));
 }
 
 absl::StatusOr<v1::StudyEvent> Planner::CurrentEvent(int64_t study_id) {

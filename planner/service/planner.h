@@ -51,6 +51,7 @@
 #include "planner/service/event_hub.h"
 #include "planner/service/planner_options.h"
 #include "planner/service/rendezvous_board.h"
+#include "planner/service/study_queries.h"
 #include "planner/service/study_run.h"
 #include "planner/service/trial_pool.h"
 #include "tessera/v1/service.pb.h"
@@ -76,14 +77,23 @@ class Planner {
   absl::StatusOr<int64_t> SubmitStudy(
       const v1::StudySpec& spec,
       const v1::ImportCalibrationRequest* calibration = nullptr);
-  absl::StatusOr<v1::GetStudyResponse> GetStudy(int64_t study_id);
+  // The read-only queries (study_queries.h). The recommendation is updated
+  // after every report and final once the study ends; FAILED_PRECONDITION
+  // while an "agents" study has no GPU yet.
+  absl::StatusOr<v1::GetStudyResponse> GetStudy(int64_t study_id) {
+    return queries_.GetStudy(study_id);
+  }
   absl::StatusOr<v1::ListStudiesResponse> ListStudies(
-      const v1::ListStudiesRequest& request);
+      const v1::ListStudiesRequest& request) {
+    return queries_.ListStudies(request);
+  }
   absl::StatusOr<v1::ListTrialsResponse> ListTrials(
-      const v1::ListTrialsRequest& request);
-  // The stored recommendation (updated after every report, final once the
-  // study ends). FAILED_PRECONDITION while an "agents" study has no GPU yet.
-  absl::StatusOr<v1::Recommendation> GetRecommendation(int64_t study_id);
+      const v1::ListTrialsRequest& request) {
+    return queries_.ListTrials(request);
+  }
+  absl::StatusOr<v1::Recommendation> GetRecommendation(int64_t study_id) {
+    return queries_.GetRecommendation(study_id);
+  }
   // Cancels the queued trials and ends the study (running trials are told
   // to stop at their next heartbeat). Cancelling a cancelled study returns
   // it; a done or failed one is FAILED_PRECONDITION.
@@ -185,10 +195,9 @@ class Planner {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu);
   void MarkRunnableLocked(StudyRun& run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu);
   absl::StatusOr<std::vector<db::Trial>> TrialsOf(int64_t study_id);
-  // The workload and layers of any stored study (for history samples).
-  absl::StatusOr<std::pair<Workload, int64_t>> StoredStudyWorkload(
-      const db::Study& study);
-  absl::StatusOr<v1::StudySummary> Summary(int64_t study_id);
+  absl::StatusOr<v1::StudySummary> Summary(int64_t study_id) {
+    return queries_.Summary(study_id);
+  }
   // Logs `message` and, when someone watches the study, publishes it.
   void Emit(int64_t study_id, const std::string& message,
             const db::Trial* trial = nullptr);
@@ -270,6 +279,7 @@ class Planner {
   }
 
   db::TrialStore* const store_;
+  const StudyQueries queries_;
   const PlannerOptions options_;
   EventHub events_;
   RendezvousBoard rendezvous_;

@@ -389,23 +389,6 @@ absl::Status Planner::StoreRecommendationLocked(
   return store_->SetRecommendation(run.id, RecommendationToJson(r));
 }
 
-absl::StatusOr<std::pair<Workload, int64_t>> Planner::StoredStudyWorkload(
-    const db::Study& study) {
-  TESSERA_ASSIGN_OR_RETURN(
-      const v1::StudySpec spec,
-      StudySpecFromStoredJson(study.spec_json,
-                              absl::StrCat("study ", study.id)));
-  TESSERA_ASSIGN_OR_RETURN(const CheckedStudy checked, CheckStudySpec(spec));
-  if (!checked.agents_gpu) {
-    return std::make_pair(checked.workload, checked.trials.layers);
-  }
-  TESSERA_ASSIGN_OR_RETURN(const v1::Recommendation r,
-                           RecommendationFromJson(study.recommendation_json));
-  TESSERA_ASSIGN_OR_RETURN(Workload w, WorkloadWithGpu(spec, r.gpu()));
-  w.cluster.gpu.name = r.gpu_name();
-  return std::make_pair(std::move(w), checked.trials.layers);
-}
-
 absl::Status Planner::RefitLocked(StudyRun& run,
                                   const std::vector<db::Trial>& trials) {
   std::vector<planner::CalibrationSample> samples;

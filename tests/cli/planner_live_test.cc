@@ -36,6 +36,12 @@ namespace {
 using Args = std::vector<std::string>;
 using nlohmann::json;
 
+std::string Joined(const Args& args) {
+  std::string s;
+  for (const std::string& a : args) s += a + " ";
+  return s;
+}
+
 int Lines(const std::string& text) {
   return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
 }
@@ -800,6 +806,131 @@ TEST_F(PlannerLiveTest, AnImportedCalibrationIsWhatThePlannerPlansWith) {
            File("h100.json", TinyStudy("on-h100", R"({"max_trials": 0})")),
            "--calibration", cal});
   EXPECT_EQ(r.status, 0) << r.err;
+}
+
+
+std::string FileBytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
+}
+
+// The history commands with --db read the store file itself, read-only:
+// the same output as through the planner, while it runs and after it
+// stopped, and the file is left byte for byte as it was.
+TEST_F(PlannerLiveTest, HistoryCommandsReadTheStoreFileWithoutAPlanner) {
+  ScriptedAgent agent(server_->address(), "scripted-0", 8);
+  const grpc::Status registered = agent.Register();
+  ASSERT_TRUE(registered.ok()) << registered.error_message();
+  const int64_t id = Submit("measured", R"({"max_trials": 2})");
+  ASSERT_GT(id, 0);
+  const std::string sid = absl::StrCat(id);
+  for (int i = 0; i < 2; ++i) {
+    const std::optional<v1::TrialAssignment> a = agent.Lease();
+    ASSERT_TRUE(a.has_value());
+    const grpc::Status s = agent.ReportOk(*a, 1000.0 * (i + 1), 300.0);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  bool done = false;
+  for (int i = 0; i < 100 && !done; ++i) {
+    done = json::parse(Run({"studies", "--json"}).out).at(0)["state"] ==
+           "done";
+    if (!done) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(done);
+  Submit("queued", R"({"max_trials": 0})");  // a second, predicted study
+
+  const std::string db = (dir_ / "planner.db").string();
+  const std::vector<Args> commands = {
+      {"studies", "--json"},
+      {"studies"},
+      {"trials", "--study", sid, "--json"},
+      {"trials", "--sort", "-tokens_per_s"},
+      {"history", "--json"},
+      {"history", "--model", "tiny"},
+      {"best", sid, "--json"},
+      {"best", sid, "--objective", "energy"},
+      {"report", sid, "--out", "-"},
+  };
+  std::vector<std::string> served;
+  for (const Args& c : commands) {
+    const CliRun planner = Run(c);
+    ASSERT_EQ(planner.status, 0) << Joined(c) << planner.err;
+    served.push_back(planner.out);
+    Args with_db = c;
+    with_db.insert(with_db.end(), {"--db", db});
+    const CliRun direct = RunCli(with_db);
+    ASSERT_EQ(direct.status, 0) << Joined(with_db) << direct.err;
+    if (c[0] != "report") {  // the page says when it was generated
+      EXPECT_EQ(direct.out, planner.out) << Joined(with_db);
+    }
+  }
+  // best --export: the recommended layout as the framework's arguments,
+  // the same from either source; with --out the file and the usual text.
+  const CliRun exported = Run({"best", sid, "--export", "megatron"});
+  ASSERT_EQ(exported.status, 0) << exported.err;
+  const json recommended =
+      json::parse(Run({"best", sid, "--json"}).out)["recommended"];
+  EXPECT_NE(exported.out.find(absl::StrCat(
+                "\n--tensor-model-parallel-size ",
+                recommended["layout"]["tp"].get<int64_t>(),
+                "\n--pipeline-model-parallel-size ",
+                recommended["layout"]["pp"].get<int64_t>(), "\n")),
+            std::string::npos)
+      << exported.out << recommended.dump();
+  EXPECT_EQ(RunCli({"best", sid, "--export", "megatron", "--db", db}).out,
+            exported.out);
+  const std::string args_file = (dir_ / "megatron.args").string();
+  const CliRun to_file =
+      Run({"best", sid, "--export", "megatron", "--out", args_file});
+  ASSERT_EQ(to_file.status, 0) << to_file.err;
+  EXPECT_EQ(to_file.out.rfind("wrote " + args_file + " (megatron)\nstudy " + sid,
+                              0),
+            0u)
+      << to_file.out;
+  EXPECT_EQ(FileBytes(args_file), exported.out);
+  const CliRun unknown = Run({"best", sid, "--export", "jax"});
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_NE(unknown.err.find("--export: "), std::string::npos) << unknown.err;
+
+  server_.reset();  // the planner stops; the file stays
+  const std::string before = FileBytes(db);
+  ASSERT_FALSE(before.empty());
+  for (size_t i = 0; i < commands.size(); ++i) {
+    Args with_db = commands[i];
+    with_db.insert(with_db.end(), {"--db", db});
+    const CliRun direct = RunCli(with_db);
+    ASSERT_EQ(direct.status, 0) << Joined(with_db) << direct.err;
+    if (commands[i][0] == "report") {
+      EXPECT_NE(direct.out.find("</html>"), std::string::npos);
+    } else {
+      EXPECT_EQ(direct.out, served[i]) << Joined(with_db);
+    }
+  }
+  EXPECT_EQ(FileBytes(db), before) << "a read-only command changed the store";
+
+  // Bad sources: exit 2, one line naming --db, nothing printed.
+  const std::string not_a_store = File("other.db", "");
+  {
+    std::ofstream(not_a_store) << "SQLite format 3";  // not a database
+  }
+  const std::vector<std::pair<Args, std::string>> bad = {
+      {{"studies", "--db", (dir_ / "nope.db").string()},
+       "--db: no such file " + (dir_ / "nope.db").string()},
+      {{"trials", "--db", db, "--planner", "127.0.0.1:1"},
+       "--db and --planner name two sources; give one"},
+      {{"history", "--db", not_a_store}, "--db: "},
+      {{"best", "999", "--db", db}, "999"},
+  };
+  for (const auto& [args, message] : bad) {
+    const CliRun r = RunCli(args);
+    EXPECT_NE(r.status, 0) << Joined(args);
+    EXPECT_EQ(r.out, "") << Joined(args);
+    EXPECT_NE(r.err.find(message), std::string::npos)
+        << Joined(args) << ": " << r.err;
+    EXPECT_EQ(Lines(r.err), 1) << r.err;
+  }
+  EXPECT_EQ(FileBytes(db), before);
 }
 
 }  // namespace

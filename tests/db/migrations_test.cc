@@ -219,6 +219,78 @@ TEST(MigrationsTest, NewerDatabaseIsRefused) {
   EXPECT_EQ(DumpDatabase(path), before);
 }
 
+// A store opened read-only (the history commands' --db) reads a current
+// store and writes nothing: no file is created, an older schema is not
+// migrated, a non-Tessera database is named as such, and writes fail.
+TEST(MigrationsTest, ReadOnlyStoreNeitherCreatesNorMigratesNorWrites) {
+  TempDir dir;
+  SqliteTrialStoreOptions read_only;
+  read_only.read_only = true;
+
+  const std::string missing = dir.File("missing.db");
+  EXPECT_FALSE(SqliteTrialStore::Open(missing, read_only).ok());
+  EXPECT_FALSE(std::filesystem::exists(missing));
+
+  const std::string old = dir.File("old.db");
+  {
+    auto db = OpenOrDie(old);
+    ASSERT_TRUE(ApplyMigrations(*db, {EmbeddedMigrations()[0]}).ok());
+  }
+  const std::string old_before = DumpDatabase(old);
+  absl::StatusOr<std::unique_ptr<SqliteTrialStore>> store =
+      SqliteTrialStore::Open(old, read_only);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(store.status().message(),
+                                "open it once with tessera-planner"))
+      << store.status();
+  EXPECT_EQ(DumpDatabase(old), old_before);
+
+  const std::string other = dir.File("other.db");
+  {
+    auto db = OpenOrDie(other);
+    ASSERT_TRUE(db->Exec("CREATE TABLE t (x INTEGER)").ok());
+  }
+  store = SqliteTrialStore::Open(other, read_only);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(absl::StrContains(store.status().message(),
+                                "is not a Tessera store"))
+      << store.status();
+  auto db = OpenOrDie(other);
+  EXPECT_FALSE(HasTable(*db, "schema_migrations"));
+
+  const std::string current = dir.File("current.db");
+  {
+    absl::StatusOr<std::unique_ptr<SqliteTrialStore>> writer =
+        SqliteTrialStore::Open(current);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    NewStudy study;
+    study.name = "kept";
+    study.spec_json = "{}";
+    study.model = "tiny";
+    study.gpu = "h100-sxm";
+    study.nodes = 1;
+    study.gpus_per_node = 8;
+    ASSERT_TRUE((*writer)->CreateStudy(study).ok());
+  }
+  const std::string before = DumpDatabase(current);
+  store = SqliteTrialStore::Open(current, read_only);
+  ASSERT_TRUE(store.ok()) << store.status();
+  absl::StatusOr<std::vector<Study>> studies = (*store)->ListStudies({});
+  ASSERT_TRUE(studies.ok()) << studies.status();
+  ASSERT_EQ(studies->size(), 1u);
+  EXPECT_EQ(studies->front().name, "kept");
+  NewStudy another;
+  another.name = "refused";
+  another.spec_json = "{}";
+  another.model = "tiny";
+  another.gpu = "h100-sxm";
+  another.nodes = 1;
+  another.gpus_per_node = 8;
+  EXPECT_FALSE((*store)->CreateStudy(another).ok());
+  store->reset();
+  EXPECT_EQ(DumpDatabase(current), before);
+}
+
 TEST(MigrationsTest, FailingMigrationLeavesThePreviousVersion) {
   TempDir dir;
   auto db = OpenOrDie(dir.File("a.db"));

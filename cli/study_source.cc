@@ -1,0 +1,118 @@
+#include "cli/study_source.h"
+
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "cli/operands.h"
+#include "core/status_macros.h"
+#include "db/sqlite_trial_store.h"
+#include "planner/service/study_queries.h"
+
+namespace tessera::cli {
+namespace {
+
+// The planner's answers over gRPC.
+class PlannerStudySource : public StudySource {
+ public:
+  explicit PlannerStudySource(const PlannerFlags& flags)
+      : client_(flags.Address(), flags.Timeout(), flags.Credentials()) {}
+
+  absl::StatusOr<v1::GetStudyResponse> GetStudy(int64_t study_id) override {
+    return client_.GetStudy(study_id);
+  }
+  absl::StatusOr<v1::ListStudiesResponse> ListStudies(
+      const v1::ListStudiesRequest& request) override {
+    return client_.ListStudies(request);
+  }
+  absl::StatusOr<v1::ListTrialsResponse> ListTrials(
+      const v1::ListTrialsRequest& request) override {
+    return client_.ListTrials(request);
+  }
+  absl::StatusOr<v1::Recommendation> GetRecommendation(
+      int64_t study_id) override {
+    return client_.GetRecommendation(study_id);
+  }
+
+ private:
+  PlannerClient client_;
+};
+
+// The same queries over a store opened read-only.
+class StoreStudySource : public StudySource {
+ public:
+  explicit StoreStudySource(std::unique_ptr<db::SqliteTrialStore> store)
+      : store_(std::move(store)), queries_(store_.get()) {}
+
+  absl::StatusOr<v1::GetStudyResponse> GetStudy(int64_t study_id) override {
+    return queries_.GetStudy(study_id);
+  }
+  absl::StatusOr<v1::ListStudiesResponse> ListStudies(
+      const v1::ListStudiesRequest& request) override {
+    return queries_.ListStudies(request);
+  }
+  absl::StatusOr<v1::ListTrialsResponse> ListTrials(
+      const v1::ListTrialsRequest& request) override {
+    return queries_.ListTrials(request);
+  }
+  absl::StatusOr<v1::Recommendation> GetRecommendation(
+      int64_t study_id) override {
+    return queries_.GetRecommendation(study_id);
+  }
+
+ private:
+  std::unique_ptr<db::SqliteTrialStore> store_;
+  service::StudyQueries queries_;
+};
+
+}  // namespace
+
+void StudySourceFlags::Register(FlagSet* flags) {
+  flags->AddSection("History source");
+  flags->AddString("db", "FILE", kDbFlagHelp, &db);
+  planner.Register(flags, kPlannerFlagHelp);
+}
+
+absl::Status StudySourceFlags::Validate() {
+  if (db.has_value() && planner.planner.has_value()) {
+    return absl::InvalidArgumentError(
+        "--db and --planner name two sources; give one");
+  }
+  if (db.has_value() && db->empty()) {
+    return absl::InvalidArgumentError("--db: empty path");
+  }
+  return planner.Validate();
+}
+
+absl::StatusOr<std::unique_ptr<StudySource>> StudySourceFlags::Open() const {
+  if (!db.has_value()) {
+    return std::unique_ptr<StudySource>(new PlannerStudySource(planner));
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(*db, ec)) {
+    return absl::NotFoundError(absl::StrCat("--db: no such file ", *db));
+  }
+  db::SqliteTrialStoreOptions options;
+  options.read_only = true;
+  absl::StatusOr<std::unique_ptr<db::SqliteTrialStore>> store =
+      db::SqliteTrialStore::Open(*db, options);
+  if (!store.ok()) {
+    return absl::Status(store.status().code(),
+                        absl::StrCat("--db: ", store.status().message()));
+  }
+  return std::unique_ptr<StudySource>(new StoreStudySource(*std::move(store)));
+}
+
+absl::StatusOr<int64_t> ParseStudyArgs(const std::vector<std::string>& args,
+                                       const std::vector<std::string>& switches,
+                                       absl::string_view usage, FlagSet& flags,
+                                       StudySourceFlags& source) {
+  const Operands operands = SplitOperands(args, switches);
+  TESSERA_RETURN_IF_ERROR(flags.Parse(operands.flags));
+  TESSERA_RETURN_IF_ERROR(source.Validate());
+  TESSERA_RETURN_IF_ERROR(ExpectOperands(operands, {"ID"}, usage));
+  return ParseStudyId(operands.operands[0]);
+}
+
+}  // namespace tessera::cli
