@@ -1,9 +1,13 @@
 // Validates Kubernetes manifests offline:
 //   node validate_k8s.mjs NODE_MODULES_DIR FILE.yaml...
+// (or, imported: validateManifests(modulesDir, [{name, text}]) -> problems).
 // Each object is checked against its kind's schema from the Kubernetes
 // OpenAPI document (the npm package kubernetes-models 5.1.0, generated from
-// Kubernetes 1.34's: types, required fields, enums, formats), an unknown
-// apiVersion/kind being an error; then against the API server's validation
+// Kubernetes 1.36's: types, required fields, enums, formats), an unknown
+// apiVersion/kind being an error; for fields the schema does not know (as
+// kubectl's strict field validation rejects them: the schema's JS
+// validators allow them, so the field lists come from the package's type
+// declarations, generated from the same document); then against the API server's validation
 // rules that the schema does not carry (k8s.io/kubernetes pkg/apis/*/validation:
 // names, a selector that matches its template, containers with images,
 // mounts of declared volumes, probes with one handler on declared ports,
@@ -12,20 +16,15 @@
 // a claim that is declared), and Tessera's own rules (one planner replica,
 // Recreate; agents holding nvidia.com/gpu on GPU nodes).
 // Prints one line per problem ("file: Kind/name: path: what") and exits 1
-// when there is any, 2 on bad usage.
+// when there is any, 2 on bad usage or an unreadable file.
 import fs from "node:fs";
 import path from "node:path";
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 
-const [modulesDir, ...files] = process.argv.slice(2);
-if (!modulesDir || files.length === 0) {
-  console.error("usage: node validate_k8s.mjs NODE_MODULES_DIR FILE.yaml...");
-  process.exit(2);
-}
-const YAML = createRequire(path.join(modulesDir, "x.js"))("yaml");
-
-const problems = [];
+let YAML = null;
+let modulesDir = null;
+let problems = [];
 function problem(where, what) {
   problems.push(`${where}: ${what}`);
 }
@@ -44,7 +43,7 @@ async function modelsFor(apiVersion) {
   return mod;
 }
 
-// Group versions the schemas still describe that Kubernetes 1.34 no longer
+// Group versions the schemas still describe that Kubernetes 1.36 no longer
 // serves (the API deprecation guide), with the release that removed them.
 const removedApiVersions = {
   "extensions/v1beta1": "1.16 (1.22 for Ingress)",
@@ -58,6 +57,51 @@ const removedApiVersions = {
   "autoscaling/v2beta2": "1.26",
   "storage.k8s.io/v1beta1": "1.22 (1.27 for CSIStorageCapacity)",
 };
+
+// The fields of an interface in a kubernetes-models .d.ts file: name ->
+// the .d.ts of the field's object type, or null where the value is no
+// object of a declared type (a string, a map, a quantity). null when the file
+// declares no interface (a type alias such as IntOrString).
+const fieldCache = new Map();
+function declaredFields(dts) {
+  if (fieldCache.has(dts)) return fieldCache.get(dts);
+  let fields = null;
+  const text = fs.existsSync(dts) ? fs.readFileSync(dts, "utf8") : "";
+  const start = text.search(/^export interface I\w+ (extends \w+ )?\{$/m);
+  if (start >= 0) {
+    const imports = new Map();
+    for (const m of text.matchAll(/^import \{ (\w+) \} from "([^"]+)";$/gm)) {
+      const from = m[2].startsWith(".")
+          ? path.resolve(path.dirname(dts), m[2])
+          : path.join(modulesDir, m[2]);
+      imports.set(m[1], from.replace(/\.js$/, "") + ".d.ts");
+    }
+    fields = new Map();
+    const body = text.slice(start, text.indexOf("\n}", start));
+    for (const m of body.matchAll(/^ {4}"([^"]+)"\??: (Array<)?(\w+)?/gm)) {
+      fields.set(m[1], m[3] && imports.has(m[3]) ? imports.get(m[3]) : null);
+    }
+  }
+  fieldCache.set(dts, fields);
+  return fields;
+}
+
+// Reports the fields of `value` that its declared type does not have.
+function checkFields(where, value, dts) {
+  const fields = declaredFields(dts);
+  if (fields === null || value === null || typeof value !== "object") return;
+  if (Array.isArray(value)) {
+    value.forEach((v, i) => checkFields(`${where}[${i}]`, v, dts));
+    return;
+  }
+  for (const [key, v] of Object.entries(value)) {
+    if (!fields.has(key)) {
+      problem(where, `unknown field "${key}" (${path.basename(dts, ".d.ts")} has ${[...fields.keys()].join(", ")})`);
+    } else if (fields.get(key)) {
+      checkFields(where.endsWith(": ") ? `${where}${key}` : `${where}.${key}`, v, fields.get(key));
+    }
+  }
+}
 
 const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const dns1123Subdomain =
@@ -187,16 +231,24 @@ function containerPortNames(obj) {
   return names;
 }
 
-const objects = [];
-for (const file of files) {
-  let docs;
-  try {
-    docs = YAML.parseAllDocuments(fs.readFileSync(file, "utf8"));
-  } catch (e) {
-    problem(file, `cannot read: ${e.message}`);
-    continue;
+// The problems of `manifests` ([{name, text}], one set of objects that may
+// refer to each other), each "name: Kind/object: path: what"; [] when valid.
+// `modules` is the node_modules folder holding kubernetes-models and yaml.
+export async function validateManifests(modules, manifests) {
+  modulesDir = modules;
+  YAML = createRequire(path.join(modules, "x.js"))("yaml");
+  problems = [];
+  const objects = [];
+  for (const { name, text } of manifests) {
+    checkFile(name, text, objects);
   }
-  for (const doc of docs) {
+  for (const o of objects) await checkObject(o);
+  checkReferences(objects);
+  return problems;
+}
+
+function checkFile(file, text, objects) {
+  for (const doc of YAML.parseAllDocuments(text)) {
     if (doc.errors.length) {
       problem(file, `YAML: ${doc.errors.map((e) => e.message).join("; ")}`);
       continue;
@@ -205,102 +257,127 @@ for (const file of files) {
     if (obj === null || obj === undefined) continue;
     const where = `${path.basename(file)}: ${obj.kind ?? "?"}/${obj.metadata?.name ?? "?"}`;
     objects.push({ obj, where });
-    if (typeof obj.apiVersion !== "string" || typeof obj.kind !== "string") {
-      problem(where, "apiVersion and kind are required");
-      continue;
-    }
-    if (Object.hasOwn(removedApiVersions, obj.apiVersion)) {
-      problem(where, `apiVersion ${obj.apiVersion} was removed in Kubernetes ${removedApiVersions[obj.apiVersion]}`);
-      continue;
-    }
-    const mod = await modelsFor(obj.apiVersion);
-    const Model = mod?.[obj.kind];
-    if (typeof Model !== "function" || Model.apiVersion !== obj.apiVersion) {
-      problem(where, `no kind ${obj.kind} in apiVersion ${obj.apiVersion} (Kubernetes 1.34)`);
-      continue;
-    }
-    try {
-      new Model(obj).validate();
-    } catch (e) {
-      problem(where, `schema: ${e.message}`);
-    }
+  }
+}
 
-    const namespaced = obj.kind !== "Namespace";
-    checkName(`${where}: metadata`, obj.metadata?.name,
-              obj.kind === "Service" || obj.kind === "Namespace" ? dns1035Label : dns1123Subdomain,
-              obj.kind === "Service" || obj.kind === "Namespace" ? 63 : 253, "name");
-    if (namespaced && obj.metadata?.namespace !== undefined) {
-      checkName(`${where}: metadata`, obj.metadata.namespace, dns1123Label, 63, "namespace");
+async function checkObject({ obj, where }) {
+  if (typeof obj.apiVersion !== "string" || typeof obj.kind !== "string") {
+    problem(where, "apiVersion and kind are required");
+    return;
+  }
+  if (Object.hasOwn(removedApiVersions, obj.apiVersion)) {
+    problem(where, `apiVersion ${obj.apiVersion} was removed in Kubernetes ${removedApiVersions[obj.apiVersion]}`);
+    return;
+  }
+  const mod = await modelsFor(obj.apiVersion);
+  const Model = mod?.[obj.kind];
+  if (typeof Model !== "function" || Model.apiVersion !== obj.apiVersion) {
+    problem(where, `no kind ${obj.kind} in apiVersion ${obj.apiVersion} (Kubernetes 1.36)`);
+    return;
+  }
+  try {
+    new Model(obj).validate();
+  } catch (e) {
+    problem(where, `schema: ${e.message}`);
+  }
+  checkFields(`${where}: `, obj,
+              path.join(modulesDir, "kubernetes-models", obj.apiVersion, `${obj.kind}.d.ts`));
+
+  const namespaced = obj.kind !== "Namespace";
+  checkName(`${where}: metadata`, obj.metadata?.name,
+            obj.kind === "Service" || obj.kind === "Namespace" ? dns1035Label : dns1123Subdomain,
+            obj.kind === "Service" || obj.kind === "Namespace" ? 63 : 253, "name");
+  if (namespaced && obj.metadata?.namespace !== undefined) {
+    checkName(`${where}: metadata`, obj.metadata.namespace, dns1123Label, 63, "namespace");
+  }
+  if (["Deployment", "DaemonSet", "StatefulSet", "ReplicaSet"].includes(obj.kind)) {
+    const sel = obj.spec?.selector;
+    if (!sel || !selects(sel, podLabels(obj))) {
+      problem(`${where}: spec.selector`, "is required and must match spec.template.metadata.labels");
     }
-    if (["Deployment", "DaemonSet", "StatefulSet", "ReplicaSet"].includes(obj.kind)) {
-      const sel = obj.spec?.selector;
-      if (!sel || !selects(sel, podLabels(obj))) {
-        problem(`${where}: spec.selector`, "is required and must match spec.template.metadata.labels");
-      }
-      if (obj.spec?.template?.spec) checkPodSpec(`${where}: spec.template.spec`, obj.spec.template.spec);
-      if (obj.spec?.strategy?.type === "Recreate" && obj.spec.strategy.rollingUpdate) {
-        problem(`${where}: spec.strategy`, "rollingUpdate may not be set when type is Recreate");
-      }
+    if (obj.spec?.template?.spec) checkPodSpec(`${where}: spec.template.spec`, obj.spec.template.spec);
+    if (obj.spec?.strategy?.type === "Recreate" && obj.spec.strategy.rollingUpdate) {
+      problem(`${where}: spec.strategy`, "rollingUpdate may not be set when type is Recreate");
     }
   }
 }
 
 // References between the objects, and Tessera's own rules.
-const byKind = (kind) => objects.filter((o) => o.obj.kind === kind);
-const workloads = [...byKind("Deployment"), ...byKind("DaemonSet")];
-for (const { obj, where } of byKind("Service")) {
-  const targets = workloads.filter((w) =>
-      w.obj.metadata?.namespace === obj.metadata?.namespace &&
-      Object.keys(obj.spec?.selector ?? {}).length > 0 &&
-      selects({ matchLabels: obj.spec.selector }, podLabels(w.obj)));
-  if (targets.length === 0) {
-    problem(`${where}: spec.selector`, "selects no pod template in these manifests");
-  }
-  for (const p of obj.spec?.ports ?? []) {
-    if (typeof p.targetPort === "string" &&
-        !targets.some((t) => containerPortNames(t.obj).has(p.targetPort))) {
-      problem(`${where}: spec.ports`, `targetPort '${p.targetPort}' is no named port of the selected pods`);
+function checkReferences(objects) {
+  const byKind = (kind) => objects.filter((o) => o.obj.kind === kind);
+  const workloads = [...byKind("Deployment"), ...byKind("DaemonSet")];
+  for (const { obj, where } of byKind("Service")) {
+    const targets = workloads.filter((w) =>
+        w.obj.metadata?.namespace === obj.metadata?.namespace &&
+        Object.keys(obj.spec?.selector ?? {}).length > 0 &&
+        selects({ matchLabels: obj.spec.selector }, podLabels(w.obj)));
+    if (targets.length === 0) {
+      problem(`${where}: spec.selector`, "selects no pod template in these manifests");
+    }
+    for (const p of obj.spec?.ports ?? []) {
+      if (typeof p.targetPort === "string" &&
+          !targets.some((t) => containerPortNames(t.obj).has(p.targetPort))) {
+        problem(`${where}: spec.ports`, `targetPort '${p.targetPort}' is no named port of the selected pods`);
+      }
     }
   }
-}
-const claims = new Set(byKind("PersistentVolumeClaim").map((o) => `${o.obj.metadata?.namespace}/${o.obj.metadata?.name}`));
-const namespaces = new Set(byKind("Namespace").map((o) => o.obj.metadata?.name));
-for (const { obj, where } of objects) {
-  const ns = obj.metadata?.namespace;
-  if (obj.kind !== "Namespace" && namespaces.size > 0 && !namespaces.has(ns)) {
-    problem(`${where}: metadata.namespace`, `'${ns}' is not a Namespace of these manifests`);
-  }
-  for (const v of obj.spec?.template?.spec?.volumes ?? []) {
-    const claim = v.persistentVolumeClaim?.claimName;
-    if (claim && !claims.has(`${ns}/${claim}`)) {
-      problem(`${where}: volumes`, `claim '${claim}' is not a PersistentVolumeClaim of these manifests`);
+  const claims = new Set(byKind("PersistentVolumeClaim").map((o) => `${o.obj.metadata?.namespace}/${o.obj.metadata?.name}`));
+  const namespaces = new Set(byKind("Namespace").map((o) => o.obj.metadata?.name));
+  for (const { obj, where } of objects) {
+    const ns = obj.metadata?.namespace;
+    if (obj.kind !== "Namespace" && namespaces.size > 0 && !namespaces.has(ns)) {
+      problem(`${where}: metadata.namespace`, `'${ns}' is not a Namespace of these manifests`);
+    }
+    for (const v of obj.spec?.template?.spec?.volumes ?? []) {
+      const claim = v.persistentVolumeClaim?.claimName;
+      if (claim && !claims.has(`${ns}/${claim}`)) {
+        problem(`${where}: volumes`, `claim '${claim}' is not a PersistentVolumeClaim of these manifests`);
+      }
     }
   }
-}
-const planners = byKind("Deployment").filter((o) => o.obj.metadata?.name === "tessera-planner");
-if (planners.length !== 1) problem("tessera", "no Deployment tessera-planner");
-for (const { obj, where } of planners) {
-  if (obj.spec?.replicas !== 1) problem(`${where}: spec.replicas`, "must be 1 (SQLite has one writer)");
-  if (obj.spec?.strategy?.type !== "Recreate") problem(`${where}: spec.strategy.type`, "must be Recreate (SQLite has one writer)");
-  const vols = obj.spec?.template?.spec?.volumes ?? [];
-  if (!vols.some((v) => v.persistentVolumeClaim)) problem(`${where}: volumes`, "the history needs a PersistentVolumeClaim");
-}
-const agents = byKind("DaemonSet").filter((o) => o.obj.metadata?.name === "tessera-agent");
-if (agents.length !== 1) problem("tessera", "no DaemonSet tessera-agent");
-for (const { obj, where } of agents) {
-  const spec = obj.spec?.template?.spec ?? {};
-  if (!spec.containers?.some((c) => /^[1-9][0-9]*$/.test(String(c.resources?.limits?.["nvidia.com/gpu"] ?? "")))) {
-    problem(`${where}: containers`, "no container limits nvidia.com/gpu (the NVIDIA device plugin's resource)");
+  const planners = byKind("Deployment").filter((o) => o.obj.metadata?.name === "tessera-planner");
+  if (planners.length !== 1) problem("tessera", "no Deployment tessera-planner");
+  for (const { obj, where } of planners) {
+    if (obj.spec?.replicas !== 1) problem(`${where}: spec.replicas`, "must be 1 (SQLite has one writer)");
+    if (obj.spec?.strategy?.type !== "Recreate") problem(`${where}: spec.strategy.type`, "must be Recreate (SQLite has one writer)");
+    const vols = obj.spec?.template?.spec?.volumes ?? [];
+    if (!vols.some((v) => v.persistentVolumeClaim)) problem(`${where}: volumes`, "the history needs a PersistentVolumeClaim");
   }
-  if (!(spec.tolerations ?? []).some((t) => t.key === "nvidia.com/gpu")) {
-    problem(`${where}: tolerations`, "does not tolerate the nvidia.com/gpu taint");
+  const agents = byKind("DaemonSet").filter((o) => o.obj.metadata?.name === "tessera-agent");
+  if (agents.length !== 1) problem("tessera", "no DaemonSet tessera-agent");
+  for (const { obj, where } of agents) {
+    const spec = obj.spec?.template?.spec ?? {};
+    if (!spec.containers?.some((c) => /^[1-9][0-9]*$/.test(String(c.resources?.limits?.["nvidia.com/gpu"] ?? "")))) {
+      problem(`${where}: containers`, "no container limits nvidia.com/gpu (the NVIDIA device plugin's resource)");
+    }
+    if (!(spec.tolerations ?? []).some((t) => t.key === "nvidia.com/gpu")) {
+      problem(`${where}: tolerations`, "does not tolerate the nvidia.com/gpu taint");
+    }
+    const terms = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+    const onGpuNodes = Object.keys(spec.nodeSelector ?? {}).some((k) => k.startsWith("nvidia.com/gpu")) ||
+        terms.length > 0 && terms.every((t) => (t.matchExpressions ?? []).some((e) => e.key.startsWith("nvidia.com/gpu")));
+    if (!onGpuNodes) problem(`${where}: affinity`, "is not limited to nodes with an nvidia.com/gpu label");
   }
-  const terms = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
-  const onGpuNodes = Object.keys(spec.nodeSelector ?? {}).some((k) => k.startsWith("nvidia.com/gpu")) ||
-      terms.length > 0 && terms.every((t) => (t.matchExpressions ?? []).some((e) => e.key.startsWith("nvidia.com/gpu")));
-  if (!onGpuNodes) problem(`${where}: affinity`, "is not limited to nodes with an nvidia.com/gpu label");
 }
 
-for (const p of problems) console.log(p);
-console.log(`${objects.length} objects in ${files.length} files, ${problems.length} problems`);
-process.exit(problems.length ? 1 : 0);
+// Run as a program: validate the files given as one set.
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  const [modules, ...files] = process.argv.slice(2);
+  if (!modules || files.length === 0) {
+    console.error("usage: node validate_k8s.mjs NODE_MODULES_DIR FILE.yaml...");
+    process.exit(2);
+  }
+  const manifests = [];
+  for (const name of files) {
+    try {
+      manifests.push({ name, text: fs.readFileSync(name, "utf8") });
+    } catch (e) {
+      console.error(`validate_k8s: cannot read ${name}: ${e.message}`);
+      process.exit(2);
+    }
+  }
+  const found = await validateManifests(modules, manifests);
+  for (const p of found) console.log(p);
+  console.log(`${files.length} files, ${found.length} problems`);
+  process.exit(found.length ? 1 : 0);
+}
