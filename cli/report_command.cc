@@ -8,6 +8,7 @@
 #include "cli/exit_codes.h"
 #include "cli/planner_client.h"
 #include "cli/report_html.h"
+#include "cli/report_predictions.h"
 #include "cli/study_source.h"
 #include "core/file_io.h"
 #include "core/flags.h"
@@ -23,8 +24,10 @@ constexpr char kAbout[] =
     "Writes study ID as one self-contained HTML page (no script, nothing\n"
     "fetched): the study, the best-throughput and best-energy layouts with\n"
     "each number labelled MEASURED or PREDICTED and the full run's days, MWh\n"
-    "and GPU-hours, the Pareto front of tokens/s against tokens/J, each\n"
-    "trial's measured tokens/s against its prediction, every trial, the\n"
+    "and GPU-hours; plots (inline SVG) of the Pareto front of tokens/s\n"
+    "against tokens/J, each trial's error against its prediction, the loss\n"
+    "and step time per step, each step's breakdown measured beside\n"
+    "predicted and the trials' timeline per agent; every trial, the\n"
     "calibration and the spec. The file is written whole or not at all.\n"
     "\n"
     "Example:\n"
@@ -71,6 +74,8 @@ int RunReport(const std::vector<std::string>& args, std::ostream& out,
       (*client)->ListTrials(request);
   if (!trials.ok()) return ReportError(err, kCommand, trials.status());
   report.trials.assign(trials->trials().begin(), trials->trials().end());
+  report.breakdowns =
+      PredictTrialBreakdowns(report.trials, report.recommendation);
 
   const std::string html = RenderStudyReportHtml(report);
   const std::string path =

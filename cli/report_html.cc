@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/recommendation_output.h"
+#include "cli/report_plots.h"
 #include "cli/service_names.h"
 #include "cli/time_text.h"
 #include "google/protobuf/util/json_util.h"
@@ -29,6 +30,8 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .predicted { color: #8a5a00; font-weight: 600; }
 .muted { color: #67717d; } pre { background: #f4f6f8; padding: 0.8em; }
 svg text { font: 11px system-ui, sans-serif; fill: #3b444e; }
+svg.plot { display: block; margin: 0.6em 0; max-width: 100%; height: auto; }
+svg .point-label { font-size: 10px; }
 </style>
 )";
 
@@ -41,6 +44,10 @@ std::string Num(double v) {
   }
   return absl::StrFormat("%.4g", v);
 }
+
+// A measured or predicted quantity that is positive when known: "—" for 0
+// (not measured, never "0").
+std::string Measured(double v) { return v > 0 ? Num(v) : "—"; }
 
 std::string Pct(double fraction) {
   return std::isfinite(fraction) ? absl::StrFormat("%.1f%%", 100 * fraction)
@@ -109,7 +116,7 @@ std::string LayoutCard(absl::string_view title, const v1::RecommendedLayout& l,
   absl::StrAppend(
       &html, Row("tokens/s", Num(l.tokens_per_s()), measured_by),
       Row("step time", absl::StrCat(Num(l.step_time_s()), " s"), measured_by),
-      Row("MFU", Pct(l.mfu()), measured_by),
+      Row("MFU", l.mfu() > 0 ? Pct(l.mfu()) : "—", measured_by),
       Row("memory per GPU", absl::StrCat(Num(l.memory_gib_per_gpu()), " GiB")),
       Row("exposed communication", absl::StrCat(Num(l.exposed_comm_s()), " s")),
       Row("pipeline bubble", absl::StrCat(Num(l.bubble_s()), " s"),
@@ -148,49 +155,6 @@ std::string RecommendationSection(const v1::Recommendation& r,
   return html;
 }
 
-std::string ParetoSection(const v1::Recommendation& r) {
-  std::string html =
-      "<h2>Pareto front: tokens/s against tokens/J</h2>\n"
-      "<p class=\"muted\">filled: tokens/s measured by a trial; hollow: "
-      "predicted by the calibrated model</p>\n";
-  std::vector<ScatterPoint> points;
-  std::string rows;
-  for (const v1::RecommendedLayout& l : r.pareto()) {
-    const std::string layout = CompactLayout(l.layout());
-    points.push_back({.x = l.tokens_per_s(),
-                      .y = l.tokens_per_joule(),
-                      .label = layout,
-                      .filled = l.provenance() == v1::MEASURED});
-    absl::StrAppend(&rows, "<tr>", Cell(Num(l.tokens_per_s()), true), "<td>",
-                    Label(l.provenance()), "</td>",
-                    Cell(Num(l.tokens_per_joule()), true), "<td>",
-                    Label(l.energy_provenance()), "</td><td><code>",
-                    HtmlEscape(layout), "</code></td></tr>\n");
-  }
-  absl::StrAppend(&html, ScatterSvg(points, "tokens/s", "tokens/J", false),
-                  "<table><tr><th>tokens/s</th><th></th><th>tokens/J</th>"
-                  "<th></th><th>layout</th></tr>\n",
-                  rows, "</table>\n");
-  return html;
-}
-
-std::string CalibrationCheckSection(const std::vector<v1::Trial>& trials) {
-  std::vector<ScatterPoint> points;
-  for (const v1::Trial& t : trials) {
-    if (t.state() != v1::TRIAL_OK) continue;
-    points.push_back({.x = t.predicted().tokens_per_s(),
-                      .y = t.measured().tokens_per_s(),
-                      .label = absl::StrCat("trial ", t.id(), ": ",
-                                            CompactLayout(t.layout()))});
-  }
-  return absl::StrCat(
-      "<h2>Measured against predicted</h2>\n"
-      "<p class=\"muted\">each ok trial's measured tokens/s against what the "
-      "cost model predicted when the trial was queued (the calibration of "
-      "that moment); on the line, the model was exact</p>\n",
-      ScatterSvg(points, "predicted tokens/s", "measured tokens/s", true));
-}
-
 std::string TrialsSection(const std::vector<v1::Trial>& trials) {
   std::string html = absl::StrCat(
       "<h2>Trials (", trials.size(),
@@ -210,15 +174,18 @@ std::string TrialsSection(const std::vector<v1::Trial>& trials) {
         Cell(absl::StrCat(t.rung()), true), Cell(TrialStateName(t.state())),
         "<td><code>", HtmlEscape(CompactLayout(t.layout())), "</code></td>",
         Cell(ok ? absl::StrCat(m.steps()) : "—", true),
-        Cell(ok ? Num(m.tokens_per_s()) : "—", true),
-        Cell(Num(t.predicted().tokens_per_s()), true),
-        Cell(ok ? Pct(m.mfu()) : "—", true),
-        Cell(ok ? absl::StrFormat(
-                      "%.3g GiB",
-                      static_cast<double>(m.peak_memory_bytes()) / kGiB)
-                : "—",
+        Cell(ok ? Measured(m.tokens_per_s()) : "—", true),
+        Cell(Measured(t.predicted().tokens_per_s()), true),
+        Cell(ok && m.mfu() > 0 ? Pct(m.mfu()) : "—", true),
+        Cell(ok && m.peak_memory_bytes() > 0
+                 ? absl::StrFormat(
+                       "%.3g GiB",
+                       static_cast<double>(m.peak_memory_bytes()) / kGiB)
+                 : "—",
              true),
-        Cell(ok ? absl::StrCat(Num(m.exposed_comm_s()), " s") : "—", true),
+        Cell(ok && m.comm_s() > 0 ? absl::StrCat(Num(m.exposed_comm_s()), " s")
+                                  : "—",
+             true),
         Cell(ok && m.has_watts_per_gpu()
                  ? absl::StrCat(Num(m.watts_per_gpu()), " W")
                  : "—",
@@ -256,16 +223,6 @@ std::string SpecSection(const v1::StudySpec& spec) {
   return absl::StrCat("<h2>Spec</h2>\n<pre>", HtmlEscape(json), "</pre>\n");
 }
 
-// Round tick spacing: 1, 2 or 5 times a power of ten, about 5 ticks to `max`.
-double TickStep(double max) {
-  const double raw = max / 5;
-  const double power = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0}) {
-    if (m * power >= raw) return m * power;
-  }
-  return 10 * power;
-}
-
 }  // namespace
 
 std::string HtmlEscape(absl::string_view text) {
@@ -295,86 +252,6 @@ std::string HtmlEscape(absl::string_view text) {
   return out;
 }
 
-std::string ScatterSvg(const std::vector<ScatterPoint>& points,
-                       absl::string_view x_label, absl::string_view y_label,
-                       bool diagonal) {
-  std::vector<const ScatterPoint*> drawn;
-  double x_max = 0, y_max = 0;
-  for (const ScatterPoint& p : points) {
-    if (!(std::isfinite(p.x) && std::isfinite(p.y) && p.x > 0 && p.y > 0)) {
-      continue;
-    }
-    drawn.push_back(&p);
-    x_max = std::max(x_max, p.x);
-    y_max = std::max(y_max, p.y);
-  }
-  if (drawn.empty()) {
-    return absl::StrCat(
-        "<p class=\"muted\">Nothing to plot: no point has both ",
-        HtmlEscape(x_label), " and ", HtmlEscape(y_label), ".</p>\n");
-  }
-  if (diagonal) x_max = y_max = std::max(x_max, y_max);
-  const double x_step = TickStep(x_max * 1.05);
-  const double y_step = TickStep(y_max * 1.05);
-  x_max = x_step * std::ceil(x_max * 1.05 / x_step);
-  y_max = y_step * std::ceil(y_max * 1.05 / y_step);
-  constexpr double kW = 560, kH = 360, kLeft = 70, kRight = 20, kTop = 15,
-                   kBottom = 45;
-  const auto sx = [&](double x) {
-    return kLeft + x / x_max * (kW - kLeft - kRight);
-  };
-  const auto sy = [&](double y) {
-    return kH - kBottom - y / y_max * (kH - kTop - kBottom);
-  };
-  std::string svg = absl::StrFormat(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
-      "height=\"%.0f\" role=\"img\">\n"
-      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\"/>"
-      "\n<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-      "stroke=\"#555\"/>\n",
-      kW, kH, sx(0), sy(0), sx(x_max), sy(0), sx(0), sy(0), sx(0), sy(y_max));
-  for (double x = x_step; x <= x_max * (1 + 1e-9); x += x_step) {
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-                          "y2=\"%.1f\" stroke=\"#555\"/><text x=\"%.1f\" "
-                          "y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-                          sx(x), sy(0), sx(x), sy(0) + 4, sx(x), sy(0) + 16,
-                          Num(x));
-  }
-  for (double y = y_step; y <= y_max * (1 + 1e-9); y += y_step) {
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-                          "y2=\"%.1f\" stroke=\"#555\"/><text x=\"%.1f\" "
-                          "y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                          sx(0) - 4, sy(y), sx(0), sy(y), sx(0) - 6, sy(y) + 4,
-                          Num(y));
-  }
-  absl::StrAppendFormat(
-      &svg,
-      "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n"
-      "<text x=\"14\" y=\"%.1f\" text-anchor=\"middle\" "
-      "transform=\"rotate(-90 14 %.1f)\">%s</text>\n",
-      (sx(0) + sx(x_max)) / 2, kH - 8, HtmlEscape(x_label),
-      (sy(0) + sy(y_max)) / 2, (sy(0) + sy(y_max)) / 2, HtmlEscape(y_label));
-  if (diagonal) {
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-                          "y2=\"%.1f\" stroke=\"#aab\" "
-                          "stroke-dasharray=\"4 3\"/>\n",
-                          sx(0), sy(0), sx(x_max), sy(y_max));
-  }
-  for (const ScatterPoint* p : drawn) {
-    absl::StrAppendFormat(
-        &svg,
-        "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\" "
-        "stroke=\"#1f5fa8\" stroke-width=\"1.5\"><title>%s (%s, %s)</title>"
-        "</circle>\n",
-        sx(p->x), sy(p->y), p->filled ? "#1f5fa8" : "white",
-        HtmlEscape(p->label), Num(p->x), Num(p->y));
-  }
-  return svg + "</svg>\n";
-}
-
 std::string RenderStudyReportHtml(const StudyReport& report) {
   const v1::StudySummary& m = report.study.study();
   const bool has_full_run = report.study.spec().training().total_tokens() > 0;
@@ -386,8 +263,12 @@ std::string RenderStudyReportHtml(const StudyReport& report) {
       StudySection(report.study, report.recommendation, report.generated),
       RecommendationSection(report.recommendation, has_full_run),
       ParetoSection(report.recommendation),
-      CalibrationCheckSection(report.trials), TrialsSection(report.trials),
-      CalibrationSection(report.recommendation),
+      ErrorSection(report.trials, report.recommendation),
+      StepCurvesSection(report.trials, StepSeries::kLoss),
+      StepCurvesSection(report.trials, StepSeries::kStepTime),
+      BreakdownSection(report.trials, report.breakdowns),
+      TimelineSection(report.trials, report.generated),
+      TrialsSection(report.trials), CalibrationSection(report.recommendation),
       SpecSection(report.study.spec()), "</body>\n</html>\n");
 }
 

@@ -33,6 +33,7 @@ test_packages=(
   python3-numpy python3-torch
   openssl
   systemd slurm-wlm nodejs  # tests/deploy: systemd-analyze, Slurm, the k8s validator
+  chromium  # tests/cli/report_browser_test: the report page in a browser
 )
 
 case "${1:-}" in

@@ -44,13 +44,20 @@ constexpr StudyPair kStudyStates[] = {
     {db::StudyStatus::kFailed, v1::STUDY_FAILED},
 };
 
-// The loss per step of a stored result (NaN for null).
-void AddLosses(const std::string& result_json, v1::TrialMetrics* out) {
+// The loss and step time per step of a stored result (NaN for null).
+void AddSteps(const std::string& result_json, v1::TrialMetrics* out) {
   if (result_json.empty()) return;
   const nlohmann::json j = nlohmann::json::parse(result_json, nullptr, false);
-  if (!j.is_object() || !j.contains("loss") || !j["loss"].is_array()) return;
-  for (const nlohmann::json& v : j["loss"]) {
-    out->add_loss(v.is_number() ? v.get<double>() : std::nan(""));
+  if (!j.is_object()) return;
+  if (j.contains("loss") && j["loss"].is_array()) {
+    for (const nlohmann::json& v : j["loss"]) {
+      out->add_loss(v.is_number() ? v.get<double>() : std::nan(""));
+    }
+  }
+  if (j.contains("step_times_s") && j["step_times_s"].is_array()) {
+    for (const nlohmann::json& v : j["step_times_s"]) {
+      out->add_step_times_s(v.is_number() ? v.get<double>() : std::nan(""));
+    }
   }
 }
 
@@ -137,7 +144,7 @@ v1::Trial TrialToProto(const db::Trial& t) {
     }
     x->set_device(m.device);
     x->set_backend(m.backend);
-    AddLosses(t.result_json, x);
+    AddSteps(t.result_json, x);
   }
   for (const std::string& a : t.lease_agent_ids) out.add_agents(a);
   if (t.lease_agent_ids.empty() && !t.reported_by.empty()) {

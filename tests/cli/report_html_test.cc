@@ -1,14 +1,20 @@
 // `tessera report`'s page on constructed messages: what it shows, that every
-// planner text is escaped, and that the plots place their points inside the
-// axes and leave out what cannot be drawn.
+// planner text is escaped, that each plot carries the numbers it was given
+// (data-* attributes) and shows what was not measured as "—", and the SVG
+// charts' axes, gaps and bounds.
 #include "cli/report_html.h"
 
+#include <cmath>
 #include <limits>
+#include <map>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "cli/report_predictions.h"
+#include "cli/svg_chart.h"
 #include "gtest/gtest.h"
 
 namespace tessera::cli {
@@ -139,43 +145,279 @@ TEST(StudyReportHtmlTest, WithoutARecommendationSaysSo) {
   EXPECT_EQ(Count(html, "<circle "), 0);
 }
 
-TEST(ScatterSvgTest, PointsLieInsideTheAxesAndBadOnesAreLeftOut) {
-  const std::vector<ScatterPoint> points = {
-      {.x = 1, .y = 2, .label = "a"},
-      {.x = 250, .y = 990, .label = "b"},
-      {.x = std::numeric_limits<double>::infinity(), .y = 5, .label = "inf"},
-      {.x = 3, .y = 0, .label = "zero"},
-      {.x = -1, .y = 4, .label = "negative"}};
-  const std::string svg = ScatterSvg(points, "x <1>", "y", false);
-  EXPECT_EQ(Count(svg, "<circle "), 2);
+// The plot of `css` ("pareto", "loss", ...) in `html`, "" when absent.
+std::string Plot(const std::string& html, const std::string& css) {
+  const size_t from = html.find("class=\"plot " + css + "\"");
+  if (from == std::string::npos) return "";
+  return html.substr(from, html.find("</svg>", from) - from);
+}
+
+// The number in `attribute`="..." of the first element with `with`.
+double AttributeOf(const std::string& svg, const std::string& with,
+                   const std::string& attribute) {
+  const std::regex element("<[a-z]+ [^>]*" + with + "[^>]*>");
+  std::smatch m;
+  if (!std::regex_search(svg, m, element)) return NAN;
+  const std::regex value(" " + attribute + "=\"([^\"]*)\"");
+  const std::string tag = m.str();
+  std::smatch v;
+  if (!std::regex_search(tag, v, value)) return NAN;
+  return v[1].str().empty() ? NAN : std::stod(v[1]);
+}
+
+// TwoTrialReport with per-step series, timings, a breakdown, and a third
+// trial still running on another agent.
+StudyReport FullReport() {
+  StudyReport r = TwoTrialReport();
+  r.generated = absl::FromUnixMillis(1'700'000'100'000);
+  v1::Trial& ok = r.trials[0];
+  ok.set_warmup_steps(2);
+  v1::TrialMetrics* m = ok.mutable_measured();
+  for (double loss : {10.5, 9.25, 8.125, std::nan(""), 7.0625, 7.03125}) {
+    m->add_loss(loss);
+  }
+  for (double s : {0.5, 0.375, 0.25, 0.2578125, 0.25, 0.25}) {
+    m->add_step_times_s(s);
+  }
+  m->set_step_time_median_s(0.25);
+  m->set_compute_s(0.15);
+  m->set_exposed_comm_s(0.0625);
+  ok.mutable_predicted()->set_step_time_s(0.3);
+  ok.set_started_unix_ms(1'700'000'000'000);
+  ok.set_finished_unix_ms(1'700'000'030'000);
+  v1::Trial& oom = r.trials[1];
+  oom.add_agents("agent-a");
+  oom.set_started_unix_ms(1'700'000'031'000);
+  oom.set_finished_unix_ms(1'700'000'032'000);
+  v1::Trial running;
+  running.set_id(13);
+  running.set_state(v1::TRIAL_LEASED);
+  *running.mutable_layout() = Dp(1, 0);
+  running.add_agents("agent-b");
+  running.set_started_unix_ms(1'700'000'040'000);
+  r.trials.push_back(running);
+  TrialBreakdown b;
+  b.predicted = true;
+  b.prediction.set_step_time_s(0.28);
+  b.prediction.set_compute_s(0.2);
+  b.prediction.set_exposed_comm_s(0.03);
+  b.prediction.set_bubble_s(0.04);
+  r.breakdowns[11] = b;
+  r.recommendation.set_calibration_mape(0.08);
+  return r;
+}
+
+TEST(StudyReportHtmlTest, DrawsEveryPlotWithNoScriptAndNoResource) {
+  const std::string html = RenderStudyReportHtml(FullReport());
+  for (const std::string css :
+       {"pareto", "error", "loss", "step-time", "breakdown", "timeline"}) {
+    EXPECT_NE(Plot(html, css), "") << css;
+  }
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find(" src="), std::string::npos);
+  EXPECT_EQ(html.find(" href="), std::string::npos);
+  // Nothing to fetch: the only URL is SVG's namespace name.
+  EXPECT_EQ(Count(html, "http"),
+            Count(html, "xmlns=\"http://www.w3.org/2000/svg\""));
+}
+
+TEST(StudyReportHtmlTest, StepCurvesCarryEachStepAndBreakWhereNoneWasKept) {
+  const std::string html = RenderStudyReportHtml(FullReport());
+  const std::string loss = Plot(html, "loss");
+  EXPECT_EQ(AttributeOf(loss, "data-step=\"2\"", "data-loss"), 8.125);
+  EXPECT_EQ(AttributeOf(loss, "data-step=\"4\"", "data-loss"), 7.0625);
+  // Step 3's loss is not finite: no point, and the line breaks there.
+  EXPECT_TRUE(std::isnan(AttributeOf(loss, "data-step=\"3\"", "data-loss")));
+  EXPECT_EQ(Count(loss, "<polyline"), 2);
+  // Warm-up steps (0 and 1) hollow.
+  EXPECT_EQ(Count(loss, "fill=\"white\""), 2);
+  const std::string times = Plot(html, "step-time");
+  EXPECT_EQ(AttributeOf(times, "data-step=\"3\"", "data-step-time-s"),
+            0.2578125);
+  EXPECT_EQ(Count(times, "<polyline"), 1);
+  // Step times sit far from 0: the axis starts near them.
+  EXPECT_EQ(times.find("text-anchor=\"end\">0</text>"), std::string::npos)
+      << times;
+}
+
+TEST(StudyReportHtmlTest, ParetoFrontIsALineThroughLabelledPoints) {
+  const std::string pareto =
+      Plot(RenderStudyReportHtml(FullReport()), "pareto");
+  EXPECT_EQ(Count(pareto, "<polyline"), 1);
+  EXPECT_EQ(Count(pareto, "<circle "), 2);
+  EXPECT_EQ(Count(pareto, "class=\"point-label\""), 2);
+  EXPECT_NE(pareto.find("(trial 11)</text>"), std::string::npos) << pareto;
+  EXPECT_EQ(AttributeOf(pareto, "data-tokens-per-s=\"10000\"",
+                        "data-tokens-per-joule"),
+            12.5);
+  // 8000..10000 tokens/s and 12.5..14 tokens/J: neither axis starts at 0.
+  EXPECT_EQ(pareto.find(">0</text>"), std::string::npos) << pareto;
+}
+
+TEST(StudyReportHtmlTest, MeasuredAgainstPredictedShowsTheErrorInPercent) {
+  const std::string error = Plot(RenderStudyReportHtml(FullReport()), "error");
+  // 10000 measured against 9000 predicted: +11.1%.
+  EXPECT_NEAR(AttributeOf(error, "data-trial=\"11\"", "data-error-pct"),
+              100.0 / 9, 1e-9);
+  EXPECT_EQ(
+      AttributeOf(error, "data-trial=\"11\"", "data-predicted-tokens-per-s"),
+      9000);
+  EXPECT_NE(error.find("class=\"rule\""), std::string::npos);  // y = 0
+  EXPECT_NE(error.find("class=\"band\""), std::string::npos);  // MAPE ±8%
+  EXPECT_NE(error.find("±8.0%"), std::string::npos);
+}
+
+TEST(StudyReportHtmlTest, BreakdownSetsMeasuredBesidePredicted) {
+  StudyReport r = FullReport();
+  std::string html = RenderStudyReportHtml(r);
+  std::string bars = Plot(html, "breakdown");
+  const std::string measured = "data-kind=\"measured\"";
+  EXPECT_NE(bars.find("data-trial=\"11\" " + measured), std::string::npos);
+  EXPECT_EQ(AttributeOf(bars, "data-part=\"compute\"", "data-seconds"), 0.15);
+  EXPECT_EQ(AttributeOf(bars, "data-part=\"pipeline bubble\"", "data-seconds"),
+            0.04);
+  // The measured rest: 0.25 - 0.15 - 0.0625.
+  EXPECT_NEAR(
+      AttributeOf(bars, "data-part=\"rest of the step\"", "data-seconds"),
+      0.0375, 1e-12);
+  // Only the ok trial has bars.
+  EXPECT_EQ(Count(bars, "<g class=\"bar\""), 2);
+
+  // Without a breakdown the stored predicted step shows whole, saying why;
+  // a trial that timed no parts shows its step whole and its parts as "—".
+  r.breakdowns[11].predicted = false;
+  r.breakdowns[11].why = "infeasible: memory";
+  r.trials[0].mutable_measured()->set_compute_s(0);
+  r.trials[0].mutable_measured()->set_exposed_comm_s(0);
+  html = RenderStudyReportHtml(r);
+  bars = Plot(html, "breakdown");
+  EXPECT_NE(bars.find("parts not predicted"), std::string::npos);
+  EXPECT_NE(bars.find("parts not measured"), std::string::npos);
+  EXPECT_EQ(AttributeOf(bars, "data-kind=\"predicted\"", "data-step-time-s"),
+            0.3);
+  EXPECT_EQ(bars.find("data-part=\"compute\""), std::string::npos);
+  EXPECT_NE(html.find("infeasible: memory"), std::string::npos);
+  const size_t section = html.find("<h2>Step-time breakdown");
+  EXPECT_EQ(html.substr(section, html.find("<h2>", section + 4) - section)
+                .find(">0 s<"),
+            std::string::npos);
+}
+
+TEST(StudyReportHtmlTest, TimelinePutsEachTrialOnItsAgentsLane) {
+  const std::string timeline =
+      Plot(RenderStudyReportHtml(FullReport()), "timeline");
+  EXPECT_EQ(Count(timeline, "<g class=\"lane\""), 2);  // agent-a, agent-b
+  EXPECT_EQ(AttributeOf(timeline, "data-trial=\"11\"", "data-start-s"), 0);
+  EXPECT_EQ(AttributeOf(timeline, "data-trial=\"11\"", "data-end-s"), 30);
+  EXPECT_EQ(AttributeOf(timeline, "data-trial=\"12\"", "data-start-s"), 31);
+  // Trial 13 runs still: to the report's time, dashed, with no end stored.
+  EXPECT_EQ(AttributeOf(timeline, "data-trial=\"13\"", "data-end-s"), 100);
+  EXPECT_TRUE(std::isnan(
+      AttributeOf(timeline, "data-trial=\"13\"", "data-finished-unix-ms")));
+  EXPECT_NE(timeline.find("stroke-dasharray"), std::string::npos);
+}
+
+TEST(SvgChartTest, NiceAxisStartsNearTheDataUnlessZeroIsClose) {
+  AxisRange far = NiceAxis(5000, 5200, false);
+  EXPECT_GT(far.low, 4500);
+  EXPECT_LE(far.low, 5000);
+  EXPECT_GE(far.high, 5200);
+  AxisRange near = NiceAxis(10, 100, false);
+  EXPECT_EQ(near.low, 0);
+  EXPECT_EQ(NiceAxis(5000, 5200, true).low, 0);
+  AxisRange flat = NiceAxis(7, 7, false);
+  EXPECT_LT(flat.low, 7);
+  EXPECT_GT(flat.high, 7);
+  AxisRange negative = NiceAxis(-30, 12, false);
+  EXPECT_LE(negative.low, -30);
+  EXPECT_GE(negative.high, 12);
+}
+
+TEST(SvgChartTest, ExactNumbersReadBackToTheSameDouble) {
+  EXPECT_EQ(ExactNumber(0.1), "0.1");
+  EXPECT_EQ(ExactNumber(52000), "52000");
+  EXPECT_EQ(std::stod(ExactNumber(1.0 / 3)), 1.0 / 3);
+  EXPECT_EQ(ExactNumber(std::nan("")), "");
+}
+
+TEST(SvgChartTest, PointsLieInsideTheAxesAndBadOnesAreLeftOut) {
+  ChartSeries s;
+  s.color = "#000";
+  for (double y : {1.0, 2.0, std::numeric_limits<double>::infinity(), 990.0}) {
+    ChartPoint p;
+    p.x = static_cast<double>(s.points.size());
+    p.y = y;
+    s.points.push_back(p);
+  }
+  ChartOptions options;
+  options.x_label = "x <1>";
+  const std::string svg = LineChartSvg({s}, options);
+  EXPECT_EQ(Count(svg, "<circle "), 3);
+  EXPECT_EQ(Count(svg, "<polyline"), 1);  // 0-1; 3 alone after the gap
   EXPECT_NE(svg.find("x &lt;1&gt;"), std::string::npos);
-  EXPECT_EQ(svg.find(">inf "), std::string::npos);
-  // Plot area: x from 70 to 540, y from 15 to 315 (cli/report_html.cc).
+  // Plot area: x from 72 to 600, y from 16 to 316 (cli/svg_chart.cc).
   const std::regex circle("cx=\"([0-9.]+)\" cy=\"([0-9.]+)\"");
   for (auto it = std::sregex_iterator(svg.begin(), svg.end(), circle);
        it != std::sregex_iterator(); ++it) {
-    const double cx = std::stod((*it)[1]);
-    const double cy = std::stod((*it)[2]);
-    EXPECT_GE(cx, 70);
-    EXPECT_LE(cx, 540);
-    EXPECT_GE(cy, 15);
-    EXPECT_LE(cy, 315);
+    EXPECT_GE(std::stod((*it)[1]), 72);
+    EXPECT_LE(std::stod((*it)[1]), 600);
+    EXPECT_GE(std::stod((*it)[2]), 16);
+    EXPECT_LE(std::stod((*it)[2]), 316);
   }
-  // Round ticks (1, 2 or 5 x 10^k): the y axis reaches past 990 in 500s.
+  // Round ticks (1, 2 or 5 x 10^k): the y axis reaches past 990.
   EXPECT_NE(svg.find(">1000</text>"), std::string::npos) << svg;
+  ChartSeries none;
+  none.points.push_back({});
+  none.points[0].y = std::nan("");
+  EXPECT_NE(LineChartSvg({none}, options).find("Nothing to plot"),
+            std::string::npos);
+}
+// An ok trial that ran the tiny model on 8 H100s, data parallel.
+v1::Trial TinyOkTrial(int64_t id) {
+  v1::Trial t;
+  t.set_id(id);
+  t.set_state(v1::TRIAL_OK);
+  *t.mutable_layout() = Dp(8, 0);
+  v1::StudySpec* ran = t.mutable_ran();
+  ran->mutable_model()->set_preset("tiny");
+  ran->mutable_cluster()->mutable_gpu()->set_preset("h100-sxm");
+  ran->mutable_cluster()->set_nodes(1);
+  ran->mutable_cluster()->set_gpus_per_node(8);
+  ran->mutable_training()->set_global_batch(16);
+  ran->mutable_training()->set_seq_len(128);
+  return t;
 }
 
-TEST(ScatterSvgTest, DiagonalSharesTheScaleOfBothAxes) {
-  const std::string svg = ScatterSvg({{.x = 100, .y = 50, .label = "p"}},
-                                     "predicted", "measured", true);
-  EXPECT_NE(svg.find("stroke-dasharray"), std::string::npos);
-  // Same scale: the point sits below the y = x line, at x = 2 y in data.
-  const std::regex circle("cx=\"([0-9.]+)\" cy=\"([0-9.]+)\"");
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(svg, m, circle));
-  const double x_px = std::stod(m[1]) - 70;   // from the y axis
-  const double y_px = 315 - std::stod(m[2]);  // up from the x axis
-  EXPECT_NEAR(x_px / 470, 2 * y_px / 300, 1e-2);
+TEST(TrialBreakdownTest, PredictsOkTrialsAtTheirScaleWithTheCalibration) {
+  v1::Trial queued;
+  queued.set_id(3);
+  queued.set_state(v1::TRIAL_QUEUED);
+  v1::Recommendation rec;
+  const std::map<int64_t, TrialBreakdown> defaults =
+      PredictTrialBreakdowns({TinyOkTrial(1), queued}, rec);
+  ASSERT_EQ(defaults.size(), 1u);  // the queued trial ran nothing
+  const TrialBreakdown& d = defaults.at(1);
+  ASSERT_TRUE(d.predicted) << d.why;
+  EXPECT_GT(d.prediction.compute_s(), 0);
+  EXPECT_GE(d.prediction.step_time_s(), d.prediction.compute_s());
+  EXPECT_EQ(d.prediction.bubble_s(), 0);  // no pipeline
+  // The recommendation's calibration is the one used: slower GEMMs, more
+  // compute.
+  (*rec.mutable_calibration())["gemm_peak_efficiency"] = 0.2;
+  const TrialBreakdown slow = PredictTrialBreakdowns({TinyOkTrial(1)}, rec)[1];
+  ASSERT_TRUE(slow.predicted) << slow.why;
+  EXPECT_GT(slow.prediction.compute_s(), d.prediction.compute_s());
+}
+
+TEST(TrialBreakdownTest, SaysWhyWhenTheRunCannotBePredicted) {
+  v1::Trial t = TinyOkTrial(2);
+  t.mutable_layout()->set_tp(3);  // does not divide the heads
+  const TrialBreakdown b = PredictTrialBreakdowns({t}, {})[2];
+  EXPECT_FALSE(b.predicted);
+  EXPECT_NE(b.why.find("tp"), std::string::npos) << b.why;
+  t.mutable_ran()->mutable_model()->set_preset("no-such-model");
+  EXPECT_NE(PredictTrialBreakdowns({t}, {})[2].why.find("its run: "),
+            std::string::npos);
 }
 
 }  // namespace

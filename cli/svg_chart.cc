@@ -1,0 +1,432 @@
+#include "cli/svg_chart.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/report_html.h"
+
+namespace tessera::cli {
+namespace {
+
+// Plot geometry (pixels) shared by the charts.
+constexpr double kWidth = 640;
+constexpr double kLeft = 72;
+constexpr double kRight = 40;
+constexpr double kTop = 16;
+constexpr double kBottom = 46;
+
+std::string Attributes(const DataAttributes& data) {
+  std::string out;
+  for (const auto& [name, value] : data) {
+    absl::StrAppend(&out, " data-", name, "=\"", HtmlEscape(value), "\"");
+  }
+  return out;
+}
+
+// 1, 2 or 5 times a power of ten, at least `raw`.
+double RoundStep(double raw) {
+  const double power = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0}) {
+    if (m * power >= raw * (1 - 1e-12)) return m * power;
+  }
+  return 10 * power;
+}
+
+// Ticks of `axis`: its step's multiples within [low, high].
+std::vector<double> Ticks(const AxisRange& axis) {
+  std::vector<double> ticks;
+  const double first = std::ceil(axis.low / axis.step - 1e-9) * axis.step;
+  for (double t = first; t <= axis.high + axis.step * 1e-9; t += axis.step) {
+    ticks.push_back(std::abs(t) < axis.step * 1e-9 ? 0 : t);
+    if (ticks.size() > 50) break;
+  }
+  return ticks;
+}
+
+// Pixel scale of a value along an axis drawn from `from_px` to `to_px`.
+struct Scale {
+  AxisRange axis;
+  double from_px = 0;
+  double to_px = 1;
+  double operator()(double v) const {
+    return from_px +
+           (v - axis.low) / (axis.high - axis.low) * (to_px - from_px);
+  }
+};
+
+// Where each legend entry goes: left to right from the plot's left edge,
+// wrapping to a new row of 15 px before an entry that would not fit.
+std::vector<std::pair<double, double>> LegendPlaces(
+    const std::vector<std::pair<std::string, std::string>>& items, double y) {
+  std::vector<std::pair<double, double>> places;
+  double x = kLeft;
+  for (const auto& item : items) {
+    const double width = 24 + 6.5 * static_cast<double>(item.first.size());
+    if (x > kLeft && x + width > kWidth - kRight) {
+      x = kLeft;
+      y += 15;
+    }
+    places.emplace_back(x, y);
+    x += width;
+  }
+  return places;
+}
+
+std::string Legend(
+    const std::vector<std::pair<std::string, std::string>>& names_and_colors,
+    double y) {
+  std::string svg;
+  const auto places = LegendPlaces(names_and_colors, y);
+  for (size_t i = 0; i < places.size(); ++i) {
+    const auto& [name, color] = names_and_colors[i];
+    const auto [x, row_y] = places[i];
+    absl::StrAppendFormat(&svg,
+                          "<rect x=\"%.1f\" y=\"%.1f\" width=\"10\" "
+                          "height=\"10\" fill=\"%s\"/><text x=\"%.1f\" "
+                          "y=\"%.1f\">%s</text>\n",
+                          x, row_y - 9, color, x + 14, row_y, HtmlEscape(name));
+  }
+  return svg;
+}
+
+// Rows the legend needs (as Legend wraps them).
+int LegendRows(const std::vector<std::pair<std::string, std::string>>& items) {
+  const auto places = LegendPlaces(items, 0);
+  return places.empty() ? 0 : 1 + static_cast<int>(places.back().second / 15);
+}
+
+// The x axis along `y_px` with its ticks and label.
+std::string XAxis(const Scale& sx, double y_px, absl::string_view label) {
+  std::string svg = absl::StrFormat(
+      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+      "stroke=\"#555\"/>\n",
+      sx.from_px, y_px, sx.to_px, y_px);
+  for (double t : Ticks(sx.axis)) {
+    absl::StrAppendFormat(&svg,
+                          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                          "y2=\"%.1f\" stroke=\"#555\"/><text x=\"%.1f\" "
+                          "y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                          sx(t), y_px, sx(t), y_px + 4, sx(t), y_px + 16,
+                          TickText(t));
+  }
+  absl::StrAppendFormat(&svg,
+                        "<text x=\"%.1f\" y=\"%.1f\" "
+                        "text-anchor=\"middle\">%s</text>\n",
+                        (sx.from_px + sx.to_px) / 2, y_px + 34,
+                        HtmlEscape(label));
+  return svg;
+}
+
+std::string YAxis(const Scale& sy, double x_px, absl::string_view label) {
+  std::string svg = absl::StrFormat(
+      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+      "stroke=\"#555\"/>\n",
+      x_px, sy.from_px, x_px, sy.to_px);
+  for (double t : Ticks(sy.axis)) {
+    absl::StrAppendFormat(&svg,
+                          "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                          "y2=\"%.1f\" stroke=\"#555\"/><text x=\"%.1f\" "
+                          "y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                          x_px - 4, sy(t), x_px, sy(t), x_px - 6, sy(t) + 4,
+                          TickText(t));
+  }
+  const double mid = (sy.from_px + sy.to_px) / 2;
+  absl::StrAppendFormat(&svg,
+                        "<text x=\"14\" y=\"%.1f\" text-anchor=\"middle\" "
+                        "transform=\"rotate(-90 14 %.1f)\">%s</text>\n",
+                        mid, mid, HtmlEscape(label));
+  return svg;
+}
+
+std::string SvgOpen(absl::string_view css_class, double height) {
+  return absl::StrFormat(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"%s\" "
+      "width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+      "role=\"img\">\n",
+      HtmlEscape(css_class), kWidth, height, kWidth, height);
+}
+
+bool Finite(const ChartPoint& p) {
+  return std::isfinite(p.x) && std::isfinite(p.y);
+}
+
+}  // namespace
+
+std::string ExactNumber(double v) {
+  if (!std::isfinite(v)) return "";
+  char buffer[64];
+  const std::to_chars_result r =
+      std::to_chars(buffer, buffer + sizeof(buffer), v);
+  return std::string(buffer, r.ptr);
+}
+
+std::string TickText(double v) {
+  if (!std::isfinite(v)) return "—";
+  const double a = std::abs(v);
+  if (a >= 1e15 || a < 1e4) return absl::StrFormat("%.4g", v);
+  if (a >= 1e12) return absl::StrFormat("%.4gT", v / 1e12);
+  if (a >= 1e9) return absl::StrFormat("%.4gG", v / 1e9);
+  if (a >= 1e6) return absl::StrFormat("%.4gM", v / 1e6);
+  return absl::StrFormat("%.4gk", v / 1e3);
+}
+
+AxisRange NiceAxis(double min_value, double max_value, bool from_zero) {
+  if (!std::isfinite(min_value) || !std::isfinite(max_value)) return {};
+  if (min_value > max_value) std::swap(min_value, max_value);
+  if (from_zero || (min_value >= 0 && min_value < 0.25 * max_value)) {
+    min_value = std::min(min_value, 0.0);
+  }
+  double span = max_value - min_value;
+  if (span <= 0) {
+    span = std::abs(max_value) > 0 ? std::abs(max_value) * 0.2 : 1;
+    min_value -= span / 2;
+    max_value += span / 2;
+    if (from_zero) min_value = std::min(0.0, min_value + span / 2);
+  }
+  const double pad = 0.05 * (max_value - min_value);
+  const double low = min_value == 0 ? 0 : min_value - pad;
+  const double high = max_value + pad;
+  AxisRange axis;
+  axis.step = RoundStep((high - low) / 5);
+  axis.low = std::floor(low / axis.step + 1e-9) * axis.step;
+  axis.high = std::ceil(high / axis.step - 1e-9) * axis.step;
+  return axis;
+}
+
+std::string LineChartSvg(const std::vector<ChartSeries>& series,
+                         const ChartOptions& options) {
+  double x_min = std::numeric_limits<double>::infinity();
+  double x_max = -x_min, y_min = x_min, y_max = -x_min;
+  for (const ChartSeries& s : series) {
+    for (const ChartPoint& p : s.points) {
+      if (!Finite(p)) continue;
+      x_min = std::min(x_min, p.x);
+      x_max = std::max(x_max, p.x);
+      y_min = std::min(y_min, p.y);
+      y_max = std::max(y_max, p.y);
+    }
+  }
+  if (!std::isfinite(x_min)) {
+    return absl::StrCat("<p class=\"muted\">Nothing to plot: no point has ",
+                        HtmlEscape(options.x_label), " and ",
+                        HtmlEscape(options.y_label), ".</p>\n");
+  }
+  for (double r : options.y_rules) {
+    y_min = std::min(y_min, r);
+    y_max = std::max(y_max, r);
+  }
+  for (double r : options.x_rules) {
+    x_min = std::min(x_min, r);
+    x_max = std::max(x_max, r);
+  }
+  if (options.band_low < options.band_high) {
+    y_min = std::min(y_min, options.band_low);
+    y_max = std::max(y_max, options.band_high);
+  }
+  std::vector<std::pair<std::string, std::string>> legend;
+  if (options.legend) {
+    for (const ChartSeries& s : series) {
+      if (!s.name.empty()) legend.emplace_back(s.name, s.color);
+    }
+  }
+  const double plot_height = 300;
+  const double height =
+      kTop + plot_height + kBottom + 15.0 * LegendRows(legend) + 4;
+  const Scale sx{NiceAxis(x_min, x_max, options.x_from_zero), kLeft,
+                 kWidth - kRight};
+  const Scale sy{NiceAxis(y_min, y_max, options.y_from_zero),
+                 kTop + plot_height, kTop};
+  std::string svg = SvgOpen(options.css_class, height);
+  if (options.band_low < options.band_high) {
+    const double top = sy(std::min(options.band_high, sy.axis.high));
+    const double bottom = sy(std::max(options.band_low, sy.axis.low));
+    absl::StrAppendFormat(&svg,
+                          "<rect class=\"band\" x=\"%.1f\" y=\"%.1f\" "
+                          "width=\"%.1f\" height=\"%.1f\" fill=\"#e7eef7\">"
+                          "<title>%s</title></rect>\n",
+                          sx.from_px, top, sx.to_px - sx.from_px, bottom - top,
+                          HtmlEscape(options.band_title));
+  }
+  absl::StrAppend(&svg, XAxis(sx, sy.from_px, options.x_label),
+                  YAxis(sy, sx.from_px, options.y_label));
+  for (double r : options.y_rules) {
+    absl::StrAppendFormat(&svg,
+                          "<line class=\"rule\" x1=\"%.1f\" y1=\"%.1f\" "
+                          "x2=\"%.1f\" y2=\"%.1f\" stroke=\"#889\" "
+                          "stroke-dasharray=\"4 3\"/>\n",
+                          sx.from_px, sy(r), sx.to_px, sy(r));
+  }
+  for (double r : options.x_rules) {
+    absl::StrAppendFormat(&svg,
+                          "<line class=\"rule\" x1=\"%.1f\" y1=\"%.1f\" "
+                          "x2=\"%.1f\" y2=\"%.1f\" stroke=\"#889\" "
+                          "stroke-dasharray=\"4 3\"/>\n",
+                          sx(r), sy.from_px, sx(r), sy.to_px);
+  }
+  for (const ChartSeries& s : series) {
+    absl::StrAppend(&svg, "<g class=\"series\"", Attributes(s.data), ">\n");
+    if (!s.name.empty()) {
+      absl::StrAppend(&svg, "<title>", HtmlEscape(s.name), "</title>\n");
+    }
+    if (s.line) {
+      // One polyline per run of finite points: a gap where one is not.
+      std::string run;
+      int run_points = 0;
+      const auto flush = [&] {
+        if (run_points >= 2) {
+          absl::StrAppendFormat(&svg,
+                                "<polyline fill=\"none\" stroke=\"%s\" "
+                                "stroke-width=\"1.6\" points=\"%s\"/>\n",
+                                s.color, run);
+        }
+        run.clear();
+        run_points = 0;
+      };
+      for (const ChartPoint& p : s.points) {
+        if (!Finite(p)) {
+          flush();
+          continue;
+        }
+        absl::StrAppendFormat(&run, "%s%.1f,%.1f", run.empty() ? "" : " ",
+                              sx(p.x), sy(p.y));
+        ++run_points;
+      }
+      flush();
+    }
+    for (const ChartPoint& p : s.points) {
+      if (!Finite(p) || !p.marker) continue;
+      absl::StrAppendFormat(
+          &svg,
+          "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\" stroke=\"%s\" "
+          "stroke-width=\"1.5\"%s><title>%s</title></circle>\n",
+          sx(p.x), sy(p.y), s.line ? "2.5" : "5", p.filled ? s.color : "white",
+          s.color, Attributes(p.data), HtmlEscape(p.title));
+      if (!p.label.empty()) {
+        const bool right_half = sx(p.x) > (sx.from_px + sx.to_px) / 2;
+        absl::StrAppendFormat(
+            &svg,
+            "<text class=\"point-label\" x=\"%.1f\" y=\"%.1f\"%s>%s</text>\n",
+            sx(p.x) + (right_half ? -8 : 8), sy(p.y) - 7,
+            right_half ? " text-anchor=\"end\"" : "", HtmlEscape(p.label));
+      }
+    }
+    absl::StrAppend(&svg, "</g>\n");
+  }
+  absl::StrAppend(&svg, Legend(legend, kTop + plot_height + kBottom + 12),
+                  "</svg>\n");
+  return svg;
+}
+
+std::string StackedBarsSvg(const std::vector<StackedBar>& bars,
+                           absl::string_view axis_label,
+                           absl::string_view css_class) {
+  double longest = 0;
+  std::vector<std::pair<std::string, std::string>> legend;
+  for (const StackedBar& b : bars) {
+    double total = 0;
+    for (const BarPart& p : b.parts) {
+      if (!std::isfinite(p.seconds) || p.seconds <= 0) continue;
+      total += p.seconds;
+      if (std::none_of(legend.begin(), legend.end(),
+                       [&](const auto& l) { return l.first == p.name; })) {
+        legend.emplace_back(p.name, p.color);
+      }
+    }
+    longest = std::max(longest, total);
+  }
+  if (bars.empty() || longest <= 0) {
+    return "<p class=\"muted\">Nothing to plot: no step time to break "
+           "down.</p>\n";
+  }
+  constexpr double kLabelWidth = 150, kNoteWidth = 130, kRow = 20;
+  const double plot_bottom = kTop + kRow * static_cast<double>(bars.size());
+  const double height = plot_bottom + kBottom + 15.0 * LegendRows(legend) + 4;
+  const Scale sx{NiceAxis(0, longest, true), kLabelWidth, kWidth - kNoteWidth};
+  std::string svg = SvgOpen(css_class, height);
+  absl::StrAppend(&svg, XAxis(sx, plot_bottom, axis_label));
+  double y = kTop;
+  for (const StackedBar& b : bars) {
+    absl::StrAppend(&svg, "<g class=\"bar\"", Attributes(b.data), ">\n");
+    absl::StrAppendFormat(&svg,
+                          "<text x=\"%.1f\" y=\"%.1f\" "
+                          "text-anchor=\"end\">%s</text>\n",
+                          kLabelWidth - 6, y + 13, HtmlEscape(b.label));
+    double at = 0;
+    for (const BarPart& p : b.parts) {
+      if (!std::isfinite(p.seconds) || p.seconds <= 0) continue;
+      absl::StrAppendFormat(
+          &svg,
+          "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+          "fill=\"%s\" data-part=\"%s\" data-seconds=\"%s\"><title>%s: %s "
+          "s</title></rect>\n",
+          sx(at), y + 2, sx(at + p.seconds) - sx(at), kRow - 4, p.color,
+          HtmlEscape(p.name), ExactNumber(p.seconds),
+          HtmlEscape(absl::StrCat(b.label, " ", p.name)), TickText(p.seconds));
+      at += p.seconds;
+    }
+    if (!b.note.empty()) {
+      absl::StrAppendFormat(&svg, "<text x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+                            sx(at) + 6, y + 13, HtmlEscape(b.note));
+    }
+    absl::StrAppend(&svg, "</g>\n");
+    y += kRow;
+  }
+  absl::StrAppend(&svg, Legend(legend, plot_bottom + kBottom + 12), "</svg>\n");
+  return svg;
+}
+
+std::string TimelineSvg(const std::vector<TimelineLane>& lanes,
+                        absl::string_view axis_label,
+                        absl::string_view css_class) {
+  double latest = 0;
+  for (const TimelineLane& lane : lanes) {
+    for (const TimelineSpan& s : lane.spans) {
+      if (std::isfinite(s.end_s)) latest = std::max(latest, s.end_s);
+    }
+  }
+  if (lanes.empty() || latest <= 0) {
+    return "<p class=\"muted\">Nothing to plot: no trial has started.</p>\n";
+  }
+  constexpr double kLabelWidth = 150, kRow = 24;
+  const double plot_bottom = kTop + kRow * static_cast<double>(lanes.size());
+  const Scale sx{NiceAxis(0, latest, true), kLabelWidth, kWidth - kRight};
+  std::string svg = SvgOpen(css_class, plot_bottom + kBottom);
+  absl::StrAppend(&svg, XAxis(sx, plot_bottom, axis_label));
+  double y = kTop;
+  for (const TimelineLane& lane : lanes) {
+    absl::StrAppendFormat(
+        &svg,
+        "<g class=\"lane\" data-agent=\"%s\">\n<text "
+        "x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+        HtmlEscape(lane.name), kLabelWidth - 6, y + 15, HtmlEscape(lane.name));
+    for (const TimelineSpan& s : lane.spans) {
+      if (!std::isfinite(s.start_s) || !std::isfinite(s.end_s)) continue;
+      const double x0 = sx(std::max(0.0, s.start_s));
+      const double width = std::max(1.0, sx(s.end_s) - x0);
+      absl::StrAppendFormat(
+          &svg,
+          "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+          "fill=\"%s\"%s data-start-s=\"%s\" data-end-s=\"%s\"%s>"
+          "<title>%s</title></rect>\n",
+          x0, y + 3, width, kRow - 6, s.color,
+          s.open ? " stroke=\"#333\" stroke-dasharray=\"3 2\"" : "",
+          ExactNumber(s.start_s), ExactNumber(s.end_s), Attributes(s.data),
+          HtmlEscape(s.title));
+      if (width > 7.0 * static_cast<double>(s.text.size()) + 4) {
+        absl::StrAppendFormat(&svg,
+                              "<text x=\"%.1f\" y=\"%.1f\" "
+                              "style=\"fill: white\">%s</text>\n",
+                              x0 + 3, y + 15, HtmlEscape(s.text));
+      }
+    }
+    absl::StrAppend(&svg, "</g>\n");
+    y += kRow;
+  }
+  return svg + "</svg>\n";
+}
+
+}  // namespace tessera::cli
