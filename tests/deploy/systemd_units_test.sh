@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The installed systemd units (PREFIX/lib/systemd/system, their ExecStart
 # rewritten to PREFIX/bin by cmake --install) pass `systemd-analyze verify`
-# with nothing printed, and every flag they and the example environment
+# with nothing printed, keep their sandbox (`systemd-analyze security`'s
+# exposure level), and every flag they and the example environment
 # files pass is one the binary's --help lists. A copy with an unknown key and
 # a missing binary must be reported, so that a verify which checks nothing
 # cannot pass.
@@ -22,6 +23,21 @@ out=$(systemd-analyze verify "${units[@]}" 2>&1) || status=$?
 [ "$status" -eq 0 ] && [ -z "$out" ] ||
   fail "systemd-analyze verify: exit $status, printed: $out"
 echo "systemd-analyze verify ${units[*]##*/}: exit 0, nothing printed"
+
+# The sandbox stays: systemd's exposure level (0 to 10, lower is tighter)
+# at most 2.5 for the planner and 4.5 for the agent (which keeps the GPU
+# devices and lets CUDA map generated code).
+exposure() {  # unit threshold-in-tenths
+  local level
+  level=$(systemd-analyze security --offline=yes "$1" 2>&1 |
+          sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+  [ -n "$level" ] || fail "systemd-analyze security --offline=yes $1 printed no exposure level"
+  systemd-analyze security --offline=yes --threshold="$2" "$1" > /dev/null 2>&1 ||
+    fail "${1##*/}: exposure level $level is above $(($2 / 10)).$(($2 % 10)) (a hardening setting dropped?)"
+  echo "${1##*/}: exposure level $level (at most $(($2 / 10)).$(($2 % 10)))"
+}
+exposure "${units[0]}" 25
+exposure "${units[1]}" 45
 
 # Each --flag of ExecStart and of the example environment files' flag
 # variables is in the binary's --help.
