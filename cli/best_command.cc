@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/exit_codes.h"
+#include "cli/output_format.h"
 #include "cli/export_flag.h"
 #include "cli/plan_output.h"
 #include "cli/planner_client.h"
@@ -21,7 +22,8 @@ namespace {
 constexpr char kCommand[] = "tessera best";
 
 constexpr char kAbout[] =
-    "Usage: tessera best ID [--objective throughput|energy] [--json]\n"
+    "Usage: tessera best ID [--objective throughput|energy]\n"
+    "                       [-o table|wide|json|csv]\n"
     "                       [--export TARGET [--out FILE]]\n"
     "\n"
     "Prints the layout study ID recommends: the highest tokens/s\n"
@@ -49,11 +51,11 @@ int RunBest(const std::vector<std::string>& args, std::ostream& out,
             std::ostream& err) {
   FlagSet flags(kCommand);
   std::optional<std::string> objective;
-  bool json = false;
+  OutputFlags output;
   flags.AddString("objective", "throughput|energy",
                   "what the layout is best at (default throughput)",
                   &objective);
-  flags.AddSwitch("json", "print one JSON object", &json);
+  output.Register(&flags);
   ExportFlags exports;
   exports.Register(&flags);
   StudySourceFlags source;
@@ -100,7 +102,11 @@ int RunBest(const std::vector<std::string>& args, std::ostream& out,
     if (!s.ok()) return ReportError(err, kCommand, s);
     if (!exports.to_file()) return kExitOk;
   }
-  if (json) {
+  if (output.format() == OutputFormat::kCsv) {
+    PrintRecommendedLayoutCsv(*r, goal, has ? &best : nullptr, out);
+    return kExitOk;
+  }
+  if (output.format() == OutputFormat::kJson) {
     out << DumpJson(
                nlohmann::json{{"study_id", r->study_id()},
                               {"objective", goal},

@@ -19,9 +19,15 @@ Operands SplitOperands(const std::vector<std::string>& args,
       break;
     }
     if (!absl::StartsWith(arg, "--")) {
-      // "-x" stays a flag so that FlagSet names it as an unknown one.
+      // "-x" stays a flag so that FlagSet names it as an unknown one; a
+      // short flag ("-o json") takes the next argument as its value, as
+      // FlagSet::Parse does.
       if (absl::StartsWith(arg, "-") && arg.size() > 1) {
         result.flags.push_back(arg);
+        if (arg.size() == 2 && i + 1 < args.size() &&
+            !absl::StartsWith(args[i + 1], "-")) {
+          result.flags.push_back(args[++i]);
+        }
       } else {
         result.operands.push_back(arg);
       }

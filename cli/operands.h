@@ -26,7 +26,8 @@ struct Operands {
 
 // Splits `args`. `switches` names the flags that take no value (`--json`);
 // any other `--name` without `=` takes the next argument as its value unless
-// that argument starts with "--", as FlagSet::Parse does.
+// that argument starts with "--", and a short flag `-o` the next argument
+// unless it starts with "-", as FlagSet::Parse does.
 Operands SplitOperands(const std::vector<std::string>& args,
                        const std::vector<std::string>& switches);
 

@@ -1,11 +1,13 @@
 #include "cli/recommendation_output.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/output_format.h"
 #include "cli/service_names.h"
 #include "cli/text_table.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -125,6 +127,45 @@ void PrintRecommendation(const v1::Recommendation& r, std::ostream& out) {
     out << "history: " << r.history_db() << " (tessera trials --study "
         << r.study_id() << ", tessera history)\n";
   }
+}
+
+void PrintRecommendedLayoutCsv(const v1::Recommendation& recommendation,
+                               absl::string_view objective,
+                               const v1::RecommendedLayout* layout,
+                               std::ostream& out) {
+  out << CsvLine({"study_id", "objective", "final", "layout", "provenance",
+                  "trial_id", "tokens_per_s", "step_time_s", "mfu",
+                  "memory_gib_per_gpu", "exposed_comm_s", "bubble_s",
+                  "tokens_per_joule", "energy_provenance", "full_run_days",
+                  "full_run_energy_mwh", "full_run_gpu_hours", "why"});
+  if (layout == nullptr) return;
+  const v1::RecommendedLayout& r = *layout;
+  const bool measured = r.provenance() == v1::MEASURED;
+  const bool has_energy = r.tokens_per_joule() > 0;
+  const bool full = r.has_full_run();
+  auto number = [](bool known, double value) {
+    return CsvNumber(known ? std::optional<double>(value) : std::nullopt);
+  };
+  out << CsvLine({
+      absl::StrCat(recommendation.study_id()),
+      std::string(objective),
+      recommendation.final() ? "true" : "false",
+      CompactLayout(r.layout()),
+      std::string(ProvenanceName(r.provenance())),
+      measured && r.trial_id() > 0 ? absl::StrCat(r.trial_id()) : "",
+      CsvNumber(r.tokens_per_s()),
+      CsvNumber(r.step_time_s()),
+      number(r.mfu() > 0, r.mfu()),
+      CsvNumber(r.memory_gib_per_gpu()),
+      CsvNumber(r.exposed_comm_s()),
+      CsvNumber(r.bubble_s()),
+      number(has_energy, r.tokens_per_joule()),
+      has_energy ? std::string(ProvenanceName(r.energy_provenance())) : "",
+      number(full, r.full_run().days()),
+      number(full, r.full_run().energy_mwh()),
+      number(full, r.full_run().gpu_hours()),
+      r.why(),
+  });
 }
 
 }  // namespace tessera::cli

@@ -44,4 +44,15 @@ std::string GpuLine(const v1::Recommendation& recommendation);
 // cost model's defaults (no trial measured yet)".
 std::string CalibrationLine(const v1::Recommendation& recommendation);
 
+// `tessera best -o csv`: the header and one row for `layout` (none when
+// absent), the study's recommendation for `objective` (throughput|energy):
+// study_id, objective, final, layout, provenance, trial_id, tokens_per_s,
+// step_time_s, mfu, memory_gib_per_gpu, exposed_comm_s, bubble_s,
+// tokens_per_joule, energy_provenance, full_run_days, full_run_energy_mwh,
+// full_run_gpu_hours, why; numbers in full, empty where not known.
+void PrintRecommendedLayoutCsv(const v1::Recommendation& recommendation,
+                               absl::string_view objective,
+                               const v1::RecommendedLayout* layout,
+                               std::ostream& out);
+
 }  // namespace tessera::cli

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/exit_codes.h"
+#include "cli/output_format.h"
 #include "cli/plan_output.h"
 #include "cli/planner_client.h"
 #include "cli/service_json.h"
@@ -23,7 +24,7 @@ constexpr char kCommand[] = "tessera studies";
 
 constexpr char kAbout[] =
     "Usage: tessera studies [--state S] [--model M] [--gpu G] [--limit N]\n"
-    "                       [--json]\n"
+    "                       [-o table|wide|json|csv]\n"
     "\n"
     "Lists the planner's studies, newest first: id, name, state, model, GPU,\n"
     "GPUs, trials done of total and running, the best tokens/s measured so\n"
@@ -35,20 +36,18 @@ constexpr char kAbout[] =
 
 }  // namespace
 
-void PrintStudyTable(const v1::ListStudiesResponse& studies,
-                     std::ostream& out) {
-  TextTable table({{"id", kRight},
-                   {"name", kLeft},
-                   {"state", kLeft},
-                   {"model", kLeft},
-                   {"gpu", kLeft},
-                   {"GPUs", kRight},
-                   {"trials", kRight},
-                   {"running", kRight},
-                   {"best tokens/s", kRight},
-                   {"best layout", kLeft},
-                   {"updated", kLeft},
-                   {"reason", kLeft}});
+void PrintStudyTable(const v1::ListStudiesResponse& studies, std::ostream& out,
+                     size_t max_width) {
+  // Too wide for max_width: the name, best layout and reason are cut first,
+  // then the running count, update time, model and GPU go, in that order.
+  TextTable table(
+      {TableColumn("id", kRight), TableColumn("name").Cut(12),
+       TableColumn("state"), TableColumn("model").Drop(3),
+       TableColumn("gpu").Drop(4), TableColumn("GPUs", kRight),
+       TableColumn("trials", kRight), TableColumn("running", kRight).Drop(1),
+       TableColumn("best tokens/s", kRight).Short("tokens/s"),
+       TableColumn("best layout").Cut(24), TableColumn("updated").Drop(2),
+       TableColumn("reason").Cut(12)});
   for (const v1::StudySummary& s : studies.studies()) {
     const bool best = s.has_best_layout() && s.best_tokens_per_s() > 0;
     table.AddRow({
@@ -66,7 +65,32 @@ void PrintStudyTable(const v1::ListStudiesResponse& studies,
         Truncate(s.state_reason(), kReasonWidth),
     });
   }
-  table.Print(out);
+  table.Print(out, max_width);
+}
+
+void PrintStudyCsv(const v1::ListStudiesResponse& studies, std::ostream& out) {
+  out << CsvLine({"id", "name", "state", "model", "gpu", "gpus", "trials_done",
+                  "trials_total", "trials_running", "best_tokens_per_s",
+                  "best_layout", "updated", "reason"});
+  for (const v1::StudySummary& s : studies.studies()) {
+    const bool best = s.has_best_layout() && s.best_tokens_per_s() > 0;
+    out << CsvLine({
+        absl::StrCat(s.id()),
+        s.name(),
+        std::string(StudyStateName(s.state())),
+        s.model(),
+        s.gpu(),
+        absl::StrCat(s.nodes() * s.gpus_per_node()),
+        absl::StrCat(s.trials_done()),
+        absl::StrCat(s.trials_total()),
+        absl::StrCat(s.trials_running()),
+        CsvNumber(best ? std::optional<double>(s.best_tokens_per_s())
+                       : std::nullopt),
+        best ? CompactLayout(s.best_layout()) : "",
+        FormatUnixMs(s.updated_unix_ms()),
+        s.state_reason(),
+    });
+  }
 }
 
 int RunStudies(const std::vector<std::string>& args, std::ostream& out,
@@ -74,7 +98,7 @@ int RunStudies(const std::vector<std::string>& args, std::ostream& out,
   FlagSet flags(kCommand);
   std::optional<std::string> state, model, gpu;
   std::optional<int64_t> limit;
-  bool json = false;
+  OutputFlags output;
   flags.AddSection("Filters");
   flags.AddString("state", "S", "queued, running, done, cancelled or failed",
                   &state);
@@ -83,7 +107,7 @@ int RunStudies(const std::vector<std::string>& args, std::ostream& out,
   flags.AddInt("limit", "N", "at most N studies (default: the planner's, 100)",
                &limit);
   flags.AddSection("Output");
-  flags.AddSwitch("json", "print a JSON array of studies", &json);
+  output.Register(&flags);
   StudySourceFlags source;
   source.Register(&flags);
   if (FlagSet::WantsHelp(args)) {
@@ -120,14 +144,16 @@ int RunStudies(const std::vector<std::string>& args, std::ostream& out,
   if (!client.ok()) return ReportError(err, kCommand, client.status());
   absl::StatusOr<v1::ListStudiesResponse> studies = (*client)->ListStudies(request);
   if (!studies.ok()) return ReportError(err, kCommand, studies.status());
-  if (json) {
+  if (output.format() == OutputFormat::kJson) {
     nlohmann::json all = nlohmann::json::array();
     for (const v1::StudySummary& s : studies->studies()) {
       all.push_back(StudyJson(s));
     }
     out << DumpJson(all) << "\n";
+  } else if (output.format() == OutputFormat::kCsv) {
+    PrintStudyCsv(*studies, out);
   } else {
-    PrintStudyTable(*studies, out);
+    PrintStudyTable(*studies, out, output.table_width());
   }
   return kExitOk;
 }

@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 
 namespace tessera::cli {
 namespace {
@@ -42,6 +41,24 @@ std::string Truncate(absl::string_view text, size_t max_width) {
   return absl::StrCat(flat.substr(0, end), "…");
 }
 
+TableColumn TableColumn::Drop(int rank) const {
+  TableColumn c = *this;
+  c.drop_rank = rank;
+  return c;
+}
+
+TableColumn TableColumn::Cut(size_t width) const {
+  TableColumn c = *this;
+  c.min_width = width;
+  return c;
+}
+
+TableColumn TableColumn::Short(std::string title_) const {
+  TableColumn c = *this;
+  c.short_title = std::move(title_);
+  return c;
+}
+
 TextTable::TextTable(std::vector<TableColumn> columns)
     : columns_(std::move(columns)) {}
 
@@ -50,31 +67,95 @@ void TextTable::AddRow(std::vector<std::string> cells) {
   rows_.push_back(std::move(cells));
 }
 
-void TextTable::Print(std::ostream& out) const {
-  std::vector<size_t> widths(columns_.size());
-  for (size_t c = 0; c < columns_.size(); ++c) {
-    widths[c] = DisplayWidth(columns_[c].title);
+void TextTable::Print(std::ostream& out, size_t max_width) const {
+  const size_t n = columns_.size();
+  // Each column's natural width over `titles` and the cells.
+  std::vector<std::string> titles;
+  for (const TableColumn& c : columns_) titles.push_back(c.title);
+  auto natural = [&](size_t c) {
+    size_t w = DisplayWidth(titles[c]);
     for (const std::vector<std::string>& row : rows_) {
-      widths[c] = std::max(widths[c], DisplayWidth(row[c]));
+      w = std::max(w, DisplayWidth(row[c]));
     }
+    return w;
+  };
+  std::vector<bool> shown(n, true);
+  std::vector<size_t> widths(n);
+  for (size_t c = 0; c < n; ++c) widths[c] = natural(c);
+  auto total = [&] {
+    size_t sum = 0, count = 0;
+    for (size_t c = 0; c < n; ++c) {
+      if (!shown[c]) continue;
+      sum += widths[c];
+      ++count;
+    }
+    return sum + (count > 0 ? 2 * (count - 1) : 0);
+  };
+  if (max_width > 0 && total() > max_width) {
+    for (size_t c = 0; c < n; ++c) {
+      if (!columns_[c].short_title.empty()) {
+        titles[c] = columns_[c].short_title;
+      }
+      widths[c] = natural(c);
+    }
+  }
+  while (max_width > 0 && total() > max_width) {
+    // What cutting can save: each cuttable column down to its minimum.
+    size_t excess = total() - max_width, can_cut = 0;
+    for (size_t c = 0; c < n; ++c) {
+      const size_t floor = columns_[c].min_width;
+      if (shown[c] && floor > 0 && widths[c] > floor) {
+        can_cut += widths[c] - floor;
+      }
+    }
+    // The next column to drop: the lowest drop_rank, the rightmost first.
+    size_t drop = n;
+    for (size_t c = 0; c < n; ++c) {
+      const int rank = columns_[c].drop_rank;
+      if (shown[c] && rank > 0 &&
+          (drop == n || rank <= columns_[drop].drop_rank)) {
+        drop = c;
+      }
+    }
+    if (can_cut >= excess || drop == n) {
+      // Cut the widest cuttable column by one, until it fits.
+      while (excess > 0) {
+        size_t widest = n;
+        for (size_t c = 0; c < n; ++c) {
+          if (shown[c] && columns_[c].min_width > 0 &&
+              widths[c] > columns_[c].min_width &&
+              (widest == n || widths[c] > widths[widest])) {
+            widest = c;
+          }
+        }
+        if (widest == n) break;
+        --widths[widest];
+        --excess;
+      }
+      break;
+    }
+    shown[drop] = false;
+    for (size_t c = 0; c < n; ++c) widths[c] = natural(c);
   }
   auto print_row = [&](const std::vector<std::string>& cells) {
     std::string line;
-    for (size_t c = 0; c < columns_.size(); ++c) {
-      const std::string pad(widths[c] - DisplayWidth(cells[c]), ' ');
-      if (c > 0) line += "  ";
+    bool first = true;
+    for (size_t c = 0; c < n; ++c) {
+      if (!shown[c]) continue;
+      const std::string cell = Truncate(cells[c], widths[c]);
+      const std::string pad(widths[c] - DisplayWidth(cell), ' ');
+      if (!first) line += "  ";
+      first = false;
       if (columns_[c].align == kRight) {
-        absl::StrAppend(&line, pad, cells[c]);
+        absl::StrAppend(&line, pad, cell);
       } else {
-        absl::StrAppend(&line, cells[c], pad);
+        absl::StrAppend(&line, cell, pad);
       }
     }
     line.erase(line.find_last_not_of(' ') + 1);
     out << line << "\n";
   };
-  std::vector<std::string> header;
-  for (const TableColumn& column : columns_) header.push_back(column.title);
-  print_row(header);
+  print_row(titles);
   for (const std::vector<std::string>& row : rows_) print_row(row);
 }
 
@@ -92,26 +173,6 @@ std::string ReadableBytes(double bytes) {
     ++unit;
   }
   return absl::StrCat(Readable(bytes), " ", kUnits[unit]);
-}
-
-std::string CsvField(absl::string_view text) {
-  if (text.find_first_of(",\"\r\n") == absl::string_view::npos) {
-    return std::string(text);
-  }
-  std::string quoted = "\"";
-  for (char c : text) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  quoted += '"';
-  return quoted;
-}
-
-std::string CsvLine(const std::vector<std::string>& fields) {
-  std::vector<std::string> quoted;
-  quoted.reserve(fields.size());
-  for (const std::string& f : fields) quoted.push_back(CsvField(f));
-  return absl::StrCat(absl::StrJoin(quoted, ","), "\n");
 }
 
 }  // namespace tessera::cli

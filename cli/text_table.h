@@ -1,19 +1,20 @@
-// Tables as the service commands print them: aligned columns for people
-// (widths counted in characters, so "—" and other UTF-8 text line up), or
-// CSV for spreadsheets and scripts (RFC 4180's quoting: a field with a
-// comma, a quote or a line break is quoted, its quotes doubled; lines end in
-// "\n" as Unix tools expect, not RFC 4180's CRLF).
+// Tables as the commands print them for people: aligned columns (widths
+// counted in characters, so "—" and other UTF-8 text line up) that fit a
+// width by abbreviating titles, cutting long text and dropping the least
+// important columns, or every column in full (-o wide). CSV is
+// cli/output_format.h's.
 //
-//   TextTable table({{"id", kRight}, {"state", kLeft}});
-//   table.AddRow({"12", "ok"});
-//   table.Print(std::cout);          // "id  state\n12  ok\n"
-//   std::cout << CsvLine({"a,b", "say \"hi\""});  // "\"a,b\",\"say
-//                                                  // \"\"hi\"\"\"\n"
+//   TextTable table({{"id", kRight}, {"state"},
+//                    TableColumn("reason").Drop(1).Cut(12)});
+//   table.AddRow({"12", "ok", ""});
+//   table.Print(std::cout);          // "id  state  reason\n12  ok\n"
+//   table.Print(std::cout, kTableWidth);  // at most 100 characters a line
 #pragma once
 
 #include <cstddef>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -22,9 +23,27 @@ namespace tessera::cli {
 
 enum Align { kLeft, kRight };
 
+// The width `tessera` tables fit by default (-o table).
+inline constexpr size_t kTableWidth = 100;
+
 struct TableColumn {
+  TableColumn(std::string title_, Align align_ = kLeft)
+      : title(std::move(title_)), align(align_) {}
+
+  // The column with drop_rank, min_width or short_title set.
+  TableColumn Drop(int rank) const;
+  TableColumn Cut(size_t width) const;
+  TableColumn Short(std::string title) const;
+
   std::string title;
   Align align = kLeft;
+  // 0: always shown; else dropped when the table does not fit, 1 first.
+  int drop_rank = 0;
+  // > 0: cells (and the title) may be cut to this many characters ("…")
+  // before any column is dropped.
+  size_t min_width = 0;
+  // A shorter title for a table that does not fit ("": the title).
+  std::string short_title;
 };
 
 class TextTable {
@@ -38,8 +57,12 @@ class TextTable {
   size_t rows() const { return rows_.size(); }
 
   // The header and the rows, columns two spaces apart, each as wide as its
-  // widest cell; no trailing spaces.
-  void Print(std::ostream& out) const;
+  // widest cell; no trailing spaces; line breaks in cells as spaces. With
+  // `max_width` > 0 and lines longer than that: short titles, then the
+  // cuttable columns cut (the widest first, down to their min_width), then
+  // columns dropped by drop_rank, until every line fits (or only columns
+  // that are always shown remain, cut to their minimum).
+  void Print(std::ostream& out, size_t max_width = 0) const;
 
  private:
   std::vector<TableColumn> columns_;
@@ -60,11 +83,5 @@ std::string Readable(double value);
 // A byte count for people, in the largest binary unit that keeps it at 1 or
 // more: "512 B", "3.5 MiB", "78.1 GiB" (Readable's digits).
 std::string ReadableBytes(double bytes);
-
-// One CSV field, quoted when it holds a comma, a quote or a line break.
-std::string CsvField(absl::string_view text);
-
-// The fields as one CSV line, ending in "\n".
-std::string CsvLine(const std::vector<std::string>& fields);
 
 }  // namespace tessera::cli

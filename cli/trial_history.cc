@@ -112,21 +112,20 @@ std::vector<LayoutHistory> GroupByLayout(const Trials& trials) {
 }
 
 void PrintHistoryTable(const std::vector<LayoutHistory>& groups,
-                       std::ostream& out) {
-  TextTable table({{"layout", kLeft},
-                   {"model", kLeft},
-                   {"gpu", kLeft},
-                   {"GPUs", kRight},
-                   {"trials", kRight},
-                   {"ok", kRight},
-                   {"failed", kRight},
-                   {"best tokens/s", kRight},
-                   {"median tokens/s", kRight},
-                   {"best MFU", kRight},
-                   {"median W/GPU", kRight},
-                   {"best tokens/J", kRight},
-                   {"studies", kLeft},
-                   {"last", kLeft}});
+                       std::ostream& out, size_t max_width) {
+  // Too wide for max_width: the layout and studies are cut first, then the
+  // last time, the ok and failed counts, studies, median W/GPU, median
+  // tokens/s, best tokens/J and best MFU go, in that order.
+  TextTable table(
+      {TableColumn("layout").Cut(28), TableColumn("model"), TableColumn("gpu"),
+       TableColumn("GPUs", kRight), TableColumn("trials", kRight),
+       TableColumn("ok", kRight).Drop(2), TableColumn("failed", kRight).Drop(2),
+       TableColumn("best tokens/s", kRight),
+       TableColumn("median tokens/s", kRight).Drop(5).Short("median"),
+       TableColumn("best MFU", kRight).Drop(7).Short("MFU"),
+       TableColumn("median W/GPU", kRight).Drop(4).Short("W/GPU"),
+       TableColumn("best tokens/J", kRight).Drop(6).Short("tokens/J"),
+       TableColumn("studies").Drop(3).Cut(8), TableColumn("last").Drop(1)});
   for (const LayoutHistory& g : groups) {
     table.AddRow({
         CompactLayout(g.layout),
@@ -154,7 +153,7 @@ void PrintHistoryTable(const std::vector<LayoutHistory>& groups,
         FormatUnixMs(g.last_unix_ms),
     });
   }
-  table.Print(out);
+  table.Print(out, max_width);
 }
 
 void PrintHistoryCsv(const std::vector<LayoutHistory>& groups,

@@ -49,9 +49,10 @@ std::optional<double> Median(std::vector<double> values);
 
 // Columns: layout, model, gpu, GPUs, trials, ok, failed, best tokens/s (its
 // trial), median tokens/s, best MFU, median W/GPU, best tokens/J, studies,
-// last.
+// last; lines fit `max_width` characters (cutting, then dropping the least
+// important columns) when it is not 0 (every column).
 void PrintHistoryTable(const std::vector<LayoutHistory>& groups,
-                       std::ostream& out);
+                       std::ostream& out, size_t max_width = 0);
 // The same columns with raw numbers (empty when absent), plus best_trial_id
 // and trial_ids; ids space-separated.
 void PrintHistoryCsv(const std::vector<LayoutHistory>& groups,

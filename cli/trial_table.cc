@@ -28,28 +28,21 @@ bool MeasuresComm(const v1::Trial& t) {
 
 }  // namespace
 
-std::string CsvNumber(std::optional<double> value) {
-  if (!value.has_value()) return "";
-  char buffer[64];
-  const std::to_chars_result r =
-      std::to_chars(buffer, buffer + sizeof(buffer), *value);
-  return std::string(buffer, r.ptr);
-}
-
-void PrintTrialTable(const Trials& trials, std::ostream& out) {
-  TextTable table({{"id", kRight},
-                   {"study", kRight},
-                   {"rung", kRight},
-                   {"state", kLeft},
-                   {"layout", kLeft},
-                   {"steps", kRight},
-                   {"tokens/s", kRight},
-                   {"MFU", kRight},
-                   {"memory", kRight},
-                   {"exposed comm", kRight},
-                   {"watts", kRight},
-                   {"predicted tokens/s", kRight},
-                   {"reason", kLeft}});
+void PrintTrialTable(const Trials& trials, std::ostream& out,
+                     size_t max_width) {
+  // Too wide for max_width: the reason and layout are cut first, then the
+  // rung, steps, study, predicted tokens/s, watts, exposed comm, memory and
+  // MFU go, in that order.
+  TextTable table(
+      {TableColumn("id", kRight), TableColumn("study", kRight).Drop(3),
+       TableColumn("rung", kRight).Drop(1), TableColumn("state"),
+       TableColumn("layout").Cut(28), TableColumn("steps", kRight).Drop(2),
+       TableColumn("tokens/s", kRight), TableColumn("MFU", kRight).Drop(8),
+       TableColumn("memory", kRight).Drop(7),
+       TableColumn("exposed comm", kRight).Drop(6).Short("comm"),
+       TableColumn("watts", kRight).Drop(5),
+       TableColumn("predicted tokens/s", kRight).Drop(4).Short("predicted"),
+       TableColumn("reason").Cut(16)});
   for (const v1::Trial& t : trials) {
     const v1::TrialMetrics& m = t.measured();
     table.AddRow({
@@ -76,7 +69,7 @@ void PrintTrialTable(const Trials& trials, std::ostream& out) {
         Truncate(t.reason(), kReasonWidth),
     });
   }
-  table.Print(out);
+  table.Print(out, max_width);
 }
 
 void PrintTrialCsv(const Trials& trials, std::ostream& out) {

@@ -13,6 +13,7 @@
 #include <ostream>
 #include <string>
 
+#include "cli/output_format.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "tessera/v1/service.pb.h"
 
@@ -26,16 +27,15 @@ inline constexpr size_t kReasonWidth = 40;
 // The table's placeholder for a number that was not measured.
 inline constexpr char kNotMeasured[] = "—";
 
-// The header and one row per trial, in the order given.
-void PrintTrialTable(const Trials& trials, std::ostream& out);
+// The header and one row per trial, in the order given; lines fit
+// `max_width` characters (cutting the layout and reason, then dropping the
+// least important columns) when it is not 0 (every column).
+void PrintTrialTable(const Trials& trials, std::ostream& out,
+                     size_t max_width = 0);
 // A header line (id, study_id, rung, state, layout, steps, tokens_per_s,
 // mfu, peak_memory_bytes, exposed_comm_s, watts_per_gpu,
 // predicted_tokens_per_s, reason, model, gpu, created) and one line per
 // trial.
 void PrintTrialCsv(const Trials& trials, std::ostream& out);
-
-// The shortest text that reads back as `value` ("0.1", "51234.5", "1e+12");
-// "" when there is none.
-std::string CsvNumber(std::optional<double> value);
 
 }  // namespace tessera::cli
