@@ -7,7 +7,8 @@
 // logged no console error (a script error, a resource it tried to fetch, an
 // SVG attribute it rejected), and that the plots carry the store's numbers:
 // each point's data-* attributes equal what the SQLite store holds for the
-// trial. Without Chromium the test is skipped, saying so.
+// trial. The same page read from the store file alone (`--db`) has the same
+// plots. Without Chromium the test is skipped, saying so.
 #include <unistd.h>
 
 #include <chrono>
@@ -301,6 +302,14 @@ TEST_F(ReportBrowserTest, PageRendersOfflineAndItsPlotsCarryTheStoresNumbers) {
               "--planner", address});
   ASSERT_EQ(r.status, 0) << r.err;
   server->reset();  // the store is the planner's no more
+  // Read from the store file with no planner (--db), the plots are the
+  // same: from the page's first plot to its last.
+  const std::filesystem::path db_page = dir_ / "report-db.html";
+  r = RunCli({"report", absl::StrCat(study_id), "--out", db_page.string(),
+              "--db", options.db_path});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(Between(ReadFile(db_page), "<h2>Pareto front", "<h2>Trials ("),
+            Between(ReadFile(page), "<h2>Pareto front", "<h2>Trials ("));
 
   // What the store holds.
   absl::StatusOr<std::unique_ptr<db::SqliteTrialStore>> store =
