@@ -4,7 +4,7 @@
 # (Debian's slurm-wlm 22.05): this test writes a slurm.conf for one node on
 # 127.0.0.1 in a temporary folder, starts slurmctld and slurmd itself
 # (auth/none: no munge key needed), runs `sbatch --wait` on the script with
-# a tiny CPU study (deploy/examples/quickstart-study.json, one agent with two
+# TLS and a token (deploy/tls/make-credentials.sh) and a tiny CPU study (deploy/examples/quickstart-study.json, one agent with two
 # thread ranks), checks the job's exit code, that the recommendation was
 # printed and the report and history written, and stops the daemons.
 #   slurm_study_test.sh SOURCE_DIR PREFIX
@@ -106,16 +106,22 @@ done
 [ "$state" = idle ] || fail "the node did not become idle (state '$state')"
 echo "slurm: node tessera-node idle (slurmctld :$ctld_port, slurmd :$slurmd_port)"
 
+# Every connection of the job over TLS with the token, from the installed
+# helper (the planner's certificate names 127.0.0.1, where a one-node job
+# dials it).
+"$prefix/share/tessera/tls/make-credentials.sh" "$d/tls" 127.0.0.1 > /dev/null
+
 study=$src/deploy/examples/quickstart-study.json
 start=$SECONDS
 status=0
-(cd "$d" && TESSERA_BACKEND=cpu TESSERA_AGENT_FLAGS="--cpu-ranks 2" \
+(cd "$d" && TESSERA_TLS_DIR=$d/tls TESSERA_BACKEND=cpu TESSERA_AGENT_FLAGS="--cpu-ranks 2" \
    timeout 150 sbatch --wait --nodes=1 --time=5 --output="$d/job.out" --parsable \
    "$script" "$study" "$d/out") > "$d/sbatch.out" || status=$?
 job=$(head -n 1 "$d/sbatch.out" | cut -d';' -f1)
 echo "slurm: job $job ended with sbatch status $status after $((SECONDS - start)) s"
 cat "$d/job.out"
 [ "$status" -eq 0 ] || fail "sbatch --wait: exit $status (the job's exit code), want 0"
+grep -qF "TLS with the token of $d/tls" "$d/job.out" || fail "the job did not use TLS"
 grep -q "recommendation" "$d/job.out" || fail "the job printed no recommendation"
 grep -q "best throughput" "$d/job.out" || fail "the job's recommendation names no best layout"
 id=$(sed -n 's/^tessera-study: submitted .* as study \([0-9a-zA-Z-]*\)$/\1/p' "$d/job.out")
