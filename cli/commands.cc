@@ -9,6 +9,7 @@
 #include "cli/calibration_command.h"
 #include "cli/cancel_command.h"
 #include "cli/exit_codes.h"
+#include "cli/explain_command.h"
 #include "cli/history_command.h"
 #include "cli/plan_command.h"
 #include "cli/predict_command.h"
@@ -54,6 +55,10 @@ const std::vector<Command>& Commands() {
        &RunPlan},
       {"predict", "predict one layout: step time, throughput, memory, energy",
        &RunPredict},
+      {"explain",
+       "one layout's full account: rank, step and memory by part, vs the "
+       "best",
+       &RunExplain},
       {"calibrate", "fit the cost model to measured runs and collectives",
        &RunCalibrate},
       {"calibration",

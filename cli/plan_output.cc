@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "cli/layout_explanation.h"
 #include "core/layout_json.h"
 
 namespace tessera::cli {
@@ -63,17 +64,6 @@ void PrintBest(absl::string_view title, const Workload& w,
   out << "  " << FullRunLine(w, p) << "\n";
 }
 
-std::string MemoryLine(const planner::MemoryBreakdown& m) {
-  return absl::StrFormat(
-      "%.1f GiB: weights %.1f, master weights %.1f, gradients %.1f, optimizer "
-      "%.1f, activations %.1f, logits %.1f, gathered params %.1f, overhead "
-      "%.1f",
-      m.total_bytes / kGiB, m.weights_bytes / kGiB,
-      m.master_weights_bytes / kGiB, m.gradients_bytes / kGiB,
-      m.optimizer_bytes / kGiB, m.activations_bytes / kGiB,
-      m.logits_bytes / kGiB, m.gathered_params_bytes / kGiB,
-      m.overhead_bytes / kGiB);
-}
 
 }  // namespace
 
@@ -105,6 +95,10 @@ nlohmann::json PredictionJson(const planner::Prediction& p) {
                    {"pp_comm_s", p.pp_comm_s},
                    {"dp_comm_s", p.dp_comm_s},
                    {"cp_comm_s", p.cp_comm_s},
+                   {"tp_exposed_s", p.tp_exposed_s},
+                   {"pp_exposed_s", p.pp_exposed_s},
+                   {"dp_exposed_s", p.dp_exposed_s},
+                   {"cp_exposed_s", p.cp_exposed_s},
                    {"watts_per_gpu", p.watts_per_gpu},
                    {"tokens_per_joule", p.tokens_per_joule}};
   if (p.full_run.has_value()) {
@@ -188,7 +182,7 @@ std::string DescribeWorkload(const Workload& w) {
   const TrainingConfig& t = w.training;
   return absl::StrFormat(
       "%s (%.2fB parameters) on %d x %d %s = %d GPUs; global batch %d x %d = "
-      "%d tokens per step\ntraining stack %s%s%s, %s",
+      "%d tokens per step\ntraining stack %s%s%s, %s\nmemory headroom: %s",
       w.model.name, w.model.ParamCount() / 1e9, w.cluster.nodes,
       w.cluster.gpus_per_node, w.cluster.gpu.name, w.cluster.world_size(),
       t.global_batch, t.seq_len, t.tokens_per_step(), t.stack,
@@ -197,8 +191,11 @@ std::string DescribeWorkload(const Workload& w) {
       t.stack_options.empty()
           ? ""
           : absl::StrCat(" with ", absl::StrJoin(t.stack_options, ",")),
-      PrecisionName(t.precision));
+      PrecisionName(t.precision), DescribeMemoryHeadroom(w.cluster));
 }
+
+// The candidates `tessera plan` explains part by part.
+constexpr int64_t kExplainedCandidates = 3;
 
 void PrintPlan(const Workload& w, const planner::SearchResult& r,
                std::ostream& out, const PlanUncertainty* u) {
@@ -248,6 +245,7 @@ void PrintPlan(const Workload& w, const planner::SearchResult& r,
     }
     out << "  error: " << u->spreads.source << "\n";
   }
+  PrintWhyTopCandidates(r, u, kExplainedCandidates, out);
   PrintBest("best throughput", w, r.best_throughput,
             u == nullptr ? nullptr : &u->best_throughput, out);
   if (r.best_energy.layout == r.best_throughput.layout) {
@@ -275,7 +273,7 @@ void PrintPrediction(const Workload& w, const planner::LayoutEvaluation& e,
   if (!e.feasible) {
     out << "infeasible: " << e.reason << "\n";
     if (p.memory.total_bytes > 0) {
-      out << "memory per GPU: " << MemoryLine(p.memory) << "\n";
+      out << "memory per GPU: " << MemoryAccount(p.memory) << "\n";
     }
     return;
   }
@@ -291,10 +289,12 @@ void PrintPrediction(const Workload& w, const planner::LayoutEvaluation& e,
       "throughput:     %.0f tokens/s, %.0f tokens/s per GPU, %.1f TFLOP/s "
       "per GPU, MFU %.1f%%\n",
       p.tokens_per_s, p.tokens_per_s_per_gpu, p.tflops_per_gpu, 100 * p.mfu);
-  out << "memory per GPU: " << MemoryLine(p.memory) << "\n";
+  out << "memory per GPU: " << MemoryAccount(p.memory) << "\n";
   out << absl::StrFormat(
-      "communication:  tp %.4f s, pp %.4f s, dp %.4f s, cp %.4f s\n",
-      p.tp_comm_s, p.pp_comm_s, p.dp_comm_s, p.cp_comm_s);
+      "communication:  tp %.4f s, pp %.4f s, dp %.4f s, cp %.4f s; exposed: "
+      "tp %.4f s, pp %.4f s, dp %.4f s, cp %.4f s\n",
+      p.tp_comm_s, p.pp_comm_s, p.dp_comm_s, p.cp_comm_s, p.tp_exposed_s,
+      p.pp_exposed_s, p.dp_exposed_s, p.cp_exposed_s);
   out << absl::StrFormat("power:          %.0f W per GPU, %.3f tokens/J\n",
                          p.watts_per_gpu, p.tokens_per_joule);
   out << FullRunLine(w, p) << "\n";

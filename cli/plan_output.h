@@ -25,7 +25,8 @@
 //        "tflops_per_gpu", "mfu", "memory_gib_per_gpu", "memory_breakdown":
 //        {"weights_bytes", ..., "total_bytes"}, "compute_s", "comm_s",
 //        "exposed_comm_s", "bubble_s", "tp_comm_s", "pp_comm_s", "dp_comm_s",
-//        "cp_comm_s", "watts_per_gpu", "tokens_per_joule",
+//        "cp_comm_s", "tp_exposed_s", "pp_exposed_s", "dp_exposed_s",
+//        "cp_exposed_s", "watts_per_gpu", "tokens_per_joule",
 //        "full_run": {"days", "energy_mwh", "gpu_hours"} (with a token budget)}
 //   Layouts are core/layout_json.h's objects.
 #pragma once
@@ -57,7 +58,8 @@ nlohmann::json PredictJson(const planner::LayoutEvaluation& evaluation,
                            const std::string& source = "");
 
 // "llama2-7b (6.74B parameters) on 32 x 8 h100-sxm = 256 GPUs; global batch
-// 512 x 4096 = 2097152 tokens per step".
+// 512 x 4096 = 2097152 tokens per step", the stack and precision, and the
+// memory headroom.
 std::string DescribeWorkload(const Workload& workload);
 
 // The search summary, the table of candidates (tokens/s, MFU, memory per GPU,
@@ -65,7 +67,8 @@ std::string DescribeWorkload(const Workload& workload);
 // best-energy layouts with the full run (days, MWh, GPU-hours) and the Pareto
 // front; or why nothing is feasible. With `uncertainty`: the best layouts'
 // step-time intervals and how many of the shown candidates are within the
-// model's error of the best (those for trials to order).
+// model's error of the best (those for trials to order). The top three are
+// explained part by part (cli/layout_explanation.h).
 void PrintPlan(const Workload& workload, const planner::SearchResult& result,
                std::ostream& out,
                const PlanUncertainty* uncertainty = nullptr);

@@ -1,22 +1,64 @@
 #include "cli/workload_flags.h"
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/gpu.h"
 #include "core/model.h"
+#include "core/status_macros.h"
 #include "planner/stacks/training_stack.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
 
 namespace tessera::cli {
+namespace {
+
+// --headroom's text on `cluster`, replacing the file's headroom: a number
+// below 1 or with % is a fraction of the GPU's memory, else GiB (a bytes
+// suffix: 8GiB, 8192MiB).
+absl::Status SetMemoryHeadroom(absl::string_view text, v1::ClusterSpec* c) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  c->clear_memory_headroom_gib();
+  c->clear_memory_headroom_fraction();
+  const auto bad = [&](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--headroom: '", text, "' ", why,
+        " (GiB: 8 or 8GiB; a fraction of the GPU's memory: 0.1 or 10%)"));
+  };
+  double value = 0;
+  if (absl::ConsumeSuffix(&text, "%")) {
+    if (!absl::SimpleAtod(text, &value) || !(value >= 0 && value < 100)) {
+      return bad("is not a percentage in [0, 100)");
+    }
+    c->set_memory_headroom_fraction(value / 100);
+    return absl::OkStatus();
+  }
+  if (absl::SimpleAtod(text, &value)) {
+    if (!(value >= 0) || !std::isfinite(value)) return bad("is negative");
+    if (value > 0 && value < 1) {
+      c->set_memory_headroom_fraction(value);
+    } else {
+      c->set_memory_headroom_gib(value);
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<int64_t> bytes = ParseSize(text, SizeUnit::kBytes);
+  if (!bytes.ok()) return bad(absl::StrCat("is not a size: ", bytes.status().message()));
+  if (*bytes < 0) return bad("is negative");
+  c->set_memory_headroom_gib(static_cast<double>(*bytes) / kGiB);
+  return absl::OkStatus();
+}
+
+}  // namespace
 namespace {
 
 // A spec field and the flag that sets it.
@@ -46,6 +88,8 @@ std::vector<FieldFlag> FieldFlags(const WorkloadFlags& f) {
        f.inter_node_gbs.has_value()},
       {"cluster.inter_node_latency_us", "inter-node-latency-us",
        f.inter_node_latency_us.has_value()},
+      {"cluster.memory_headroom_gib", "headroom", f.headroom.has_value()},
+      {"cluster.memory_headroom_fraction", "headroom", f.headroom.has_value()},
       {"training.global_batch", "global-batch", f.global_batch.has_value()},
       {"training.seq_len", "seq-len", f.seq_len.has_value()},
       {"training.total_tokens", "total-tokens", f.total_tokens.has_value()},
@@ -156,6 +200,13 @@ void WorkloadFlags::Register(FlagSet* flags) {
   flags->AddDouble("inter-node-latency-us", "US",
                    "latency per NCCL step across nodes (default: 5)",
                    &inter_node_latency_us);
+  flags->AddString("headroom", "GIB|FRACTION",
+                   absl::StrCat(
+                       "device memory per GPU a layout must leave free: GiB "
+                       "(8, 8GiB) or a fraction of the GPU's memory (0.1, "
+                       "10%); 0 for none (default ",
+                       100 * kDefaultMemoryHeadroomFraction, "%)"),
+                   &headroom);
   flags->AddSize("global-batch", "N", "sequences per optimizer step",
                  SizeUnit::kCount, &global_batch);
   flags->AddSize("seq-len", "N", "tokens per sequence (8k, 128Ki)",
@@ -213,6 +264,9 @@ absl::StatusOr<v1::StudySpec> WorkloadFlags::ToSpec() const {
   if (inter_node_gbs) c->set_inter_node_gbs(*inter_node_gbs);
   if (inter_node_latency_us)
     c->set_inter_node_latency_us(*inter_node_latency_us);
+  if (headroom) {
+    TESSERA_RETURN_IF_ERROR(SetMemoryHeadroom(*headroom, c));
+  }
   v1::TrainingSpec* t = spec.mutable_training();
   if (global_batch) t->set_global_batch(*global_batch);
   if (seq_len) t->set_seq_len(*seq_len);

@@ -42,6 +42,9 @@ struct WorkloadFlags {
   std::optional<std::string> gpu;
   std::optional<int64_t> nodes, gpus_per_node;
   std::optional<double> intra_node_gbs, inter_node_gbs, inter_node_latency_us;
+  // --headroom: "8" or "8GiB" (GiB kept free per GPU), "0.1" or "10%" (a
+  // fraction of its memory), "0" (none).
+  std::optional<std::string> headroom;
   // Training.
   std::optional<int64_t> global_batch, seq_len;
   std::optional<int64_t> total_tokens;

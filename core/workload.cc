@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/status_macros.h"
 
 namespace tessera {
@@ -60,7 +61,48 @@ absl::Status ValidateCluster(const ClusterConfig& c) {
           "cluster.", field, ": must be zero or positive, got ", value));
     }
   }
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  if (c.memory_headroom_bytes.has_value() &&
+      c.memory_headroom_fraction.has_value()) {
+    return absl::InvalidArgumentError(
+        "cluster.memory_headroom_gib: give it or memory_headroom_fraction, "
+        "not both");
+  }
+  const double memory = static_cast<double>(c.gpu.memory_bytes);
+  if (c.memory_headroom_bytes.has_value() &&
+      !(*c.memory_headroom_bytes >= 0 && *c.memory_headroom_bytes < memory)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster.memory_headroom_gib: must be at least 0 and less than the "
+        "GPU's ",
+        memory / kGiB, " GiB, got ", *c.memory_headroom_bytes / kGiB));
+  }
+  if (c.memory_headroom_fraction.has_value() &&
+      !(*c.memory_headroom_fraction >= 0 && *c.memory_headroom_fraction < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster.memory_headroom_fraction: must be in [0, 1), got ",
+        *c.memory_headroom_fraction));
+  }
   return absl::OkStatus();
+}
+
+double MemoryHeadroomBytes(const ClusterConfig& c) {
+  if (c.memory_headroom_bytes.has_value()) return *c.memory_headroom_bytes;
+  return c.memory_headroom_fraction.value_or(kDefaultMemoryHeadroomFraction) *
+         static_cast<double>(c.gpu.memory_bytes);
+}
+
+std::string DescribeMemoryHeadroom(const ClusterConfig& c) {
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  const double memory_gib = static_cast<double>(c.gpu.memory_bytes) / kGiB;
+  const double headroom_gib = MemoryHeadroomBytes(c) / kGiB;
+  const double percent =
+      memory_gib > 0 ? 100 * headroom_gib / memory_gib : 0;
+  return absl::StrFormat(
+      "%.1f GiB of %.1f GiB per GPU kept free (%.0f%%%s)", headroom_gib,
+      memory_gib, percent,
+      c.memory_headroom_bytes.has_value() || c.memory_headroom_fraction.has_value()
+          ? ""
+          : ", the default; --headroom to change");
 }
 
 absl::Status ValidateTraining(const TrainingConfig& t) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,26 @@ struct ClusterConfig {
   double inter_node_gbs = 0;  // per node, all NICs; defaults to gpu's
   double intra_node_latency_us = 0;  // per NCCL step inside a node
   double inter_node_latency_us = 0;  // per NCCL step across nodes
+  // Device memory per GPU a plan keeps free: allocator fragmentation and
+  // the memory model's own error (its MAPE against measured runs is about
+  // 11%). Bytes, or a fraction of gpu.memory_bytes; neither: the default
+  // fraction. MemoryHeadroomBytes resolves it.
+  std::optional<double> memory_headroom_bytes;
+  std::optional<double> memory_headroom_fraction;
 
   int64_t world_size() const { return nodes * gpus_per_node; }
 };
+
+// The default memory headroom: 5% of the GPU's memory (4 GiB of an 80 GB
+// H100), about half the memory model's MAPE.
+inline constexpr double kDefaultMemoryHeadroomFraction = 0.05;
+
+// The bytes per GPU `cluster` keeps free (its headroom, resolved).
+double MemoryHeadroomBytes(const ClusterConfig& cluster);
+
+// "4.0 GiB (5% of 80.0 GiB, the default; --headroom to change)" and the
+// like: what a plan says about its headroom.
+std::string DescribeMemoryHeadroom(const ClusterConfig& cluster);
 
 // A cluster of `nodes` x `gpus_per_node` GPUs with the GPU's default link
 // figures: NVLink per GPU, the node's NIC bandwidth, and per-step latencies of

@@ -12,11 +12,14 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-std::string MemoryReason(double needed_bytes, double usable_bytes) {
+std::string MemoryReason(double needed_bytes, const ClusterConfig& cluster) {
+  const double usable_bytes = UsableMemoryBytes(cluster);
   return absl::StrFormat(
-      "memory: needs %.1f GiB per GPU, %.1f GiB over the usable %.1f GiB",
+      "memory: needs %.1f GiB per GPU, %.1f GiB over the usable %.1f GiB "
+      "(%.1f GiB less %.1f GiB headroom)",
       needed_bytes / kGiB, (needed_bytes - usable_bytes) / kGiB,
-      usable_bytes / kGiB);
+      usable_bytes / kGiB, static_cast<double>(cluster.gpu.memory_bytes) / kGiB,
+      MemoryHeadroomBytes(cluster) / kGiB);
 }
 
 }  // namespace
@@ -56,8 +59,8 @@ LayoutEvaluation PredictLayout(const Workload& workload, const Layout& layout,
   e.feasible = PredictStep(workload, *stack, e.layout, calibration,
                            /*stop_if_over_memory=*/false, &e.prediction);
   if (!e.feasible) {
-    e.reason = MemoryReason(e.prediction.memory.total_bytes,
-                            UsableMemoryBytes(workload.cluster.gpu));
+    e.reason =
+        MemoryReason(e.prediction.memory.total_bytes, workload.cluster);
   }
   return e;
 }

@@ -56,6 +56,14 @@ struct Prediction {
   double pp_comm_s = 0;
   double dp_comm_s = 0;  // DDP/ZeRO/FSDP gradient and parameter traffic
   double cp_comm_s = 0;
+  // exposed_comm_s by parallelism, on the stage that sets the step: each
+  // kind's per-micro-batch exposure times the micro-batches; dp_exposed_s
+  // is the rest (ZeRO/FSDP and gradient traffic, per micro-batch and once
+  // per step), so that the four add up to exposed_comm_s.
+  double tp_exposed_s = 0;
+  double pp_exposed_s = 0;
+  double dp_exposed_s = 0;
+  double cp_exposed_s = 0;
   double watts_per_gpu = 0;
   double tokens_per_joule = 0;
   std::optional<FullRunPrediction> full_run;  // when total_tokens > 0

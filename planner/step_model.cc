@@ -27,6 +27,9 @@ struct StageStep {
   double once_s = 0;           // once per step: exposed DP traffic + optimizer
   double once_compute_s = 0;   // of it, the optimizer
   double tp_s = 0, cp_s = 0, pp_s = 0, dp_s = 0;  // whole step, hidden or not
+  // Of micro_s, the exposed communication of each kind (dp: the rest).
+  double tp_exposed_micro_s = 0, cp_exposed_micro_s = 0,
+         pp_exposed_micro_s = 0;
 };
 
 void CostLayer(const Workload& w, const TrainingStack& stack, const Layout& l,
@@ -82,6 +85,11 @@ StageStep StepOfStage(const Workload& w, const TrainingStack& stack,
               (1 - c.pp_overlap_efficiency) * sends_s;
   s.once_compute_s = OptimizerStepTimeS(local_params, w.cluster.gpu, c);
   s.once_s = s.once_compute_s + dp.per_step_exposed_s;
+  s.tp_exposed_micro_s =
+      layers * (lc.tp.forward_exposed_s + lc.tp.backward_exposed_s);
+  s.cp_exposed_micro_s =
+      layers * (lc.cp.forward_exposed_s + lc.cp.backward_exposed_s);
+  s.pp_exposed_micro_s = (1 - c.pp_overlap_efficiency) * sends_s;
   s.tp_s = m * layers * (lc.tp.forward_s + lc.tp.backward_s);
   s.cp_s = m * layers * (lc.cp.forward_s + lc.cp.backward_s);
   s.pp_s = m * sends_s;
@@ -116,14 +124,14 @@ bool PredictStep(const Workload& w, const TrainingStack& stack,
     // The first stage alone decides most layouts of the search: when it
     // does not fit, neither does the peak.
     p.memory = StageMemory(w.model, l, w.training, stack, c, layer_memory, 0);
-    if (p.memory.total_bytes > UsableMemoryBytes(gpu)) {
+    if (p.memory.total_bytes > UsableMemoryBytes(w.cluster)) {
       p.memory_gib_per_gpu = p.memory.total_bytes / kGiB;
       return false;
     }
   }
   p.memory = PeakMemoryPerGpu(w.model, l, w.training, stack, c, layer_memory);
   p.memory_gib_per_gpu = p.memory.total_bytes / kGiB;
-  const bool fits = p.memory.total_bytes <= UsableMemoryBytes(gpu);
+  const bool fits = p.memory.total_bytes <= UsableMemoryBytes(w.cluster);
   if (!fits && stop_if_over_memory) return false;
 
   const LayoutPlacement place = PlaceLayout(l, w.cluster.gpus_per_node);
@@ -152,6 +160,11 @@ bool PredictStep(const Workload& w, const TrainingStack& stack,
   p.compute_s = m * beat.micro_compute_s + beat.once_compute_s;
   p.bubble_s = bubble_s;
   p.exposed_comm_s = p.step_time_s - p.compute_s - p.bubble_s;
+  p.tp_exposed_s = m * beat.tp_exposed_micro_s;
+  p.cp_exposed_s = m * beat.cp_exposed_micro_s;
+  p.pp_exposed_s = m * beat.pp_exposed_micro_s;
+  p.dp_exposed_s =
+      p.exposed_comm_s - p.tp_exposed_s - p.cp_exposed_s - p.pp_exposed_s;
   p.tp_comm_s = beat.tp_s;
   p.cp_comm_s = beat.cp_s;
   p.pp_comm_s = beat.pp_s;

@@ -174,6 +174,13 @@ absl::StatusOr<ClusterConfig> ClusterFromSpec(const v1::ClusterSpec& spec) {
   TESSERA_RETURN_IF_ERROR(ApplyNumber(
       "cluster.inter_node_latency_us", spec.has_inter_node_latency_us(),
       spec.inter_node_latency_us(), true, &c.inter_node_latency_us, &changed));
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  if (spec.has_memory_headroom_gib()) {
+    c.memory_headroom_bytes = spec.memory_headroom_gib() * kGiB;
+  }
+  if (spec.has_memory_headroom_fraction()) {
+    c.memory_headroom_fraction = spec.memory_headroom_fraction();
+  }
   TESSERA_RETURN_IF_ERROR(InSpecPath(ValidateCluster(c)));
   return c;
 }
@@ -279,6 +286,13 @@ v1::StudySpec SpecFromWorkload(const Workload& w) {
   c->set_inter_node_gbs(w.cluster.inter_node_gbs);
   c->set_intra_node_latency_us(w.cluster.intra_node_latency_us);
   c->set_inter_node_latency_us(w.cluster.inter_node_latency_us);
+  if (w.cluster.memory_headroom_bytes.has_value()) {
+    c->set_memory_headroom_gib(*w.cluster.memory_headroom_bytes /
+                               (1024.0 * 1024.0 * 1024.0));
+  }
+  if (w.cluster.memory_headroom_fraction.has_value()) {
+    c->set_memory_headroom_fraction(*w.cluster.memory_headroom_fraction);
+  }
   v1::TrainingSpec* t = spec.mutable_training();
   t->set_global_batch(w.training.global_batch);
   t->set_seq_len(w.training.seq_len);
@@ -366,6 +380,10 @@ v1::Prediction PredictionToProto(const planner::Prediction& p) {
   out.set_pp_comm_s(p.pp_comm_s);
   out.set_dp_comm_s(p.dp_comm_s);
   out.set_cp_comm_s(p.cp_comm_s);
+  out.set_tp_exposed_s(p.tp_exposed_s);
+  out.set_pp_exposed_s(p.pp_exposed_s);
+  out.set_dp_exposed_s(p.dp_exposed_s);
+  out.set_cp_exposed_s(p.cp_exposed_s);
   out.set_watts_per_gpu(p.watts_per_gpu);
   out.set_tokens_per_joule(p.tokens_per_joule);
   if (p.full_run.has_value()) {
@@ -403,6 +421,10 @@ planner::Prediction PredictionFromProto(const v1::Prediction& p) {
   out.pp_comm_s = p.pp_comm_s();
   out.dp_comm_s = p.dp_comm_s();
   out.cp_comm_s = p.cp_comm_s();
+  out.tp_exposed_s = p.tp_exposed_s();
+  out.pp_exposed_s = p.pp_exposed_s();
+  out.dp_exposed_s = p.dp_exposed_s();
+  out.cp_exposed_s = p.cp_exposed_s();
   out.watts_per_gpu = p.watts_per_gpu();
   out.tokens_per_joule = p.tokens_per_joule();
   if (p.has_full_run()) {

@@ -118,8 +118,9 @@ MemoryBreakdown PeakMemoryPerGpu(const ModelConfig& model, const Layout& l,
   return peak;
 }
 
-double UsableMemoryBytes(const GpuSpec& gpu) {
-  return static_cast<double>(gpu.memory_bytes);
+double UsableMemoryBytes(const ClusterConfig& cluster) {
+  return static_cast<double>(cluster.gpu.memory_bytes) -
+         MemoryHeadroomBytes(cluster);
 }
 
 }  // namespace tessera::planner

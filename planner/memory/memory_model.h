@@ -78,8 +78,9 @@ MemoryBreakdown PeakMemoryPerGpu(const ModelConfig& model, const Layout& layout,
                                  const Calibration& calibration,
                                  const LayerMemory& layer);
 
-// The memory a layout may use: what the driver reports for the GPU (the
+// The memory a layout may use: what the driver reports for the GPU less the
+// cluster's headroom (core/workload.h MemoryHeadroomBytes; the CUDA/NCCL
 // overheads are part of the prediction, not subtracted here).
-double UsableMemoryBytes(const GpuSpec& gpu);
+double UsableMemoryBytes(const ClusterConfig& cluster);
 
 }  // namespace tessera::planner

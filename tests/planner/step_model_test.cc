@@ -95,6 +95,12 @@ TEST_F(StepModelTest, TheSlowestStageSetsThePaceAndTheBubble) {
   // optimizer step, which ends the step after the flush).
   EXPECT_NEAR(p.exposed_comm_s,
               16 * last.sends_s + once - last.optimizer_s, 1e-12);
+  // By kind: the sends are pp's; the rest (the optimizer wait) is counted
+  // as dp's; no tensor or context parallelism, nothing of theirs.
+  EXPECT_NEAR(p.pp_exposed_s, 16 * last.sends_s, 1e-12);
+  EXPECT_NEAR(p.dp_exposed_s, once - last.optimizer_s, 1e-12);
+  EXPECT_EQ(p.tp_exposed_s, 0);
+  EXPECT_EQ(p.cp_exposed_s, 0);
 }
 
 TEST_F(StepModelTest, OverlappedSendsLeaveTheCriticalPath) {
@@ -127,6 +133,13 @@ TEST_F(StepModelTest, ExposedTensorParallelTimeIsInsideTheBubble) {
   ASSERT_GT(last.tp_exposed_s, 0);
   EXPECT_NEAR(blocking.bubble_s, 3 * (last.compute_s + last.tp_exposed_s),
               1e-12);
+  // The exposed TP time by kind: each of the 8 micro-batches' (the bubble's
+  // share is the bubble's, not communication's); sends overlapped.
+  EXPECT_NEAR(blocking.tp_exposed_s, 8 * last.tp_exposed_s, 1e-12);
+  EXPECT_EQ(blocking.pp_exposed_s, 0);
+  EXPECT_NEAR(blocking.tp_exposed_s + blocking.cp_exposed_s +
+                  blocking.pp_exposed_s + blocking.dp_exposed_s,
+              blocking.exposed_comm_s, 1e-12);
   c_.tp_overlap_efficiency = 1;
   Prediction overlapped;
   ASSERT_TRUE(PredictStep(w, stack_, l, c_, false, &overlapped));
