@@ -8,6 +8,7 @@
 #include "cli/calibrate_command.h"
 #include "cli/calibration_command.h"
 #include "cli/cancel_command.h"
+#include "cli/completion_command.h"
 #include "cli/exit_codes.h"
 #include "cli/explain_command.h"
 #include "cli/history_command.h"
@@ -74,6 +75,8 @@ const std::vector<Command>& Commands() {
       {"history", "what every study measured, grouped by layout", &RunHistory},
       {"report", "write a study as one self-contained HTML page", &RunReport},
       {"cancel", "cancel a study", &RunCancel},
+      {"completion", "print a bash or zsh completion script",
+       &RunCompletion},
       {"version", "print the version and the git commit built",
        &RunVersion},
   };

@@ -34,6 +34,7 @@ test_packages=(
   openssl
   systemd slurm-wlm nodejs  # tests/deploy: systemd-analyze, Slurm, the k8s validator
   chromium  # tests/cli/report_browser_test: the report page in a browser
+  zsh  # tests/cli/completion_test.sh: the zsh completion script parses
 )
 
 case "${1:-}" in
