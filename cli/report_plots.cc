@@ -39,6 +39,12 @@ std::string Seconds(double v) {
   return std::isfinite(v) && v > 0 ? absl::StrCat(TickText(v), " s") : "—";
 }
 
+// A part of a step that was measured or predicted: 0 is a value there (no
+// pipeline, no bubble; communication fully hidden).
+std::string PartSeconds(double v) {
+  return std::isfinite(v) ? absl::StrCat(TickText(v), " s") : "—";
+}
+
 std::string TrialName(const v1::Trial& t) {
   return absl::StrCat("trial ", t.id(), " ", CompactLayout(t.layout()));
 }
@@ -244,9 +250,9 @@ std::string BreakdownSection(
     bars.push_back(measured);
     absl::StrAppend(
         &rows, "<tr>", Cell(absl::StrCat(t.id())), "<td>measured</td>",
-        Cell(Seconds(step)), Cell(split ? Seconds(m.compute_s()) : "—"),
-        Cell(split ? Seconds(m.exposed_comm_s()) : "—"), Cell("—"),
-        Cell(split ? Seconds(Rest(step, m.compute_s() + m.exposed_comm_s()))
+        Cell(Seconds(step)), Cell(split ? PartSeconds(m.compute_s()) : "—"),
+        Cell(split ? PartSeconds(m.exposed_comm_s()) : "—"), Cell("—"),
+        Cell(split ? PartSeconds(Rest(step, m.compute_s() + m.exposed_comm_s()))
                    : "—"),
         "<td></td></tr>\n");
 
@@ -265,9 +271,10 @@ std::string BreakdownSection(
       predicted.data.push_back({"step-time-s", ExactNumber(p.step_time_s())});
       absl::StrAppend(
           &rows, "<tr>", Cell(absl::StrCat(t.id())), "<td>predicted</td>",
-          Cell(Seconds(p.step_time_s())), Cell(Seconds(p.compute_s())),
-          Cell(Seconds(p.exposed_comm_s())), Cell(Seconds(p.bubble_s())),
-          Cell(Seconds(Rest(p.step_time_s(), parts))), "<td></td></tr>\n");
+          Cell(Seconds(p.step_time_s())), Cell(PartSeconds(p.compute_s())),
+          Cell(PartSeconds(p.exposed_comm_s())),
+          Cell(PartSeconds(p.bubble_s())),
+          Cell(PartSeconds(Rest(p.step_time_s(), parts))), "<td></td></tr>\n");
     } else {
       // No breakdown: the step time stored when the trial was queued.
       const double whole = t.predicted().step_time_s();

@@ -282,6 +282,20 @@ TEST(StudyReportHtmlTest, BreakdownSetsMeasuredBesidePredicted) {
       0.0375, 1e-12);
   // Only the ok trial has bars.
   EXPECT_EQ(Count(bars, "<g class=\"bar\""), 2);
+  // A predicted 0 is the model's answer (no pipeline: no bubble), not a
+  // missing value; the bubble nobody measured is a dash.
+  r.breakdowns[11].prediction.set_bubble_s(0);
+  html = RenderStudyReportHtml(r);
+  const size_t table = html.find("<td>predicted</td>");
+  ASSERT_NE(table, std::string::npos);
+  EXPECT_NE(html.substr(table, html.find("</tr>", table) - table).find(">0 s<"),
+            std::string::npos);
+  const size_t measured_row = html.find("<td>measured</td>");
+  ASSERT_NE(measured_row, std::string::npos);
+  EXPECT_NE(
+      html.substr(measured_row, html.find("</tr>", measured_row) - measured_row)
+          .find(">—<"),
+      std::string::npos);
 
   // Without a breakdown the stored predicted step shows whole, saying why;
   // a trial that timed no parts shows its step whole and its parts as "—".
