@@ -139,8 +139,8 @@ absl::Status PlannerClient::FromGrpc(const grpc::Status& status,
 }
 
 absl::StatusOr<int64_t> PlannerClient::SubmitStudy(
-    const v1::StudySpec& spec,
-    const v1::ImportCalibrationRequest* calibration) {
+    const v1::StudySpec& spec, const v1::ImportCalibrationRequest* calibration,
+    std::string* agent_note) {
   grpc::ClientContext context;
   SetDeadline(&context);
   v1::SubmitStudyRequest request;
@@ -149,6 +149,7 @@ absl::StatusOr<int64_t> PlannerClient::SubmitStudy(
   v1::SubmitStudyResponse response;
   const grpc::Status s = stub_->SubmitStudy(&context, request, &response);
   if (!s.ok()) return FromGrpc(s);
+  if (agent_note != nullptr) *agent_note = response.agent_note();
   return response.study_id();
 }
 

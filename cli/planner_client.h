@@ -117,9 +117,12 @@ class PlannerClient {
   const std::string& address() const { return address_; }
 
   // The new study's id; `calibration` (null: none) is imported with it.
+  // `*agent_note` (when given) gets the planner's note that no registered
+  // agent can run the study's trials yet (empty when one can).
   absl::StatusOr<int64_t> SubmitStudy(
       const v1::StudySpec& spec,
-      const v1::ImportCalibrationRequest* calibration = nullptr);
+      const v1::ImportCalibrationRequest* calibration = nullptr,
+      std::string* agent_note = nullptr);
   absl::StatusOr<v1::GetStudyResponse> GetStudy(int64_t study_id);
   absl::StatusOr<v1::ListStudiesResponse> ListStudies(
       const v1::ListStudiesRequest& request);

@@ -96,8 +96,9 @@ int RunSubmit(const std::vector<std::string>& args, std::ostream& out,
   // knows presets a local check does not, such as the "agents" GPU).
   PlannerClient client(planner.Address(), planner.Timeout(),
                        planner.Credentials());
+  std::string agent_note;
   absl::StatusOr<int64_t> id = client.SubmitStudy(
-      *spec, calibration.has_value() ? &*calibration : nullptr);
+      *spec, calibration.has_value() ? &*calibration : nullptr, &agent_note);
   if (!id.ok()) {
     absl::Status s = id.status();
     if (s.code() == absl::StatusCode::kInvalidArgument &&
@@ -107,6 +108,11 @@ int RunSubmit(const std::vector<std::string>& args, std::ostream& out,
     return ReportError(err, kCommand, s);
   }
   out << *id << "\n" << std::flush;
+  // The id stays alone on stdout (scripts read it); the note goes with the
+  // errors.
+  if (!agent_note.empty()) {
+    err << "note: study " << *id << ": " << agent_note << "\n";
+  }
   if (!wait) return kExitOk;
   return FollowStudy(client, *id, IsTerminal(out), absl::Seconds(60), kCommand,
                      out, err);

@@ -74,9 +74,12 @@ class Planner {
   // ---- PlannerService ----
   // `calibration` (null, or an empty file: none) is checked with the spec
   // and imported for the study's GPU before the study is stored.
+  // `*agent_note` (when given) says when no registered agent can run the
+  // study's trials yet (Planner::AgentShortage); the study waits for one.
   absl::StatusOr<int64_t> SubmitStudy(
       const v1::StudySpec& spec,
-      const v1::ImportCalibrationRequest* calibration = nullptr);
+      const v1::ImportCalibrationRequest* calibration = nullptr,
+      std::string* agent_note = nullptr);
   // The read-only queries (study_queries.h). The recommendation is updated
   // after every report and final once the study ends; FAILED_PRECONDITION
   // while an "agents" study has no GPU yet.
@@ -246,6 +249,12 @@ class Planner {
   // ---- Agents (planner_agents.cc) ----
   absl::StatusOr<db::Agent> ActiveAgent(absl::string_view agent_id);
   // Active agents of `backend` ("" any) offering >= `ranks` ranks.
+  // Empty when an active agent can run trials of `ranks` ranks on
+  // `backend` (empty: any Tessera backend); else why not, naming what is
+  // registered: "no registered agent can run its trials: each needs 8 ranks
+  // on backend cuda; registered: a (cpu, 2 ranks). It waits for one ...".
+  absl::StatusOr<std::string> AgentShortage(absl::string_view backend,
+                                            int64_t ranks);
   absl::StatusOr<std::vector<db::Agent>> SuitableAgents(
       absl::string_view backend, int64_t ranks);
   bool Fits(const db::Agent& agent, const Runnable& runnable) const;

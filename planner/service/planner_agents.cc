@@ -81,6 +81,30 @@ absl::StatusOr<std::vector<db::Agent>> Planner::SuitableAgents(
   return out;
 }
 
+absl::StatusOr<std::string> Planner::AgentShortage(absl::string_view backend,
+                                                   int64_t ranks) {
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Agent> agents,
+                           store_->ListAgents(db::AgentState::kActive));
+  std::vector<std::string> seen;
+  for (const db::Agent& a : agents) {
+    if (ServesBackend(a, backend) && a.info.gpu_count >= ranks) return "";
+    if (seen.size() < 4) {
+      seen.push_back(absl::StrCat(a.info.id, " (", a.info.backend, ", ",
+                                  a.info.gpu_count, " ranks)"));
+    }
+  }
+  if (agents.size() > seen.size()) {
+    seen.push_back(absl::StrCat("and ", agents.size() - seen.size(), " more"));
+  }
+  return absl::StrCat(
+      "no registered agent can run its trials: each needs ", ranks, " ranks",
+      backend.empty() ? "" : absl::StrCat(" on backend ", backend),
+      "; registered: ",
+      agents.empty() ? "none" : absl::StrJoin(seen, ", "),
+      ". It waits for one (tessera-agent --backend ",
+      backend.empty() ? "cpu|cuda" : std::string(backend), ")");
+}
+
 bool Planner::Fits(const db::Agent& agent, const Runnable& r) const {
   return ServesBackend(agent, r.backend) &&
          agent.info.gpu_count >= r.ranks_per_agent;

@@ -10,12 +10,15 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::SubmitStudy(
     v1::SubmitStudyResponse* response) {
   return FinishUnary(
       context, response, [&]() -> absl::StatusOr<v1::SubmitStudyResponse> {
+        std::string note;
         absl::StatusOr<int64_t> id = planner_->SubmitStudy(
             request->spec(),
-            request->has_calibration() ? &request->calibration() : nullptr);
+            request->has_calibration() ? &request->calibration() : nullptr,
+            &note);
         if (!id.ok()) return id.status();
         v1::SubmitStudyResponse out;
         out.set_study_id(*id);
+        out.set_agent_note(note);
         return out;
       });
 }

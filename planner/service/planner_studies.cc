@@ -21,8 +21,8 @@
 namespace tessera::service {
 
 absl::StatusOr<int64_t> Planner::SubmitStudy(
-    const v1::StudySpec& spec,
-    const v1::ImportCalibrationRequest* calibration) {
+    const v1::StudySpec& spec, const v1::ImportCalibrationRequest* calibration,
+    std::string* agent_note) {
   TESSERA_ASSIGN_OR_RETURN(CheckedStudy checked, CheckStudySpec(spec));
   std::optional<CheckedImport> import;
   if (calibration != nullptr && !calibration->calibration_json().empty()) {
@@ -72,6 +72,12 @@ absl::StatusOr<int64_t> Planner::SubmitStudy(
   s.gpus_per_node = checked.workload.cluster.gpus_per_node;
   s.trial_budget = checked.trials.max_trials;
   s.time_budget_s = checked.trials.time_budget_s;
+  if (agent_note != nullptr && checked.trials.max_trials != 0) {
+    absl::StatusOr<std::string> note =
+        AgentShortage(checked.trials.backend,
+                      checked.workload.cluster.gpus_per_node);
+    *agent_note = note.ok() ? *note : "";
+  }
   TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->CreateStudy(s));
   auto run = std::make_shared<StudyRun>(study.id, std::move(checked),
                                         study.created_at);

@@ -115,10 +115,15 @@ absl::Status Planner::StartLocked(StudyRun& run) {
         TESSERA_RETURN_IF_ERROR(
             StoreRecommendationLocked(run, *pool, trials, /*final=*/false));
       }
-      const std::string reason = absl::StrCat(
-          "waiting for agents",
-          run.backend.empty() ? "" : absl::StrCat(" (", run.backend, ")"),
-          " with at least ", gpn, " ranks each");
+      absl::StatusOr<std::string> shortage = AgentShortage(run.backend, gpn);
+      const std::string reason =
+          shortage.ok() && !shortage->empty()
+              ? absl::StrCat("waiting for agents: ", *shortage)
+              : absl::StrCat("waiting for agents",
+                             run.backend.empty()
+                                 ? ""
+                                 : absl::StrCat(" (", run.backend, ")"),
+                             " with at least ", gpn, " ranks each");
       if (study.status_reason != reason) {
         TESSERA_RETURN_IF_ERROR(
             store_->SetStudyStatus(run.id, db::StudyStatus::kQueued, reason));

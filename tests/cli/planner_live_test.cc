@@ -261,16 +261,44 @@ TEST_F(PlannerLiveTest, SubmitPrintsAnIdAndTheStudyIsListed) {
 }
 
 TEST_F(PlannerLiveTest, WithoutAgentsTheStudyWaitsAndNoTrialIsQueued) {
-  const int64_t id = Submit("no-agents", R"({"max_trials": 3})");
-  ASSERT_GT(id, 0);
+  // submit says at once that no agent can run it (on stderr: stdout is the
+  // id alone).
+  CliRun r = Run({"submit", File("no-agents.json",
+                                 TinyStudy("no-agents", R"({"max_trials": 3})"))});
+  ASSERT_EQ(r.status, 0) << r.err;
+  int64_t id = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(r.out), &id))
+      << r.out;
   const std::string sid = absl::StrCat(id);
+  EXPECT_EQ(r.err, "note: study " + sid +
+                       ": no registered agent can run its trials: each needs "
+                       "8 ranks; registered: none. It waits for one "
+                       "(tessera-agent --backend cpu|cuda)\n");
+  // An agent too small for it is named.
+  ScriptedAgent small(server_->address(), "small-0", 2);
+  ASSERT_TRUE(small.Register().ok());
+  r = Run({"submit", File("small.json",
+                          TinyStudy("small", R"({"max_trials": 3})"))});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("each needs 8 ranks; registered: small-0 (cpu, 2 "
+                       "ranks)."),
+            std::string::npos)
+      << r.err;
+  // With trials.max_trials 0 no agent is needed: no note.
+  r = Run({"submit", File("none.json",
+                          TinyStudy("none", R"({"max_trials": 0})"))});
+  EXPECT_EQ(r.err, "");
   // The planner queues a study's trials once agents that can run them are
   // there: until then the study says why it waits, and has no trials.
-  CliRun r = Run({"studies", "--json"});
+  r = Run({"studies", "--json"});
   ASSERT_EQ(r.status, 0) << r.err;
-  const json study = json::parse(r.out).at(0);
+  json study;
+  for (const json& s : json::parse(r.out)) {
+    if (s["id"] == id) study = s;
+  }
   EXPECT_EQ(study["state"], "queued");
-  EXPECT_NE(study["state_reason"].get<std::string>().find("waiting for agents"),
+  EXPECT_NE(study["state_reason"].get<std::string>().find(
+                "waiting for agents: no registered agent can run its trials"),
             std::string::npos)
       << study;
   r = Run({"studies"});
