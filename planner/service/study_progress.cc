@@ -4,8 +4,10 @@
 // the study's trials from the store.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <optional>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -388,7 +390,10 @@ absl::Status Planner::StoreRecommendationLocked(
   in.calibration_mape = run.calibration_mape;
   in.calibration_samples = run.calibration_samples;
   in.layers = run.options().layers;
-  in.history_db = options_.db_path;
+  // Absolute: `best` and `watch` print it for use from anywhere.
+  std::error_code ec;
+  const std::filesystem::path db = std::filesystem::absolute(options_.db_path, ec);
+  in.history_db = ec ? options_.db_path : db.lexically_normal().string();
   v1::Recommendation r = BuildRecommendation(in);
   r.set_gpu_name(run.gpu_name);
   return store_->SetRecommendation(run.id, RecommendationToJson(r));

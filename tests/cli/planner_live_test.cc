@@ -961,5 +961,34 @@ TEST_F(PlannerLiveTest, HistoryCommandsReadTheStoreFileWithoutAPlanner) {
   EXPECT_EQ(FileBytes(db), before);
 }
 
+
+// best names the history file by its absolute path, whatever path the
+// planner was started with.
+TEST_F(PlannerLiveTest, BestNamesTheHistoryFileByItsAbsolutePath) {
+  const std::string relative = absl::StrCat("tessera_relative_", getpid(), ".db");
+  absl::Cleanup remove = [&] {
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      std::filesystem::remove(relative + suffix);
+    }
+  };
+  service::PlannerOptions options;
+  options.db_path = relative;
+  options.log = service::Log(service::LogLevel::kOff);
+  absl::StatusOr<std::unique_ptr<service::PlannerServer>> server =
+      service::PlannerServer::Start("127.0.0.1:0", options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string address = (*server)->address();
+  CliRun r = RunCli({"submit",
+                     File("rel.json", TinyStudy("rel", R"({"max_trials": 0})")),
+                     "--planner", address, "--wait"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = RunCli({"best", "1", "--planner", address});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string expected =
+      (std::filesystem::current_path() / relative).string();
+  EXPECT_NE(r.out.find("\nhistory: " + expected + "\n"), std::string::npos)
+      << r.out;
+}
+
 }  // namespace
 }  // namespace tessera::cli
