@@ -392,7 +392,8 @@ absl::Status Planner::StoreRecommendationLocked(
   in.layers = run.options().layers;
   // Absolute: `best` and `watch` print it for use from anywhere.
   std::error_code ec;
-  const std::filesystem::path db = std::filesystem::absolute(options_.db_path, ec);
+  const std::filesystem::path db =
+      std::filesystem::absolute(options_.db_path, ec);
   in.history_db = ec ? options_.db_path : db.lexically_normal().string();
   v1::Recommendation r = BuildRecommendation(in);
   r.set_gpu_name(run.gpu_name);
