@@ -166,9 +166,8 @@ int RunExplain(const std::vector<std::string>& args, std::ostream& out,
                          calibration->uncertainty.source);
   out << absl::StrFormat(
       "throughput:     %.0f tokens/s, %.0f per GPU, %.1f TFLOP/s per GPU, "
-      "MFU %.1f%% of %s's %.0f dense TFLOP/s\n",
-      p.tokens_per_s, p.tokens_per_s_per_gpu, p.tflops_per_gpu, 100 * p.mfu,
-      w.cluster.gpu.name, w.cluster.gpu.peak_dense_tflops);
+      "MFU %.1f%%\n",
+      p.tokens_per_s, p.tokens_per_s_per_gpu, p.tflops_per_gpu, 100 * p.mfu);
   out << "memory per GPU: " << MemoryAccount(p.memory) << "\n";
   out << absl::StrFormat(
       "                usable %.1f GiB (%.1f GiB less %.1f GiB headroom): "

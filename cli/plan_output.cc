@@ -182,7 +182,9 @@ std::string DescribeWorkload(const Workload& w) {
   const TrainingConfig& t = w.training;
   return absl::StrFormat(
       "%s (%.2fB parameters) on %d x %d %s = %d GPUs; global batch %d x %d = "
-      "%d tokens per step\ntraining stack %s%s%s, %s\nmemory headroom: %s",
+      "%d tokens per step\ntraining stack %s%s%s, %s\nmemory headroom: %s\n"
+      "MFU: model FLOPs (no recomputation) per second over %s's dense bf16 "
+      "peak, %.0f TFLOP/s per GPU",
       w.model.name, w.model.ParamCount() / 1e9, w.cluster.nodes,
       w.cluster.gpus_per_node, w.cluster.gpu.name, w.cluster.world_size(),
       t.global_batch, t.seq_len, t.tokens_per_step(), t.stack,
@@ -191,7 +193,8 @@ std::string DescribeWorkload(const Workload& w) {
       t.stack_options.empty()
           ? ""
           : absl::StrCat(" with ", absl::StrJoin(t.stack_options, ",")),
-      PrecisionName(t.precision), DescribeMemoryHeadroom(w.cluster));
+      PrecisionName(t.precision), DescribeMemoryHeadroom(w.cluster),
+      w.cluster.gpu.name, w.cluster.gpu.peak_dense_tflops);
 }
 
 // The candidates `tessera plan` explains part by part.

@@ -53,8 +53,7 @@ TEST(LayoutExplanationTest, WhatSeparatesGivesTheDifferencesLargestFirst) {
 
 TEST(ExplainCommandTest, RankAndNumbersAgreeWithPlanAndPredict) {
   const std::vector<std::string> spec = {"--spec", ExampleSpecPath()};
-  const CliRun plan =
-      RunCli(Concat({"plan", "--json", "--top", "5"}, spec));
+  const CliRun plan = RunCli(Concat({"plan", "--json", "--top", "5"}, spec));
   ASSERT_EQ(plan.status, 0) << plan.err;
   const json candidates = json::parse(plan.out)["candidates"];
   ASSERT_GE(candidates.size(), 5u);
@@ -64,9 +63,9 @@ TEST(ExplainCommandTest, RankAndNumbersAgreeWithPlanAndPredict) {
   for (const auto& [key, value] : candidates[4]["layout"].items()) {
     if (!layout.empty()) layout += ",";
     layout += key + "=" +
-              (value.is_boolean() ? std::string(value.get<bool>() ? "1" : "0")
-                                  : value.is_string() ? value.get<std::string>()
-                                                      : value.dump());
+              (value.is_boolean()  ? std::string(value.get<bool>() ? "1" : "0")
+               : value.is_string() ? value.get<std::string>()
+                                   : value.dump());
   }
   const CliRun explain = RunCli(Concat({"explain", layout, "--json"}, spec));
   ASSERT_EQ(explain.status, 0) << explain.err;
@@ -81,17 +80,20 @@ TEST(ExplainCommandTest, RankAndNumbersAgreeWithPlanAndPredict) {
   EXPECT_EQ(json::parse(predict.out)["prediction"], e["prediction"]);
   // The exposed parts add up to the exposed communication.
   const json& p = e["prediction"];
-  EXPECT_NEAR(p["tp_exposed_s"].get<double>() + p["cp_exposed_s"].get<double>() +
-                  p["pp_exposed_s"].get<double>() +
-                  p["dp_exposed_s"].get<double>(),
-              p["exposed_comm_s"].get<double>(), 1e-12);
+  EXPECT_NEAR(
+      p["tp_exposed_s"].get<double>() + p["cp_exposed_s"].get<double>() +
+          p["pp_exposed_s"].get<double>() + p["dp_exposed_s"].get<double>(),
+      p["exposed_comm_s"].get<double>(), 1e-12);
 
   const CliRun text = RunCli(Concat({"explain", layout}, spec));
   ASSERT_EQ(text.status, 0) << text.err;
   EXPECT_NE(text.out.find("\nrank:           5 of "), std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("MFU "), std::string::npos);
-  EXPECT_NE(text.out.find("of h100-sxm's 989 dense TFLOP/s"), std::string::npos)
+  EXPECT_NE(text.out.find("\nMFU: model FLOPs (no recomputation) per second "
+                          "over h100-sxm's dense bf16 peak, 989 TFLOP/s per "
+                          "GPU\n"),
+            std::string::npos)
       << text.out;
   EXPECT_NE(text.out.find("; within the model's error"), std::string::npos);
   EXPECT_NE(text.out.find("(5%, the default; --headroom to change)"),
@@ -133,8 +135,8 @@ TEST(ExplainCommandTest, HeadroomDecidesWhatFits) {
       << outside.out;
   EXPECT_NE(outside.out.find(" GiB headroom)"), std::string::npos);
   // As a fraction: the same bytes.
-  const CliRun percent = RunCli(
-      Concat({"explain", layout, "--json", "--headroom", "10%"}, spec));
+  const CliRun percent =
+      RunCli(Concat({"explain", layout, "--json", "--headroom", "10%"}, spec));
   EXPECT_NEAR(json::parse(percent.out)["headroom_gib"].get<double>(),
               0.1 * (usable_gib), 1e-9);
   // Bad values name the flag.

@@ -157,7 +157,11 @@ TEST(PlanCommandTest, HumanTableAndBestLayouts) {
   EXPECT_EQ(out.rfind("llama2-7b (6.74B parameters) on 32 x 8 h100-sxm = 256 "
                       "GPUs; global batch 512 x 4096 = 2097152 tokens per "
                       "step\ntraining stack megatron-core (the default; "
-                      "--stack to change), bf16\nsearched ",
+                      "--stack to change), bf16\nmemory headroom: 4.0 GiB "
+                      "of 79.6 GiB per GPU kept free (5%, the default; "
+                      "--headroom to change)\nMFU: model FLOPs (no "
+                      "recomputation) per second over h100-sxm's dense bf16 "
+                      "peak, 989 TFLOP/s per GPU\nsearched ",
                       0),
             0u)
       << out;
