@@ -7,6 +7,7 @@
 #include "cli/calibration_flag.h"
 #include "cli/exit_codes.h"
 #include "cli/export_flag.h"
+#include "cli/output_format.h"
 #include "cli/plan_output.h"
 #include "cli/planner_client.h"
 #include "cli/workload_flags.h"
@@ -22,7 +23,8 @@ namespace {
 constexpr char kCommand[] = "tessera plan";
 
 constexpr char kAbout[] =
-    "Usage: tessera plan (--spec FILE | workload flags) [--top N] [--json]\n"
+    "Usage: tessera plan (--spec FILE | workload flags) [--top N]\n"
+    "                    [-o table|wide|json|csv]\n"
     "                    [--export TARGET [--out FILE]]\n"
     "\n"
     "Ranks every feasible parallel layout (tp, sp, pp, vpp, cp, dp, ZeRO\n"
@@ -84,14 +86,14 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
   WorkloadFlags workload_flags;
   workload_flags.Register(&flags);
   std::optional<int64_t> top;
-  bool json = false;
+  OutputFlags output;
   std::optional<std::string> calibration_path;
   flags.AddSection("Output");
   flags.AddInt("top", "N",
                "layouts listed, best tokens/s first (default 10; 0: all "
                "feasible)",
                &top);
-  flags.AddSwitch("json", "print one JSON object instead of the table", &json);
+  output.Register(&flags);
   flags.AddString("calibration", "FILE",
                   "a calibration file from `tessera calibrate` instead of the "
                   "stack's defaults",
@@ -148,10 +150,12 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
   }
   const PlanUncertainty* u = uncertainty ? &*uncertainty : nullptr;
   if (!exports.requested() || exports.to_file()) {
-    if (json) {
+    if (output.format() == OutputFormat::kJson) {
       out << DumpJson(PlanJson(*result, u)) << "\n";
+    } else if (output.format() == OutputFormat::kCsv) {
+      PrintPlanCsv(*result, u, out);
     } else {
-      PrintPlan(study->workload, *result, out, u);
+      PrintPlan(study->workload, *result, out, u, output.table_width());
     }
   }
   if (exports.requested()) {

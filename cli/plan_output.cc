@@ -1,6 +1,7 @@
 #include "cli/plan_output.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -8,6 +9,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cli/layout_explanation.h"
+#include "cli/output_format.h"
+#include "cli/text_table.h"
 #include "core/layout_json.h"
 
 namespace tessera::cli {
@@ -63,7 +66,6 @@ void PrintBest(absl::string_view title, const Workload& w,
       p.memory_gib_per_gpu, p.watts_per_gpu, p.tokens_per_joule);
   out << "  " << FullRunLine(w, p) << "\n";
 }
-
 
 }  // namespace
 
@@ -200,8 +202,134 @@ std::string DescribeWorkload(const Workload& w) {
 // The candidates `tessera plan` explains part by part.
 constexpr int64_t kExplainedCandidates = 3;
 
+void PrintCandidateTable(const planner::SearchResult& r, std::ostream& out,
+                         size_t max_width) {
+  // Too wide for max_width: short titles, then the watts, bubble, gradient
+  // accumulation, sp, vpp, cp and shard group columns go, in that order.
+  TextTable table({{"rank", kRight},
+                   {"tp", kRight},
+                   TableColumn("sp", kRight).Drop(4),
+                   {"pp", kRight},
+                   TableColumn("vpp", kRight).Drop(5),
+                   TableColumn("cp", kRight).Drop(6),
+                   {"dp", kRight},
+                   {"zero", kRight},
+                   TableColumn("shard", kRight).Drop(7),
+                   {"mb", kRight},
+                   TableColumn("ga", kRight).Drop(3),
+                   TableColumn("recompute").Short("recomp"),
+                   {"step s", kRight},
+                   {"tokens/s", kRight},
+                   {"MFU", kRight},
+                   TableColumn("GiB/GPU", kRight).Short("GiB"),
+                   TableColumn("exposed s", kRight).Short("comm s"),
+                   TableColumn("bubble s", kRight).Drop(2).Short("bub s"),
+                   TableColumn("W/GPU", kRight).Drop(1).Short("W"),
+                   TableColumn("tokens/J", kRight).Short("tok/J")});
+  int rank = 0;
+  for (const planner::LayoutEvaluation& e : r.candidates) {
+    const Layout& l = e.layout;
+    const planner::Prediction& p = e.prediction;
+    table.AddRow({absl::StrCat(++rank),
+                  absl::StrCat(l.tp),
+                  absl::StrCat(l.sp ? 1 : 0),
+                  absl::StrCat(l.pp),
+                  absl::StrCat(l.vpp),
+                  absl::StrCat(l.cp),
+                  absl::StrCat(l.dp),
+                  absl::StrCat(l.zero),
+                  absl::StrCat(l.shard_group),
+                  absl::StrCat(l.micro_batch),
+                  absl::StrCat(l.grad_accum),
+                  std::string(RecomputeName(l.recompute)),
+                  absl::StrFormat("%.3f", p.step_time_s),
+                  absl::StrFormat("%.0f", p.tokens_per_s),
+                  absl::StrFormat("%.1f%%", 100 * p.mfu),
+                  absl::StrFormat("%.1f", p.memory_gib_per_gpu),
+                  absl::StrFormat("%.3f", p.exposed_comm_s),
+                  absl::StrFormat("%.3f", p.bubble_s),
+                  absl::StrFormat("%.0f", p.watts_per_gpu),
+                  absl::StrFormat("%.3f", p.tokens_per_joule)});
+  }
+  table.Print(out, max_width);
+}
+
+void PrintPlanCsv(const planner::SearchResult& r, const PlanUncertainty* u,
+                  std::ostream& out) {
+  out << CsvLine({"rank",
+                  "tp",
+                  "sp",
+                  "pp",
+                  "vpp",
+                  "cp",
+                  "dp",
+                  "zero",
+                  "shard_group",
+                  "micro_batch",
+                  "grad_accum",
+                  "recompute",
+                  "step_time_s",
+                  "step_time_low_s",
+                  "step_time_high_s",
+                  "within_error_of_best",
+                  "tokens_per_s",
+                  "tokens_per_s_per_gpu",
+                  "tflops_per_gpu",
+                  "mfu",
+                  "memory_gib_per_gpu",
+                  "compute_s",
+                  "exposed_comm_s",
+                  "bubble_s",
+                  "watts_per_gpu",
+                  "tokens_per_joule",
+                  "full_run_days",
+                  "full_run_energy_mwh",
+                  "full_run_gpu_hours"});
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const Layout& l = r.candidates[i].layout;
+    const planner::Prediction& p = r.candidates[i].prediction;
+    const bool interval = u != nullptr && i < u->ranking.intervals.size() &&
+                          i < u->ranking.within_error_of_best.size();
+    auto number = [](bool known, double value) {
+      return CsvNumber(known ? std::optional<double>(value) : std::nullopt);
+    };
+    const bool full = p.full_run.has_value();
+    out << CsvLine({
+        absl::StrCat(i + 1),
+        absl::StrCat(l.tp),
+        absl::StrCat(l.sp ? 1 : 0),
+        absl::StrCat(l.pp),
+        absl::StrCat(l.vpp),
+        absl::StrCat(l.cp),
+        absl::StrCat(l.dp),
+        absl::StrCat(l.zero),
+        absl::StrCat(l.shard_group),
+        absl::StrCat(l.micro_batch),
+        absl::StrCat(l.grad_accum),
+        std::string(RecomputeName(l.recompute)),
+        CsvNumber(p.step_time_s),
+        number(interval, interval ? u->ranking.intervals[i].low_s : 0),
+        number(interval, interval ? u->ranking.intervals[i].high_s : 0),
+        interval ? (u->ranking.within_error_of_best[i] ? "true" : "false") : "",
+        CsvNumber(p.tokens_per_s),
+        CsvNumber(p.tokens_per_s_per_gpu),
+        CsvNumber(p.tflops_per_gpu),
+        CsvNumber(p.mfu),
+        CsvNumber(p.memory_gib_per_gpu),
+        CsvNumber(p.compute_s),
+        CsvNumber(p.exposed_comm_s),
+        CsvNumber(p.bubble_s),
+        CsvNumber(p.watts_per_gpu),
+        CsvNumber(p.tokens_per_joule),
+        number(full, full ? p.full_run->days : 0),
+        number(full, full ? p.full_run->energy_mwh : 0),
+        number(full, full ? p.full_run->gpu_hours : 0),
+    });
+  }
+}
+
 void PrintPlan(const Workload& w, const planner::SearchResult& r,
-               std::ostream& out, const PlanUncertainty* u) {
+               std::ostream& out, const PlanUncertainty* u, size_t max_width) {
   out << DescribeWorkload(w) << "\n";
   out << absl::StrFormat(
       "searched %d layouts in %.1f ms (%d costed): %d "
@@ -212,25 +340,8 @@ void PrintPlan(const Workload& w, const planner::SearchResult& r,
     out << "no feasible layout for this workload\n";
     return;
   }
-  out << "\n"
-      << absl::StrFormat(
-             "%4s %3s %2s %3s %3s %3s %6s %4s %6s %3s %5s %-9s %8s %12s %6s "
-             "%8s %9s %8s %6s %8s\n",
-             "rank", "tp", "sp", "pp", "vpp", "cp", "dp", "zero", "shard", "mb",
-             "ga", "recompute", "step s", "tokens/s", "MFU", "GiB/GPU",
-             "exposed s", "bubble s", "W/GPU", "tokens/J");
-  int rank = 0;
-  for (const planner::LayoutEvaluation& e : r.candidates) {
-    const Layout& l = e.layout;
-    const planner::Prediction& p = e.prediction;
-    out << absl::StrFormat(
-        "%4d %3d %2d %3d %3d %3d %6d %4d %6d %3d %5d %-9s %8.3f %12.0f "
-        "%5.1f%% %8.1f %9.3f %8.3f %6.0f %8.3f\n",
-        ++rank, l.tp, l.sp ? 1 : 0, l.pp, l.vpp, l.cp, l.dp, l.zero,
-        l.shard_group, l.micro_batch, l.grad_accum, RecomputeName(l.recompute),
-        p.step_time_s, p.tokens_per_s, 100 * p.mfu, p.memory_gib_per_gpu,
-        p.exposed_comm_s, p.bubble_s, p.watts_per_gpu, p.tokens_per_joule);
-  }
+  out << "\n";
+  PrintCandidateTable(r, out, max_width);
   out << "\n";
   if (u != nullptr) {
     const int64_t shown = static_cast<int64_t>(r.candidates.size());
@@ -264,6 +375,80 @@ void PrintPlan(const Workload& w, const planner::SearchResult& r,
         "  %12.0f tokens/s %8.3f tokens/J  %s\n", e.prediction.tokens_per_s,
         e.prediction.tokens_per_joule, FormatLayout(e.layout));
   }
+}
+
+void PrintPredictionCsv(const planner::LayoutEvaluation& e,
+                        const planner::StepTimeInterval* interval,
+                        std::ostream& out) {
+  out << CsvLine({"feasible",
+                  "reason",
+                  "tp",
+                  "sp",
+                  "pp",
+                  "vpp",
+                  "cp",
+                  "dp",
+                  "zero",
+                  "shard_group",
+                  "micro_batch",
+                  "grad_accum",
+                  "recompute",
+                  "step_time_s",
+                  "step_time_low_s",
+                  "step_time_high_s",
+                  "tokens_per_s",
+                  "tokens_per_s_per_gpu",
+                  "tflops_per_gpu",
+                  "mfu",
+                  "memory_gib_per_gpu",
+                  "compute_s",
+                  "exposed_comm_s",
+                  "bubble_s",
+                  "watts_per_gpu",
+                  "tokens_per_joule",
+                  "full_run_days",
+                  "full_run_energy_mwh",
+                  "full_run_gpu_hours"});
+  const Layout& l = e.layout;
+  const planner::Prediction& p = e.prediction;
+  // An infeasible layout has no prediction: only its memory, when known.
+  auto number = [](bool known, double value) {
+    return CsvNumber(known ? std::optional<double>(value) : std::nullopt);
+  };
+  const bool ok = e.feasible;
+  const bool full = ok && p.full_run.has_value();
+  const bool has_interval = ok && interval != nullptr;
+  out << CsvLine({
+      ok ? "true" : "false",
+      e.reason,
+      absl::StrCat(l.tp),
+      absl::StrCat(l.sp ? 1 : 0),
+      absl::StrCat(l.pp),
+      absl::StrCat(l.vpp),
+      absl::StrCat(l.cp),
+      absl::StrCat(l.dp),
+      absl::StrCat(l.zero),
+      absl::StrCat(l.shard_group),
+      absl::StrCat(l.micro_batch),
+      absl::StrCat(l.grad_accum),
+      std::string(RecomputeName(l.recompute)),
+      number(ok, p.step_time_s),
+      number(has_interval, has_interval ? interval->low_s : 0),
+      number(has_interval, has_interval ? interval->high_s : 0),
+      number(ok, p.tokens_per_s),
+      number(ok, p.tokens_per_s_per_gpu),
+      number(ok, p.tflops_per_gpu),
+      number(ok, p.mfu),
+      number(ok || p.memory.total_bytes > 0, p.memory_gib_per_gpu),
+      number(ok, p.compute_s),
+      number(ok, p.exposed_comm_s),
+      number(ok, p.bubble_s),
+      number(ok, p.watts_per_gpu),
+      number(ok, p.tokens_per_joule),
+      number(full, full ? p.full_run->days : 0),
+      number(full, full ? p.full_run->energy_mwh : 0),
+      number(full, full ? p.full_run->gpu_hours : 0),
+  });
 }
 
 void PrintPrediction(const Workload& w, const planner::LayoutEvaluation& e,

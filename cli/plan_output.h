@@ -31,6 +31,7 @@
 //   Layouts are core/layout_json.h's objects.
 #pragma once
 
+#include <cstddef>
 #include <ostream>
 #include <string>
 
@@ -69,9 +70,33 @@ std::string DescribeWorkload(const Workload& workload);
 // step-time intervals and how many of the shown candidates are within the
 // model's error of the best (those for trials to order). The top three are
 // explained part by part (cli/layout_explanation.h).
+// The candidates' table fits `max_width` characters (0: every column; see
+// PrintCandidateTable).
 void PrintPlan(const Workload& workload, const planner::SearchResult& result,
-               std::ostream& out,
-               const PlanUncertainty* uncertainty = nullptr);
+               std::ostream& out, const PlanUncertainty* uncertainty = nullptr,
+               size_t max_width = 0);
+
+// The ranked candidates as a table: rank, the layout's knobs, step s,
+// tokens/s, MFU, GiB/GPU, exposed s, bubble s, W/GPU, tokens/J. With
+// `max_width` > 0 it fits that many characters: short titles, then the
+// watts, bubble, gradient accumulation, sp, vpp, cp and shard group go.
+void PrintCandidateTable(const planner::SearchResult& result, std::ostream& out,
+                         size_t max_width = 0);
+
+// `tessera plan -o csv`: a header and one line per candidate, best first
+// (rank, the layout's knobs, step_time_s with its interval's low and high
+// and within_error_of_best when `uncertainty` is known, tokens_per_s, ...,
+// full_run_days, full_run_energy_mwh, full_run_gpu_hours); numbers in
+// full, empty when not known.
+void PrintPlanCsv(const planner::SearchResult& result,
+                  const PlanUncertainty* uncertainty, std::ostream& out);
+
+// `tessera predict -o csv`: a header and one line: feasible, reason, the
+// layout's knobs and the prediction's numbers (empty for an infeasible
+// layout, but its memory when known).
+void PrintPredictionCsv(const planner::LayoutEvaluation& evaluation,
+                        const planner::StepTimeInterval* interval,
+                        std::ostream& out);
 
 // One layout's prediction with its breakdown, or "infeasible: <reason>";
 // with `interval`, the step time's interval and `source`.

@@ -6,6 +6,7 @@
 #include "cli/calibration_flag.h"
 #include "cli/exit_codes.h"
 #include "cli/export_flag.h"
+#include "cli/output_format.h"
 #include "cli/plan_output.h"
 #include "cli/planner_client.h"
 #include "cli/workload_flags.h"
@@ -23,7 +24,7 @@ constexpr char kCommand[] = "tessera predict";
 
 constexpr char kAbout[] =
     "Usage: tessera predict (--spec FILE | workload flags) --layout LAYOUT "
-    "[--json] [--export TARGET [--out FILE]]\n"
+    "[-o table|json|csv] [--export TARGET [--out FILE]]\n"
     "\n"
     "Predicts one layout with the cost model's default calibration: step\n"
     "time (compute, communication, exposed communication, bubble), tokens/s,\n"
@@ -83,13 +84,18 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
   WorkloadFlags workload_flags;
   workload_flags.Register(&flags);
   std::optional<std::string> layout_text;
-  bool json = false;
+  OutputFlags output;
   std::optional<std::string> calibration_path;
   flags.AddSection("Layout and output");
   flags.AddString("layout", "LAYOUT",
                   "the layout, e.g. tp=2,zero=3,micro_batch=2 (required)",
                   &layout_text);
-  flags.AddSwitch("json", "print one JSON object", &json);
+  output.Register(&flags);
+  flags.AddRequirement([](const auto& given) {
+    return given("layout") ? std::vector<std::string>{}
+                           : std::vector<std::string>{
+                                 "layout: required (--layout tp=2,zero=3,...)"};
+  });
   flags.AddString("calibration", "FILE",
                   "a calibration file from `tessera calibrate` instead of the "
                   "stack's defaults",
@@ -154,8 +160,10 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
             "--export: the layout is infeasible: ", evaluation->reason)));
   }
   if (!exports.requested() || exports.to_file()) {
-    if (json) {
+    if (output.format() == OutputFormat::kJson) {
       out << DumpJson(PredictJson(*evaluation, i, source)) << "\n";
+    } else if (output.format() == OutputFormat::kCsv) {
+      PrintPredictionCsv(*evaluation, i, out);
     } else {
       PrintPrediction(study->workload, *evaluation, out, i, source);
     }

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -150,8 +151,9 @@ TEST(PlanCommandTest, SpecFileGivesWhatTheFlagsGive) {
 }
 
 TEST(PlanCommandTest, HumanTableAndBestLayouts) {
-  const CliRun r =
-      RunCli(Concat(Concat({"plan"}, ExampleFlags()), {"--top", "3"}));
+  // -o wide: every column of the candidates' table.
+  const CliRun r = RunCli(
+      Concat(Concat({"plan"}, ExampleFlags()), {"--top", "3", "-o", "wide"}));
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string& out = r.out;
   EXPECT_EQ(out.rfind("llama2-7b (6.74B parameters) on 32 x 8 h100-sxm = 256 "
@@ -165,7 +167,7 @@ TEST(PlanCommandTest, HumanTableAndBestLayouts) {
                       0),
             0u)
       << out;
-  const size_t header = out.find("rank  tp sp  pp vpp  cp");
+  const size_t header = out.find("rank  tp  sp  pp  vpp  cp  ");
   ASSERT_NE(header, std::string::npos) << out;
   for (const char* column :
        {"tokens/s", "MFU", "GiB/GPU", "exposed s", "W/GPU", "tokens/J"}) {
@@ -243,7 +245,6 @@ TEST(PlanCommandTest, BadInputExitsTwoWithOneLineNamingTheField) {
        "search.top: "},
       {Concat(Concat({"plan"}, ExampleFlags()), {"extra"}),
        "unexpected argument 'extra'"},
-      {{"plan"}, "model: required"},
       {{"plan", "--spec", malformed},
        "spec: " + malformed + ": malformed JSON"},
       {{"plan", "--spec", unknown_field},
@@ -277,6 +278,50 @@ TEST(PlanCommandTest, BadInputExitsTwoWithOneLineNamingTheField) {
   std::remove(malformed.c_str());
   std::remove(unknown_field.c_str());
   std::remove(negative_top.c_str());
+  // Every missing flag at once, one line each.
+  const CliRun bare = RunCli({"plan"});
+  EXPECT_EQ(bare.status, 2);
+  EXPECT_EQ(std::count(bare.err.begin(), bare.err.end(), '\n'), 6) << bare.err;
+  for (const char* missing :
+       {"tessera plan: model: required",
+        "\ntessera plan: cluster.gpu: required",
+        "\ntessera plan: cluster.nodes: required",
+        "\ntessera plan: training.seq_len: required (--seq-len N)\n"}) {
+    EXPECT_NE(bare.err.find(missing), std::string::npos) << missing;
+  }
+}
+
+TEST(PlanCommandTest, TableFits100ColumnsAndCsvHasEveryCandidate) {
+  const CliRun table =
+      RunCli(Concat(Concat({"plan"}, ExampleFlags()), {"--top", "5"}));
+  ASSERT_EQ(table.status, 0) << table.err;
+  const size_t header = table.out.find("\nrank  tp");
+  ASSERT_NE(header, std::string::npos) << table.out;
+  const size_t end = table.out.find("\n\n", header + 1);
+  std::istringstream lines(table.out.substr(header + 1, end - header - 1));
+  int rows = 0;
+  for (std::string line; std::getline(lines, line); ++rows) {
+    EXPECT_LE(line.size(), 100u) << line;
+  }
+  EXPECT_EQ(rows, 6);  // the header and five layouts
+  const CliRun csv = RunCli(
+      Concat(Concat({"plan"}, ExampleFlags()), {"--top", "5", "-o", "csv"}));
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  EXPECT_EQ(csv.out.rfind("rank,tp,sp,pp,vpp,cp,dp,zero,shard_group,"
+                          "micro_batch,grad_accum,recompute,step_time_s,",
+                          0),
+            0u)
+      << csv.out;
+  EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 6);
+  EXPECT_NE(csv.out.find("\n1,"), std::string::npos);
+  EXPECT_NE(csv.out.find("\n5,"), std::string::npos);
+  // --json and -o json are one format; they may not disagree.
+  const CliRun both =
+      RunCli(Concat(Concat({"plan"}, ExampleFlags()), {"--json", "-o", "csv"}));
+  EXPECT_EQ(both.status, 2);
+  EXPECT_NE(both.err.find("--json: conflicts with --output csv"),
+            std::string::npos)
+      << both.err;
 }
 
 TEST(PlanCommandTest, NothingFeasibleExitsThree) {
