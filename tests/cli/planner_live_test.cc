@@ -429,7 +429,8 @@ TEST_F(PlannerLiveTest, TrialsReportedByAnAgentReachEveryCommand) {
   EXPECT_DOUBLE_EQ(trials[1]["measured"]["tokens_per_s"].get<double>(),
                    second_tokens_per_s);
   EXPECT_TRUE(trials[1]["measured"]["watts_per_gpu"].is_null());
-  r = Run({"trials", "--study", sid, "--sort", "-tokens_per_s"});
+  // -o wide: every column (the default table drops some to fit 100).
+  r = Run({"trials", "--study", sid, "--sort", "-tokens_per_s", "-o", "wide"});
   std::vector<std::string> rows;
   for (size_t at = 0, next; (next = r.out.find('\n', at)) != std::string::npos;
        at = next + 1) {
