@@ -169,12 +169,14 @@ int Main(const std::vector<std::string>& args) {
               << flags.Help();
     return 0;
   }
+  // A missing --planner is reported with any bad flag, one line each.
+  flags.AddRequirement([](const auto& given) {
+    return given("planner")
+               ? std::vector<std::string>{}
+               : std::vector<std::string>{"--planner: required (HOST:PORT)"};
+  });
   if (absl::Status s = flags.Parse(args); !s.ok()) {
     std::cerr << s.message() << "\n";
-    return 2;
-  }
-  if (!f.planner.has_value()) {
-    std::cerr << "--planner: required (HOST:PORT)\n";
     return 2;
   }
   if (f.drain_timeout_s.has_value() && *f.drain_timeout_s < 0) {
