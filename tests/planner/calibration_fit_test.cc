@@ -25,9 +25,11 @@ const std::set<std::string> kCompute = {
 Workload MakeWorkload(const char* model, const GpuSpec& gpu, int64_t nodes,
                       int64_t gpus_per_node, int64_t global_batch,
                       int64_t seq_len) {
-  return Workload{
-      *ModelPreset(model), MakeCluster(gpu, nodes, gpus_per_node),
-      TrainingConfig{.global_batch = global_batch, .seq_len = seq_len}};
+  Workload w{*ModelPreset(model), MakeCluster(gpu, nodes, gpus_per_node),
+             TrainingConfig{.global_batch = global_batch, .seq_len = seq_len}};
+  // The samples are trials that ran: the device's memory, no margin.
+  w.cluster.memory_headroom_fraction = 0;
+  return w;
 }
 
 Workload H100(const char* model, int64_t nodes, int64_t global_batch,

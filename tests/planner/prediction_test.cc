@@ -31,6 +31,38 @@ LayoutEvaluation Predict(const Workload& w, const char* layout) {
   return PredictLayout(w, *l, *DefaultCalibration(w));
 }
 
+// The memory headroom (core/workload.h) is taken off the GPU's memory
+// before a layout is judged to fit: 5% by default, or what the cluster says.
+TEST(PredictionTest, HeadroomIsKeptFreeOfEveryLayout) {
+  Workload w = MakeWorkload("llama2-7b", "h100-sxm", 1, 64, 4096);
+  const double memory = static_cast<double>(w.cluster.gpu.memory_bytes);
+  EXPECT_DOUBLE_EQ(MemoryHeadroomBytes(w.cluster), 0.05 * memory);
+  w.cluster.memory_headroom_fraction = 0;
+  const LayoutEvaluation e = Predict(w, "tp=2,zero=1,micro_batch=1");
+  ASSERT_TRUE(e.feasible) << e.reason;
+  const double spare = memory - e.prediction.memory.total_bytes;
+  ASSERT_GT(spare, 1 << 20);
+  w.cluster.memory_headroom_fraction.reset();
+  w.cluster.memory_headroom_bytes = spare - (1 << 20);
+  EXPECT_TRUE(Predict(w, "tp=2,zero=1,micro_batch=1").feasible);
+  w.cluster.memory_headroom_bytes = spare + (1 << 20);
+  const LayoutEvaluation over = Predict(w, "tp=2,zero=1,micro_batch=1");
+  EXPECT_FALSE(over.feasible);
+  EXPECT_NE(over.reason.find(" GiB headroom)"), std::string::npos)
+      << over.reason;
+  // Both forms at once, or one out of range, is refused by name.
+  w.cluster.memory_headroom_fraction = 0.1;
+  EXPECT_NE(ValidateCluster(w.cluster).message().find(
+                "cluster.memory_headroom_gib: give it or "
+                "memory_headroom_fraction, not both"),
+            std::string::npos);
+  w.cluster.memory_headroom_bytes.reset();
+  w.cluster.memory_headroom_fraction = 1;
+  EXPECT_NE(ValidateCluster(w.cluster).message().find(
+                "cluster.memory_headroom_fraction: must be in [0, 1)"),
+            std::string::npos);
+}
+
 TEST(PredictionTest, BreakdownAddsUp) {
   Workload w = MakeWorkload("llama2-7b", "h100-sxm", 4, 256, 4096);
   w.training.total_tokens = 1e12;
@@ -260,7 +292,7 @@ TEST(PredictionTest, InfeasibleLayoutsSayWhy) {
             3)
       << e.reason;
   EXPECT_NEAR(needs - usable, over, 0.11);
-  EXPECT_NEAR(usable, 81559.0 / 1024, 0.05);
+  EXPECT_NEAR(usable, 0.95 * 81559.0 / 1024, 0.05);  // less 5% headroom
   EXPECT_NEAR(e.prediction.memory_gib_per_gpu, needs, 0.05);
   EXPECT_GT(e.prediction.step_time_s, 0);  // still predicted
 
