@@ -142,14 +142,14 @@ int RunExplain(const std::vector<std::string>& args, std::ostream& out,
     return kExitOk;
   }
 
-  const planner::Prediction& p = e.prediction;
-  out << DescribeWorkload(w) << "\n";
-  out << "layout: " << FormatLayout(e.layout) << "\n";
+  // The prediction as `predict` prints it, then where it ranks, its step
+  // and memory accounted for, and how it differs from the best.
+  const planner::StepTimeInterval interval =
+      e.feasible ? planner::IntervalOf(w, e, c, calibration->uncertainty)
+                 : planner::StepTimeInterval{};
+  PrintPrediction(w, e, out, e.feasible ? &interval : nullptr,
+                  calibration->uncertainty.source);
   if (!e.feasible) {
-    out << "infeasible: " << e.reason << "\n";
-    if (p.memory.total_bytes > 0) {
-      out << "memory per GPU: " << MemoryAccount(p.memory) << "\n";
-    }
     if (best != nullptr) {
       out << "the best feasible layout: " << FormatLayout(best->layout)
           << " (tessera explain it)\n";
@@ -158,34 +158,12 @@ int RunExplain(const std::vector<std::string>& args, std::ostream& out,
   }
   out << absl::StrFormat("rank:           %d of %d feasible layouts\n",
                          rank.value_or(0), search->feasible);
-  out << "step:           " << StepAccount(p) << "\n";
-  const planner::StepTimeInterval interval =
-      planner::IntervalOf(w, e, c, calibration->uncertainty);
-  out << absl::StrFormat("uncertainty:    %.4f-%.4f s at +-1 sd (%s)\n",
-                         interval.low_s, interval.high_s,
-                         calibration->uncertainty.source);
+  out << "step account:   " << StepAccount(e.prediction) << "\n";
   out << absl::StrFormat(
-      "throughput:     %.0f tokens/s, %.0f per GPU, %.1f TFLOP/s per GPU, "
-      "MFU %.1f%%\n",
-      p.tokens_per_s, p.tokens_per_s_per_gpu, p.tflops_per_gpu, 100 * p.mfu);
-  out << "memory per GPU: " << MemoryAccount(p.memory) << "\n";
-  out << absl::StrFormat(
-      "                usable %.1f GiB (%.1f GiB less %.1f GiB headroom): "
-      "%.1f GiB to spare\n",
-      usable_gib, static_cast<double>(w.cluster.gpu.memory_bytes) / kGiB,
-      headroom_gib, usable_gib - p.memory_gib_per_gpu);
-  out << absl::StrFormat(
-      "communication:  tp %.4f s (exposed %.4f), cp %.4f s (%.4f), pp %.4f s "
-      "(%.4f), dp %.4f s (%.4f)\n",
-      p.tp_comm_s, p.tp_exposed_s, p.cp_comm_s, p.cp_exposed_s, p.pp_comm_s,
-      p.pp_exposed_s, p.dp_comm_s, p.dp_exposed_s);
-  out << absl::StrFormat("power:          %.0f W per GPU, %.3f tokens/J\n",
-                         p.watts_per_gpu, p.tokens_per_joule);
-  if (p.full_run.has_value()) {
-    out << absl::StrFormat(
-        "full run:       %.2f days, %.1f MWh, %.0f GPU-hours\n",
-        p.full_run->days, p.full_run->energy_mwh, p.full_run->gpu_hours);
-  }
+      "memory left:    %.1f GiB of the usable %.1f GiB (%.1f GiB less %.1f "
+      "GiB headroom)\n",
+      usable_gib - e.prediction.memory_gib_per_gpu, usable_gib,
+      static_cast<double>(w.cluster.gpu.memory_bytes) / kGiB, headroom_gib);
   if (rank.value_or(0) == 1) {
     out << "vs the best:    it is the best layout\n";
   } else if (best != nullptr) {

@@ -79,9 +79,17 @@ absl::StatusOr<int64_t> ParseStudyArgs(const std::vector<std::string>& args,
                                        const std::vector<std::string>& switches,
                                        absl::string_view usage, FlagSet& flags,
                                        PlannerFlags& planner) {
+  return ParseStudyArgs(args, switches, usage, flags,
+                        [&] { return planner.Validate(); });
+}
+
+absl::StatusOr<int64_t> ParseStudyArgs(
+    const std::vector<std::string>& args,
+    const std::vector<std::string>& switches, absl::string_view usage,
+    FlagSet& flags, const std::function<absl::Status()>& validate) {
   const Operands operands = SplitOperands(args, switches);
   TESSERA_RETURN_IF_ERROR(flags.Parse(operands.flags));
-  TESSERA_RETURN_IF_ERROR(planner.Validate());
+  TESSERA_RETURN_IF_ERROR(validate());
   TESSERA_RETURN_IF_ERROR(ExpectOperands(operands, {"ID"}, usage));
   return ParseStudyId(operands.operands[0]);
 }

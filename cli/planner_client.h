@@ -98,6 +98,12 @@ absl::StatusOr<int64_t> ParseStudyArgs(const std::vector<std::string>& args,
                                        const std::vector<std::string>& switches,
                                        absl::string_view usage, FlagSet& flags,
                                        PlannerFlags& planner);
+// The same with `validate` checking the parsed flags (cli/study_source.h
+// passes its own).
+absl::StatusOr<int64_t> ParseStudyArgs(
+    const std::vector<std::string>& args,
+    const std::vector<std::string>& switches, absl::string_view usage,
+    FlagSet& flags, const std::function<absl::Status()>& validate);
 
 // The planner's gRPC API with absl::Status errors. A planner that cannot be
 // reached is UNAVAILABLE "cannot reach the planner at ADDRESS (why)"; a call

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "cli/operands.h"
 #include "core/status_macros.h"
 #include "db/sqlite_trial_store.h"
 #include "planner/service/study_queries.h"
@@ -108,11 +107,8 @@ absl::StatusOr<int64_t> ParseStudyArgs(const std::vector<std::string>& args,
                                        const std::vector<std::string>& switches,
                                        absl::string_view usage, FlagSet& flags,
                                        StudySourceFlags& source) {
-  const Operands operands = SplitOperands(args, switches);
-  TESSERA_RETURN_IF_ERROR(flags.Parse(operands.flags));
-  TESSERA_RETURN_IF_ERROR(source.Validate());
-  TESSERA_RETURN_IF_ERROR(ExpectOperands(operands, {"ID"}, usage));
-  return ParseStudyId(operands.operands[0]);
+  return ParseStudyArgs(args, switches, usage, flags,
+                        [&] { return source.Validate(); });
 }
 
 }  // namespace tessera::cli
