@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Applies small semantic mutations to the cost model one at a time, rebuilds
-the planner's tests, runs them, and reports which mutations the suite kills
-(a test fails) and which survive. The tree is restored after each one.
+"""Applies small semantic mutations to the cost model and the training
+engine one at a time, rebuilds the tests that judge them, runs them, and
+reports which mutations the suite kills (a test fails) and which survive.
+The tree is restored after each one.
 
     tests/mutations/planner_mutations.py [--build build] [--only NAME]
 
-Each mutation is (name, file, text to find, replacement); the text must occur
-exactly once. Run from a configured build (cmake -B build).
+Each mutation is (name, file, text to find, replacement[, test targets]);
+the text must occur exactly once; without targets the planner's TESTS judge
+it. Run from a configured build (cmake -B build).
 """
 import argparse
 import os
@@ -92,6 +94,23 @@ MUTATIONS = [
      "planner/comm/fsdp_comm.cc",
      "return std::max({0.0, floor_s, comm_s - efficiency * window_s});",
      "return std::max({0.0, comm_s - efficiency * window_s});"),
+    # The training engine's optimizer, judged by the multi-step PyTorch
+    # oracle (tests/executor/engine/torch_training_oracle_test.cc).
+    ("AdamW's step counter frozen at 1",
+     "executor/engine/rank_engine.cc",
+     "  adamw.step = step_ + 1;",
+     "  adamw.step = 1;",
+     ["engine_torch_reference_test"]),
+    ("weight decay on the RMSNorm weights",
+     "executor/engine/model_shard.cc",
+     "                      hidden,          0,  0.0, false,  true};",
+     "                      hidden,          0,  0.0, true,  true};",
+     ["engine_torch_reference_test"]),
+    ("gradient clipping off",
+     "executor/engine/param_store.cc",
+     "    if (coefficient < 1) {",
+     "    if (false && coefficient < 1) {",
+     ["engine_torch_reference_test"]),
 ]
 
 TESTS = ["core_test", "planner_test", "planner_behaviour_test",
@@ -109,7 +128,8 @@ def main():
     ap.add_argument("--only", default=None)
     args = ap.parse_args()
     results = []
-    for name, path, find, repl in MUTATIONS:
+    for name, path, find, repl, *targets in MUTATIONS:
+        tests = targets[0] if targets else TESTS
         if args.only and args.only not in name:
             continue
         full = os.path.join(ROOT, path)
@@ -119,12 +139,12 @@ def main():
             continue
         try:
             open(full, "w").write(original.replace(find, repl))
-            b = run(["ninja", "-C", args.build] + TESTS)
+            b = run(["ninja", "-C", args.build] + tests)
             if b.returncode != 0:
                 results.append((name, "killed (does not build)"))
                 continue
             failed = []
-            for t in TESTS:
+            for t in tests:
                 exe = run(["find", args.build, "-name", t, "-type", "f"]).stdout.split()
                 if not exe:
                     continue
@@ -135,7 +155,7 @@ def main():
                             else "SURVIVED"))
         finally:
             open(full, "w").write(original)
-    run(["ninja", "-C", args.build] + TESTS)
+    run(["ninja", "-C", args.build] + TESTS + ["engine_torch_reference_test"])
     width = max(len(n) for n, _ in results)
     for name, outcome in results:
         print(f"{name:<{width}}  {outcome}")
