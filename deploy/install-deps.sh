@@ -20,6 +20,7 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libgrpc++-dev protobuf-compiler-grpc
   libsqlite3-dev sqlite3
+  libmicrohttpd-dev  # tessera-planner --metrics-listen
   nlohmann-json3-dev
   libopenblas-dev
   python3  # deploy/ scripts' JSON handling

@@ -3,6 +3,10 @@
 //
 //   tessera-planner --listen 127.0.0.1:0 --db /tmp/t.db
 //   # stdout, first line: "listening on 127.0.0.1:43127"
+//   tessera-planner --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0
+//   # then a second line: "metrics on 127.0.0.1:43128" (GET /metrics)
+//
+// The gRPC port also serves grpc.health.v1.Health (planner/service/health.h).
 //
 // With --tls-cert and --tls-key it serves TLS; with --auth-token-file too,
 // only calls that carry the token (proto/transport_security.h).
@@ -34,15 +38,24 @@ using tessera::service::PlannerServer;
 
 int Run(const std::vector<std::string>& args) {
   std::optional<std::string> listen, db, log_level, tls_cert, tls_key,
-      token_file;
+      token_file, metrics_listen;
   std::optional<int64_t> heartbeat_ms;
   std::optional<double> lease_timeout_s, agent_timeout_s;
   bool no_cluster_probes = false;
   FlagSet flags("tessera-planner");
   flags.AddString("listen", "HOST:PORT",
                   "where to serve (default 127.0.0.1:50051; port 0 picks a "
-                  "free one and prints it)",
+                  "free one and prints it); the port also serves the gRPC "
+                  "health service (grpc.health.v1.Health: \"\", "
+                  "tessera.v1.PlannerService, tessera.v1.AgentService)",
                   &listen);
+  flags.AddString("metrics-listen", "HOST:PORT",
+                  "serve Prometheus metrics at http://HOST:PORT/metrics "
+                  "(trials, studies and agents by state, the store's size, "
+                  "RPC latency by method); port 0 picks a free one and "
+                  "prints \"metrics on HOST:PORT\" after the listening line "
+                  "(default: not served)",
+                  &metrics_listen);
   flags.AddString("db", "FILE",
                   "the SQLite history (default ./tessera.db; created when "
                   "absent)",
@@ -105,6 +118,7 @@ int Run(const std::vector<std::string>& args) {
   options.db_path = db.value_or("tessera.db");
   options.log = Log(level);
   options.cluster_probes = !no_cluster_probes;
+  options.metrics_listen = metrics_listen.value_or("");
   if (heartbeat_ms.has_value()) {
     if (*heartbeat_ms < 1) {
       std::cerr << "tessera-planner: --heartbeat-interval-ms: must be "
@@ -153,6 +167,9 @@ int Run(const std::vector<std::string>& args) {
     return 1;
   }
   std::cout << "listening on " << (*server)->address() << std::endl;
+  if (!options.metrics_listen.empty()) {
+    std::cout << "metrics on " << (*server)->metrics_address() << std::endl;
+  }
   log.Info(absl::StrCat("serving on ", (*server)->address(), ", history in ",
                         options.db_path));
   int signal = 0;

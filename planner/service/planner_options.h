@@ -46,6 +46,9 @@ struct PlannerOptions {
   // How the server's port is secured (proto/transport_security.h); null:
   // plaintext, no token.
   std::shared_ptr<grpc::ServerCredentials> credentials;
+  // Where PlannerServer serves Prometheus metrics (GET /metrics, HOST:PORT;
+  // port 0 picks a free one); empty: nowhere.
+  std::string metrics_listen;
 };
 
 }  // namespace tessera::service

@@ -6,6 +6,8 @@
 #include "core/status_macros.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "planner/service/health.h"
+#include "planner/service/metrics/planner_metrics.h"
 
 namespace tessera::service {
 
@@ -31,11 +33,15 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
         absl::StrCat("--db ", options.db_path, ": ", store.status().message()));
   }
   s->store_ = *std::move(store);
+  const std::string metrics_listen = options.metrics_listen;
   TESSERA_ASSIGN_OR_RETURN(
       s->planner_, Planner::Create(s->store_.get(), std::move(options)));
   s->planner_service_ = std::make_unique<PlannerServiceImpl>(s->planner_.get());
   s->agent_service_ = std::make_unique<AgentServiceImpl>(s->planner_.get());
+  EnableHealthService();
   grpc::ServerBuilder builder;
+  builder.experimental().SetInterceptorCreators(
+      s->rpc_metrics_.InterceptorFactories());
   int port = 0;
   builder.AddListeningPort(std::string(listen), credentials, &port);
   builder.RegisterService(s->planner_service_.get());
@@ -46,6 +52,16 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
         absl::StrCat("--listen: cannot listen on ", listen));
   }
   s->address_ = absl::StrCat(listen.substr(0, colon), ":", port);
+  if (!metrics_listen.empty()) {
+    PlannerServer* raw = s.get();
+    TESSERA_ASSIGN_OR_RETURN(
+        s->metrics_endpoint_,
+        metrics::MetricsEndpoint::Start(metrics_listen, [raw] {
+          return metrics::PlannerMetricsText(
+              *raw->store_, raw->store_->path(), raw->rpc_metrics_);
+        }));
+  }
+  SetServing(*s->server_, true);
   return s;
 }
 
@@ -58,10 +74,12 @@ void PlannerServer::Shutdown(absl::Duration grace) {
     shut_down_ = true;
   }
   if (server_ == nullptr) return;
+  SetServing(*server_, false);
   planner_->StopWaits();
   server_->Shutdown(std::chrono::system_clock::now() +
                     absl::ToChronoMilliseconds(grace));
   server_->Wait();
+  metrics_endpoint_.reset();
 }
 
 void PlannerServer::Wait() {

@@ -1,6 +1,9 @@
 // The whole planner service in one object: the SQLite store, the Planner,
-// PlannerService and AgentService on one grpc::Server. What tessera-planner
-// runs, and what tests start on 127.0.0.1:0 with a temporary database.
+// PlannerService, AgentService and the gRPC health service (health.h) on one
+// grpc::Server, with every unary call's latency timed (metrics/rpc_metrics.h)
+// and, when options.metrics_listen is set, Prometheus metrics served over
+// HTTP (metrics/metrics_endpoint.h). What tessera-planner runs, and what
+// tests start on 127.0.0.1:0 with a temporary database.
 //
 //   PlannerOptions options;
 //   options.db_path = "tessera.db";
@@ -19,6 +22,8 @@
 #include "db/sqlite_trial_store.h"
 #include "grpcpp/server.h"
 #include "planner/service/agent_service.h"
+#include "planner/service/metrics/metrics_endpoint.h"
+#include "planner/service/metrics/rpc_metrics.h"
 #include "planner/service/planner.h"
 #include "planner/service/planner_service.h"
 
@@ -28,23 +33,28 @@ class PlannerServer {
  public:
   // Opens (or creates) the store at options.db_path (with options.clock),
   // resumes its studies and serves on `listen` (host:port; port 0 picks a
-  // free one). UNAVAILABLE names --listen when the address cannot be bound;
-  // the store's errors name the database.
+  // free one), health SERVING. UNAVAILABLE names --listen (or
+  // --metrics-listen) when the address cannot be bound; the store's errors
+  // name the database.
   static absl::StatusOr<std::unique_ptr<PlannerServer>> Start(
       absl::string_view listen, PlannerOptions options,
       db::SqliteTrialStoreOptions store_options = {});
   // Shutdown(), then closes the store.
   ~PlannerServer();
 
-  // Stops accepting calls, fails waiting rendezvous fetches, cancels the
-  // calls still running after `grace` (watch streams) and waits for them.
-  // Idempotent.
+  // Sets health NOT_SERVING, stops accepting calls, fails waiting
+  // rendezvous fetches, cancels the calls still running after `grace` (watch
+  // streams), waits for them and stops the metrics endpoint. Idempotent.
   void Shutdown(absl::Duration grace = absl::Seconds(1));
   // Blocks until Shutdown is called (from another thread).
   void Wait();
 
   // host:port as bound ("127.0.0.1:43127").
   const std::string& address() const { return address_; }
+  // The metrics endpoint's host:port as bound; "" without metrics_listen.
+  std::string metrics_address() const {
+    return metrics_endpoint_ != nullptr ? metrics_endpoint_->address() : "";
+  }
   Planner& planner() { return *planner_; }
   db::SqliteTrialStore& store() { return *store_; }
 
@@ -52,10 +62,14 @@ class PlannerServer {
   PlannerServer() = default;
 
   std::unique_ptr<db::SqliteTrialStore> store_;
+  // Before server_: it must outlive the server's interceptors.
+  metrics::RpcMetrics rpc_metrics_;
   std::unique_ptr<Planner> planner_;
   std::unique_ptr<PlannerServiceImpl> planner_service_;
   std::unique_ptr<AgentServiceImpl> agent_service_;
   std::unique_ptr<grpc::Server> server_;
+  // Reads the store: stopped by Shutdown, before the store closes.
+  std::unique_ptr<metrics::MetricsEndpoint> metrics_endpoint_;
   std::string address_;
   absl::Mutex mu_;
   bool shut_down_ ABSL_GUARDED_BY(mu_) = false;
