@@ -2,9 +2,12 @@
 // its Prometheus endpoint (GET /metrics), against a real PlannerServer.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 #include <thread>
@@ -263,6 +266,43 @@ TEST(MetricsTest, MalformedListenIsRefused) {
   EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(server.status().message().find("--metrics-listen"),
             std::string::npos);
+}
+
+TEST(MetricsTest, BinaryPrintsTheMetricsAddressAfterTheGrpcOne) {
+  TempDir dir;
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const std::string db = dir.File("t.db");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    execl(TESSERA_PLANNER_BIN, TESSERA_PLANNER_BIN, "--listen", "127.0.0.1:0",
+          "--metrics-listen", "127.0.0.1:0", "--db", db.c_str(), "--log",
+          "warning", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  FILE* out = fdopen(fds[0], "r");
+  char first[256] = {}, second[256] = {};
+  ASSERT_NE(fgets(first, sizeof(first), out), nullptr);
+  ASSERT_NE(fgets(second, sizeof(second), out), nullptr);
+  EXPECT_EQ(std::string(first).rfind("listening on 127.0.0.1:", 0), 0u)
+      << first;
+  std::string metrics(second);
+  ASSERT_EQ(metrics.rfind("metrics on 127.0.0.1:", 0), 0u) << metrics;
+  metrics = metrics.substr(std::string("metrics on ").size());
+  metrics.pop_back();  // '\n'
+  const auto [code, body] = HttpGet(metrics, "GET", "/metrics");
+  EXPECT_EQ(code, 200);
+  EXPECT_NE(body.find("tessera_trials{state=\"ok\"} 0"), std::string::npos)
+      << body;
+  kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  fclose(out);
 }
 
 }  // namespace
