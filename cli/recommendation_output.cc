@@ -33,11 +33,11 @@ void PrintRecommendedLayout(absl::string_view title,
                             const v1::RecommendedLayout& r, std::ostream& out) {
   out << title << ": " << FullLayout(r.layout()) << "\n";
   out << absl::StrFormat(
-      "  %s: %.0f tokens/s, step %s s, MFU %.1f%%, %.1f GiB per GPU, "
+      "  %s: %.0f tokens/s, step %s s, MFU %.1f%%, %s per GPU, "
       "exposed comm %s s, bubble %s s\n",
       Label(r), r.tokens_per_s(), Readable(r.step_time_s()), 100 * r.mfu(),
-      r.memory_gib_per_gpu(), Readable(r.exposed_comm_s()),
-      Readable(r.bubble_s()));
+      ReadableBytes(r.memory_gib_per_gpu() * 1024 * 1024 * 1024),
+      Readable(r.exposed_comm_s()), Readable(r.bubble_s()));
   if (r.tokens_per_joule() > 0) {
     out << absl::StrFormat("  energy: %s tokens/J (%s)\n",
                            Readable(r.tokens_per_joule()),

@@ -90,9 +90,10 @@ cat <<MSG
 
 The history (every study, trial, per-step metric, agent, probe and
 calibration) is in $db.
-Query it with a planner on that file, e.g.:
-  build/planner/service/tessera-planner --db $db --listen 127.0.0.1:50051 &
-  build/cli/tessera history ; build/cli/tessera trials --sort -tokens_per_s
+Query it directly (read-only, no planner needed), e.g.:
+  build/cli/tessera history --db $db
+  build/cli/tessera trials --db $db --sort -tokens_per_s
+  build/cli/tessera best $id --db $db --export torchtitan
 The study as one HTML page: $run_dir/study-$id.html (tessera report $id).
 Logs: $run_dir/{planner,agent-a,agent-b}.log
 MSG

@@ -457,6 +457,9 @@ TEST_F(PlannerLiveTest, TrialsReportedByAnAgentReachEveryCommand) {
   EXPECT_DOUBLE_EQ(best["recommended"]["tokens_per_s"].get<double>(),
                    first_tokens_per_s);
   EXPECT_EQ(best["recommended"]["layout"], trials[0]["layout"]);
+  // One MFU: the recommendation's is the trial's own (it ran at scale).
+  EXPECT_DOUBLE_EQ(best["recommended"]["mfu"].get<double>(),
+                   trials[0]["measured"]["mfu"].get<double>());
   EXPECT_EQ(best["calibration_samples"], 2);
 
   // history: one group per layout, each with its one ok trial.
