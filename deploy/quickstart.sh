@@ -93,7 +93,7 @@ calibration) is in $db.
 Query it directly (read-only, no planner needed), e.g.:
   build/cli/tessera history --db $db
   build/cli/tessera trials --db $db --sort -tokens_per_s
-  build/cli/tessera best $id --db $db --export torchtitan
+  build/cli/tessera best $id --db $db --export megatron
 The study as one HTML page: $run_dir/study-$id.html (tessera report $id).
 Logs: $run_dir/{planner,agent-a,agent-b}.log
 MSG
