@@ -165,14 +165,17 @@ std::string Readable(double value) {
   return absl::StrFormat("%.3g", value);
 }
 
-std::string ReadableBytes(double bytes) {
+std::string ReadableBytesIn(double bytes, double column_max_bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;
-  while (std::abs(bytes) >= 1024 && unit < 4) {
-    bytes /= 1024;
+  double scale = 1;
+  while (std::abs(column_max_bytes) >= 1024 * scale && unit < 4) {
+    scale *= 1024;
     ++unit;
   }
-  return absl::StrCat(Readable(bytes), " ", kUnits[unit]);
+  return absl::StrCat(Readable(bytes / scale), " ", kUnits[unit]);
 }
+
+std::string ReadableBytes(double bytes) { return ReadableBytesIn(bytes, bytes); }
 
 }  // namespace tessera::cli

@@ -84,4 +84,9 @@ std::string Readable(double value);
 // more: "512 B", "3.5 MiB", "78.1 GiB" (Readable's digits).
 std::string ReadableBytes(double bytes);
 
+// `bytes` in the unit ReadableBytes picks for `column_max_bytes` (a table's
+// largest value), so that one column has one unit: ReadableBytesIn(512 *
+// 1024, 3.0 * (1 << 30)) is "0.000488 GiB".
+std::string ReadableBytesIn(double bytes, double column_max_bytes);
+
 }  // namespace tessera::cli

@@ -1,5 +1,6 @@
 #include "cli/trial_table.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 
@@ -43,6 +44,13 @@ void PrintTrialTable(const Trials& trials, std::ostream& out,
        TableColumn("watts", kRight).Drop(5),
        TableColumn("predicted tokens/s", kRight).Drop(4).Short("predicted"),
        TableColumn("reason").Cut(16)});
+  // Memory in one unit for the whole column: its largest value's.
+  double max_memory_bytes = 0;
+  for (const v1::Trial& t : trials) {
+    max_memory_bytes =
+        std::max(max_memory_bytes,
+                 static_cast<double>(t.measured().peak_memory_bytes()));
+  }
   for (const v1::Trial& t : trials) {
     const v1::TrialMetrics& m = t.measured();
     table.AddRow({
@@ -56,7 +64,8 @@ void PrintTrialTable(const Trials& trials, std::ostream& out,
         m.mfu() > 0 ? IfMeasured(t, absl::StrFormat("%.1f%%", 100 * m.mfu()))
                     : kNotMeasured,
         IfMeasured(t,
-                   ReadableBytes(static_cast<double>(m.peak_memory_bytes()))),
+                   ReadableBytesIn(static_cast<double>(m.peak_memory_bytes()),
+                                   max_memory_bytes)),
         MeasuresComm(t)
             ? IfMeasured(t, absl::StrCat(Readable(m.exposed_comm_s()), " s"))
             : kNotMeasured,

@@ -283,6 +283,25 @@ TEST(TrialTableTest, ACommandTrialShowsWhatItDidNotMeasureAsNotMeasured) {
   EXPECT_EQ(row.find("0.0%"), std::string::npos) << row;
 }
 
+// Memory has one unit per table: the largest value's.
+TEST(TrialTableTest, MemoryHasOneUnitForTheColumn) {
+  EXPECT_EQ(ReadableBytesIn(512 * 1024, 3.0 * (1 << 30)), "0.000488 GiB");
+  EXPECT_EQ(ReadableBytesIn(0, 0), "0 B");
+  google::protobuf::RepeatedPtrField<v1::Trial> trials;
+  v1::Trial small = OkTrial();
+  small.mutable_measured()->set_peak_memory_bytes(int64_t{512} << 20);
+  v1::Trial large = OkTrial();
+  large.set_id(13);
+  large.mutable_measured()->set_peak_memory_bytes(int64_t{3} << 30);
+  *trials.Add() = small;
+  *trials.Add() = large;
+  std::ostringstream out;
+  PrintTrialTable(trials, out);
+  EXPECT_NE(out.str().find(" 0.5 GiB "), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find(" 3 GiB "), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("MiB"), std::string::npos) << out.str();
+}
+
 TEST(TrialTableTest, ColumnsAndPlaceholders) {
   google::protobuf::RepeatedPtrField<v1::Trial> trials;
   *trials.Add() = OkTrial();
