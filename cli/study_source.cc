@@ -12,55 +12,50 @@
 namespace tessera::cli {
 namespace {
 
-// The planner's answers over gRPC.
-class PlannerStudySource : public StudySource {
+// The four queries answered by `Queries` (PlannerClient over gRPC, or
+// service::StudyQueries over a store), which has the same methods.
+template <typename Queries>
+class ForwardingStudySource : public StudySource {
+ public:
+  absl::StatusOr<v1::GetStudyResponse> GetStudy(int64_t study_id) override {
+    return queries().GetStudy(study_id);
+  }
+  absl::StatusOr<v1::ListStudiesResponse> ListStudies(
+      const v1::ListStudiesRequest& request) override {
+    return queries().ListStudies(request);
+  }
+  absl::StatusOr<v1::ListTrialsResponse> ListTrials(
+      const v1::ListTrialsRequest& request) override {
+    return queries().ListTrials(request);
+  }
+  absl::StatusOr<v1::Recommendation> GetRecommendation(
+      int64_t study_id) override {
+    return queries().GetRecommendation(study_id);
+  }
+
+ protected:
+  virtual Queries& queries() = 0;
+};
+
+class PlannerStudySource : public ForwardingStudySource<PlannerClient> {
  public:
   explicit PlannerStudySource(const PlannerFlags& flags)
       : client_(flags.Address(), flags.Timeout(), flags.Credentials()) {}
 
-  absl::StatusOr<v1::GetStudyResponse> GetStudy(int64_t study_id) override {
-    return client_.GetStudy(study_id);
-  }
-  absl::StatusOr<v1::ListStudiesResponse> ListStudies(
-      const v1::ListStudiesRequest& request) override {
-    return client_.ListStudies(request);
-  }
-  absl::StatusOr<v1::ListTrialsResponse> ListTrials(
-      const v1::ListTrialsRequest& request) override {
-    return client_.ListTrials(request);
-  }
-  absl::StatusOr<v1::Recommendation> GetRecommendation(
-      int64_t study_id) override {
-    return client_.GetRecommendation(study_id);
-  }
-
  private:
+  PlannerClient& queries() override { return client_; }
   PlannerClient client_;
 };
 
 // The same queries over a store opened read-only.
-class StoreStudySource : public StudySource {
+class StoreStudySource
+    : public ForwardingStudySource<const service::StudyQueries> {
  public:
   explicit StoreStudySource(std::unique_ptr<db::SqliteTrialStore> store)
       : store_(std::move(store)), queries_(store_.get()) {}
 
-  absl::StatusOr<v1::GetStudyResponse> GetStudy(int64_t study_id) override {
-    return queries_.GetStudy(study_id);
-  }
-  absl::StatusOr<v1::ListStudiesResponse> ListStudies(
-      const v1::ListStudiesRequest& request) override {
-    return queries_.ListStudies(request);
-  }
-  absl::StatusOr<v1::ListTrialsResponse> ListTrials(
-      const v1::ListTrialsRequest& request) override {
-    return queries_.ListTrials(request);
-  }
-  absl::StatusOr<v1::Recommendation> GetRecommendation(
-      int64_t study_id) override {
-    return queries_.GetRecommendation(study_id);
-  }
-
  private:
+  const service::StudyQueries& queries() override { return queries_; }
   std::unique_ptr<db::SqliteTrialStore> store_;
   service::StudyQueries queries_;
 };
