@@ -10,8 +10,11 @@ void ExportHeld(const RankEngine& engine, Backend& backend, Held what,
   const ParamStore& params = engine.params();
   for (int u = 0; u < static_cast<int>(shard.units.size()); ++u) {
     const int64_t begin = params.shard_begin(u), end = params.shard_end(u);
-    const Tensor src =
-        what == Held::kWeights ? params.master(u) : params.grad_shard(u);
+    const Tensor src = what == Held::kWeights ? params.master(u)
+                       : what == Held::kGradients
+                           ? params.grad_shard(u)
+                           : params.reduced_grad_shard(u);
+    if (src.data == nullptr) continue;  // not reduced yet: nothing to export
     std::vector<float> host(end - begin);
     backend.CopyToHost(src, host.data());
     absl::MutexLock lock(mu);

@@ -34,6 +34,9 @@ using GlobalTensors = std::map<std::string, GlobalTensor>;
 enum class Held {
   kWeights,    // the fp32 master weights
   kGradients,  // ParamStore::grad_shard: the local, not yet reduced gradient
+  // ParamStore::reduced_grad_shard: the whole gradient, summed over the ranks
+  // (after RankEngine::ReduceGradients, before ApplyOptimizer).
+  kReducedGradients,
 };
 
 // Writes what this rank holds into *out (guarded by *mu), creating tensors on

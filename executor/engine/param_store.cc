@@ -235,12 +235,25 @@ absl::StatusOr<double> ParamStore::GlobalGradNorm(
   return std::sqrt(static_cast<double>(total));
 }
 
-absl::StatusOr<double> ParamStore::ApplyOptimizer(const AdamWConfig& config,
-                                                  double max_grad_norm) {
+absl::Status ParamStore::ReduceGradients() {
+  if (!reduced_.empty()) return absl::OkStatus();
   std::vector<Tensor> grads(units_.size());
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
     TESSERA_ASSIGN_OR_RETURN(grads[u], ReduceGradient(u));
   }
+  reduced_ = std::move(grads);
+  return absl::OkStatus();
+}
+
+Tensor ParamStore::reduced_grad_shard(int u) const {
+  return reduced_.empty() ? Tensor{} : reduced_[u];
+}
+
+absl::StatusOr<double> ParamStore::ApplyOptimizer(const AdamWConfig& config,
+                                                  double max_grad_norm) {
+  TESSERA_RETURN_IF_ERROR(ReduceGradients());
+  const std::vector<Tensor> grads = std::move(reduced_);
+  reduced_.clear();
   double norm = 0;
   if (max_grad_norm > 0) {
     TESSERA_ASSIGN_OR_RETURN(norm, GlobalGradNorm(grads));

@@ -61,7 +61,14 @@ class ParamStore {
   // frees the full buffer. No-op for zero 0/1 (they reduce once per step).
   absl::Status EndBackward(int unit);
 
-  // Reduces the step's gradients; with max_grad_norm > 0 scales them all by
+  // Reduces the step's gradients over the ranks that share each parameter
+  // (collective), leaving each unit's reduced gradient of [shard_begin,
+  // shard_end) in place for reduced_grad_shard until ApplyOptimizer, which
+  // calls it when the caller has not.
+  absl::Status ReduceGradients();
+
+  // Reduces the step's gradients (unless ReduceGradients did); with
+  // max_grad_norm > 0 scales them all by
   // min(1, max_grad_norm / (norm + 1e-6)), norm the global L2 norm over
   // every parameter of the model (PyTorch's clip_grad_norm_, collective over
   // the world); applies AdamW to the master weights this rank holds, brings
@@ -82,6 +89,10 @@ class ParamStore {
   // (unreduced) full gradient's shard range; under zero 2/3 the shard
   // accumulator (reduced over the shard group, not yet across replicas).
   Tensor grad_shard(int unit) const;
+  // After ReduceGradients and before ApplyOptimizer: the unit's gradient of
+  // [shard_begin, shard_end) summed over every rank that contributes to it,
+  // before clipping; an empty Tensor otherwise.
+  Tensor reduced_grad_shard(int unit) const;
 
  private:
   struct UnitState {
@@ -120,6 +131,8 @@ class ParamStore {
   const Layout layout_;
   const ModelShard& shard_;
   std::vector<UnitState> units_;
+  // Set by ReduceGradients, one per unit; emptied by ApplyOptimizer.
+  std::vector<Tensor> reduced_;
 };
 
 }  // namespace tessera::executor

@@ -72,8 +72,12 @@ class RankEngine {
   // the gradients accumulated (and, under zero 2/3, reduce-scattered) but not
   // applied. Returns the mean loss over the global batch (on every rank).
   absl::StatusOr<double> ForwardBackward();
-  // Reduces (and clips) the gradients, applies AdamW and advances the step
-  // counter.
+  // Reduces the gradients over the ranks that share them (collective), so
+  // that params().reduced_grad_shard shows them before the update;
+  // ApplyOptimizer does it when the caller has not.
+  absl::Status ReduceGradients() { return params_->ReduceGradients(); }
+  // Reduces (unless ReduceGradients did) and clips the gradients, applies
+  // AdamW and advances the step counter.
   absl::Status ApplyOptimizer();
   // The global gradient norm of the last ApplyOptimizer, before clipping;
   // 0 when the config does not clip.
