@@ -16,7 +16,7 @@ absl::StatusOr<EngineRun> RunEngine(const std::string& layout_text, int ranks,
   TESSERA_ASSIGN_OR_RETURN(Layout parsed, ParseLayout(layout_text));
   TESSERA_ASSIGN_OR_RETURN(Layout layout,
                            ResolveLayout(parsed, ranks, options.global_batch));
-  SyntheticTokens data(/*seed=*/7, model.vocab);
+  SyntheticTokens data(kEngineDataSeed, model.vocab);
   EngineConfig config{model,           layout,
                       options.seq_len, options.global_batch,
                       /*seed=*/1234,   AdamWConfig{.lr = options.lr},
@@ -35,6 +35,11 @@ absl::StatusOr<EngineRun> RunEngine(const std::string& layout_text, int ranks,
         for (int step = 0; step < options.steps; ++step) {
           TESSERA_ASSIGN_OR_RETURN(double loss, engine->ForwardBackward());
           if (rank == 0) run.losses[step] = loss;
+          if (step == 0) {
+            TESSERA_RETURN_IF_ERROR(engine->ReduceGradients());
+            ExportHeld(*engine, backend, Held::kReducedGradients,
+                       &run.step0_gradients, &mu);
+          }
           if (options.keep_gradients && step + 1 == options.steps) {
             ExportHeld(*engine, backend, Held::kGradients, &run.gradients, &mu);
           }
@@ -112,15 +117,23 @@ void ExpectSameTraining(const EngineRun& run, const EngineRun& ref,
         << what << " step " << i << ": " << run.losses[i] << " vs "
         << ref.losses[i];
   }
-  ASSERT_EQ(run.weights.size(), ref.weights.size()) << what;
-  for (const auto& [name, want] : ref.weights) {
-    auto it = run.weights.find(name);
-    ASSERT_NE(it, run.weights.end()) << what << " lacks " << name;
-    const GlobalTensor& got = it->second;
-    for (int w : got.writers) ASSERT_GT(w, 0) << what << " " << name;
-    EXPECT_EQ(got.conflicts, 0)
+  ExpectSameTensors(run.weights, ref.weights, what + " weights", tolerance);
+  ExpectSameTensors(run.step0_gradients, ref.step0_gradients,
+                    what + " step-0 gradients", kStep0GradientTolerance);
+}
+
+void ExpectSameTensors(const GlobalTensors& got, const GlobalTensors& want,
+                       const std::string& what, double tolerance) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (const auto& [name, w] : want) {
+    auto it = got.find(name);
+    ASSERT_NE(it, got.end()) << what << " lacks " << name;
+    const GlobalTensor& g = it->second;
+    ASSERT_EQ(g.values.size(), w.values.size()) << what << " " << name;
+    for (int writers : g.writers) ASSERT_GT(writers, 0) << what << " " << name;
+    EXPECT_EQ(g.conflicts, 0)
         << what << ": replicas of " << name << " disagree";
-    EXPECT_LE(RelativeNormError(got.values, want.values), tolerance)
+    EXPECT_LE(RelativeNormError(g.values, w.values), tolerance)
         << what << " " << name;
   }
 }

@@ -17,19 +17,18 @@ void ExpectSliceMatchesNormalAt(int64_t global_cols, int64_t r0, int64_t r1,
   const double std = 0.02;
   const int64_t width = c1 - c0;
   std::vector<float> out((r1 - r0) * width, -1.0f);
-  FillNormalSlice(seed, param_id, std, global_cols, r0, r1, c0, c1,
-                  out.data());
+  FillNormalSlice(seed, param_id, std, global_cols, r0, r1, c0, c1, out.data());
   int64_t mismatches = 0;
   for (int64_t r = r0; r < r1; ++r) {
     for (int64_t c = c0; c < c1; ++c) {
       const float want = static_cast<float>(
-          std * NormalAt(seed, param_id,
-                         static_cast<uint64_t>(r * global_cols + c)));
+          std *
+          NormalAt(seed, param_id, static_cast<uint64_t>(r * global_cols + c)));
       if (out[(r - r0) * width + (c - c0)] != want) ++mismatches;
     }
   }
-  EXPECT_EQ(mismatches, 0) << "slice rows [" << r0 << ", " << r1
-                           << ") cols [" << c0 << ", " << c1 << ")";
+  EXPECT_EQ(mismatches, 0) << "slice rows [" << r0 << ", " << r1 << ") cols ["
+                           << c0 << ", " << c1 << ")";
 }
 
 TEST(FillNormalSliceTest, SmallSliceMatchesNormalAt) {

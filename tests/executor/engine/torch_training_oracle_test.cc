@@ -32,13 +32,13 @@
 #include "executor/engine/token_data.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/executor/engine/torch_oracle.h"
 
 namespace tessera::executor {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kPython[] = "/usr/bin/python3";
 
 constexpr int kSteps = 24;
 constexpr int64_t kGlobalBatch = 4;
@@ -89,13 +89,6 @@ class RepeatedBatch final : public TokenSource {
   int64_t batch_;
 };
 
-bool TorchAvailable() {
-  return std::system(absl::StrCat(kPython,
-                                  " -c 'import torch, numpy' "
-                                  "> /dev/null 2>&1")
-                         .c_str()) == 0;
-}
-
 void WriteF64(const fs::path& path, const std::vector<double>& values) {
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(values.data()),
@@ -116,10 +109,7 @@ std::vector<double> ToF64(const std::vector<float>& values) {
 }
 
 TEST(TorchTrainingOracleTest, AdamWWithClippingMatchesPyTorchStepByStep) {
-  if (!TorchAvailable()) {
-    GTEST_SKIP() << kPython << " cannot import torch and numpy "
-                 << "(deploy/install-deps.sh installs python3-torch)";
-  }
+  if (!testing::TorchAvailable()) GTEST_SKIP() << testing::kTorchMissing;
   const ModelConfig model = *ModelPreset("tiny");
   absl::StatusOr<Layout> layout =
       ResolveLayout(*ParseLayout("micro_batch=4"), 1, kGlobalBatch);
@@ -154,10 +144,7 @@ TEST(TorchTrainingOracleTest, AdamWWithClippingMatchesPyTorchStepByStep) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   nlohmann::json manifest;
-  manifest["model"] = {
-      {"layers", model.layers},     {"hidden", model.hidden},
-      {"heads", model.heads},       {"kv_heads", model.kv_heads},
-      {"norm_eps", model.norm_eps}, {"rope_theta", model.rope_theta}};
+  manifest["model"] = testing::ModelManifest(model);
   // The float32 values the engine uses, widened exactly.
   manifest["adamw"] = {
       {"lr", static_cast<double>(adamw.lr)},
@@ -190,7 +177,7 @@ TEST(TorchTrainingOracleTest, AdamWWithClippingMatchesPyTorchStepByStep) {
   const std::string script = absl::StrCat(
       TESSERA_SOURCE_DIR, "/tests/executor/engine/torch_training_oracle.py");
   ASSERT_EQ(std::system(
-                absl::StrCat(kPython, " ", script, " ", dir.string()).c_str()),
+                absl::StrCat(testing::kTorchPython, " ", script, " ", dir.string()).c_str()),
             0)
       << script << " failed";
 
