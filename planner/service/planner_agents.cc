@@ -12,6 +12,7 @@
 #include "core/trial_backend.h"
 #include "core/trial_result.h"
 #include "nlohmann/json.hpp"
+#include "planner/service/measurement_check.h"
 #include "planner/service/planner.h"
 #include "planner/service/proto_mapping.h"
 #include "planner/service/trial_geometry.h"
@@ -99,8 +100,7 @@ absl::StatusOr<std::string> Planner::AgentShortage(absl::string_view backend,
   return absl::StrCat(
       "no registered agent can run its trials: each needs ", ranks, " ranks",
       backend.empty() ? "" : absl::StrCat(" on backend ", backend),
-      "; registered: ",
-      agents.empty() ? "none" : absl::StrJoin(seen, ", "),
+      "; registered: ", agents.empty() ? "none" : absl::StrJoin(seen, ", "),
       ". It waits for one (tessera-agent --backend ",
       backend.empty() ? "cpu|cuda" : std::string(backend), ")");
 }
@@ -407,20 +407,60 @@ absl::StatusOr<std::optional<v1::TrialAssignment>> Planner::LeaseNext(
   return std::nullopt;
 }
 
+std::optional<Workload> Planner::TrialWorkload(const db::Trial& trial) {
+  std::shared_ptr<StudyRun> run = FindRun(trial.study_id);
+  if (run == nullptr) return std::nullopt;
+  std::optional<Workload> study;
+  {
+    absl::MutexLock lock(&run->mu);
+    study = run->workload;
+  }
+  if (!study) return std::nullopt;
+  absl::StatusOr<TrialPlan> plan =
+      PlanOfTrialLayout(*study, trial.layout, run->options().layers);
+  if (!plan.ok()) return std::nullopt;
+  return plan->workload;
+}
+
 absl::Status Planner::ReportTrial(const v1::ReportTrialRequest& request) {
   TESSERA_RETURN_IF_ERROR(RequireAgentId(request.agent_id()));
-  const nlohmann::json json =
-      nlohmann::json::parse(request.result_json(), nullptr, false);
-  if (json.is_discarded()) {
-    return absl::InvalidArgumentError("result_json: not valid JSON");
+  TESSERA_ASSIGN_OR_RETURN(const db::Trial leased,
+                           store_->GetTrial(request.trial_id()));
+  // Is the report believable? An implausible one is stored as an invalid
+  // trial with the reason (so that the layout is not re-run on a lie and no
+  // calibration or best layout takes it) and refused to the agent.
+  absl::Status plausible = absl::OkStatus();
+  absl::StatusOr<TrialResult> result;
+  if (request.result_json().size() > kMaxReportBytes) {
+    plausible = absl::InvalidArgumentError(absl::StrCat(
+        "implausible report: result_json of ", request.result_json().size(),
+        " bytes (at most ", kMaxReportBytes, ")"));
+  } else {
+    const nlohmann::json json =
+        nlohmann::json::parse(request.result_json(), nullptr, false);
+    if (json.is_discarded()) {
+      return absl::InvalidArgumentError("result_json: not valid JSON");
+    }
+    result = TrialResultFromJson(json);
+    if (!result.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("result_json: ", result.status().message()));
+    }
+    plausible =
+        CheckMeasurement(*result, BoundsOf(leased, TrialWorkload(leased)));
   }
-  absl::StatusOr<TrialResult> result = TrialResultFromJson(json);
-  if (!result.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("result_json: ", result.status().message()));
+  TrialResult stored;
+  if (plausible.ok()) {
+    stored = *std::move(result);
+  } else {
+    stored.status = TrialStatus::kInvalid;
+    stored.reason = std::string(plausible.message());
+    stored.layout = leased.layout;
+    stored.ranks = leased.layout.world_size();
+    stored.backend = "unknown (report refused)";
   }
   TESSERA_RETURN_IF_ERROR(store_->ReportTrial(
-      request.trial_id(), request.agent_id(), *result, Now()));
+      request.trial_id(), request.agent_id(), stored, Now()));
   TrialLeaseEnded(request.trial_id());
   absl::StatusOr<db::Trial> trial = store_->GetTrial(request.trial_id());
   if (trial.ok()) {
@@ -438,7 +478,7 @@ absl::Status Planner::ReportTrial(const v1::ReportTrialRequest& request) {
          &*trial);
   }
   if (trial.ok()) RequestAdvance(trial->study_id);
-  return absl::OkStatus();
+  return plausible;
 }
 
 absl::Status Planner::ReleaseTrial(const v1::ReleaseTrialRequest& request) {
