@@ -62,8 +62,30 @@ TableColumn TableColumn::Short(std::string title_) const {
 TextTable::TextTable(std::vector<TableColumn> columns)
     : columns_(std::move(columns)) {}
 
+std::string PrintableCell(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n' || c == '\r' || c == '\t') {
+      out += ' ';
+    } else if (c < 0x20 || c == 0x7f) {
+      out += '?';
+    } else if (c == 0xc2 && i + 1 < text.size() &&
+               static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      out += '?';  // a C1 control (U+0080..U+009F), e.g. U+009B (CSI)
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 void TextTable::AddRow(std::vector<std::string> cells) {
   cells.resize(columns_.size());
+  for (std::string& cell : cells) cell = PrintableCell(cell);
   rows_.push_back(std::move(cells));
 }
 
@@ -176,6 +198,8 @@ std::string ReadableBytesIn(double bytes, double column_max_bytes) {
   return absl::StrCat(Readable(bytes / scale), " ", kUnits[unit]);
 }
 
-std::string ReadableBytes(double bytes) { return ReadableBytesIn(bytes, bytes); }
+std::string ReadableBytes(double bytes) {
+  return ReadableBytesIn(bytes, bytes);
+}
 
 }  // namespace tessera::cli

@@ -69,6 +69,12 @@ class TextTable {
   std::vector<std::vector<std::string>> rows_;
 };
 
+// `text` safe to print on a terminal: line breaks and tabs as spaces, other
+// control characters (C0, DEL, C1: what starts an escape sequence) as "?".
+// TextTable::AddRow applies it to every cell, so that a study name or a
+// crashed trial's reason cannot move the cursor or recolour the terminal.
+std::string PrintableCell(absl::string_view text);
+
 // Characters (UTF-8 code points) in `text`.
 size_t DisplayWidth(absl::string_view text);
 

@@ -58,6 +58,11 @@
 
 namespace tessera::service {
 
+// The most candidates one Plan call returns: a reply of every feasible
+// layout of a large cluster is over 100 MB (the review's top=0 replies were
+// 118 MB each and ten of them grew the planner to 3.7 GB).
+inline constexpr int64_t kMaxPlanCandidates = 1000;
+
 class Planner {
  public:
   // Loads the store's queued and running studies and resumes them, then

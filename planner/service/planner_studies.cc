@@ -73,9 +73,8 @@ absl::StatusOr<int64_t> Planner::SubmitStudy(
   s.trial_budget = checked.trials.max_trials;
   s.time_budget_s = checked.trials.time_budget_s;
   if (agent_note != nullptr && checked.trials.max_trials != 0) {
-    absl::StatusOr<std::string> note =
-        AgentShortage(checked.trials.backend,
-                      checked.workload.cluster.gpus_per_node);
+    absl::StatusOr<std::string> note = AgentShortage(
+        checked.trials.backend, checked.workload.cluster.gpus_per_node);
     *agent_note = note.ok() ? *note : "";
   }
   TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->CreateStudy(s));
@@ -214,6 +213,15 @@ absl::StatusOr<v1::PlanResponse> Planner::Plan(const v1::PlanRequest& request) {
         absl::StatusOr<planner::SearchOptions> o =
             SearchOptionsFromSpec(request.study().search());
         if (!o.ok()) return InStudy(o.status());
+        if (o->top == 0 || o->top > kMaxPlanCandidates) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "study.search.top: the planner service returns 1 to ",
+              kMaxPlanCandidates, " candidates, not ",
+              o->top == 0 ? std::string("0 (every feasible layout)")
+                          : absl::StrCat(o->top),
+              "; rank every layout locally (tessera plan without "
+              "--planner)"));
+        }
         return o;
       }());
   double mape = 0;

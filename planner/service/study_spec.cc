@@ -1,6 +1,7 @@
 #include "planner/service/study_spec.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "planner/service/agents_gpu.h"
@@ -29,7 +30,26 @@ absl::Status InStudy(const absl::Status& status) {
   return absl::InvalidArgumentError(absl::StrCat("study.", status.message()));
 }
 
+absl::Status CheckStudyName(absl::string_view name) {
+  if (name.size() > kMaxStudyNameBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("study.name: at most ", kMaxStudyNameBytes, " bytes, got ",
+                     name.size()));
+  }
+  for (const char ch : name) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7f) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "study.name: control character 0x%02x (names are printed on "
+          "terminals)",
+          c));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CheckedStudy> CheckStudySpec(const v1::StudySpec& spec) {
+  TESSERA_RETURN_IF_ERROR(CheckStudyName(spec.name()));
   CheckedStudy out;
   out.spec = spec;
   out.agents_gpu = spec.cluster().gpu().preset() == kAgentsGpuPreset;
@@ -46,8 +66,7 @@ absl::StatusOr<CheckedStudy> CheckStudySpec(const v1::StudySpec& spec) {
   out.search = *search;
   TESSERA_ASSIGN_OR_RETURN(
       out.trials, ResolveTrialOptions(spec.trials(), out.workload.model));
-  TESSERA_RETURN_IF_ERROR(
-      CheckTrialBackendRunsStack(out.trials, out.workload));
+  TESSERA_RETURN_IF_ERROR(CheckTrialBackendRunsStack(out.trials, out.workload));
   if (out.spec.name().empty()) {
     out.spec.set_name(DefaultName(spec, out.workload));
   }

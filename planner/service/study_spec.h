@@ -31,6 +31,11 @@ struct CheckedStudy {
   TrialOptions trials;
 };
 
+// A study's name is printed in every user's `tessera studies`: at most this
+// many bytes, and no control characters.
+inline constexpr size_t kMaxStudyNameBytes = 200;
+absl::Status CheckStudyName(absl::string_view name);
+
 // Checks every part of `spec`. Nothing else happens.
 absl::StatusOr<CheckedStudy> CheckStudySpec(const v1::StudySpec& spec);
 

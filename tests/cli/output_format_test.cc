@@ -231,5 +231,23 @@ TEST(TableWidthTest, CutsBeforeDroppingAndDropsTheLowestRankFirst) {
             " 1  a lon…\n");
 }
 
+// A study named with an escape sequence (the review's: names reach every
+// user's `tessera studies`) prints as inert text.
+TEST(TableTextTest, ControlCharactersNeverReachTheTerminal) {
+  EXPECT_EQ(PrintableCell("ok\x1b[2J\x1b]0;pwned\x07 done"),
+            "ok?[2J?]0;pwned? done");
+  EXPECT_EQ(PrintableCell("line\nbreak\ttab\r"), "line break tab ");
+  EXPECT_EQ(PrintableCell("c1 \xc2\x9b"
+                          "31m"),
+            "c1 ?31m");  // U+009B CSI
+  EXPECT_EQ(PrintableCell("caf\xc3\xa9 \xe2\x80\x94"),
+            "caf\xc3\xa9 \xe2\x80\x94");
+  TextTable table({{"name"}});
+  table.AddRow({"evil\x1b[31mred"});
+  std::ostringstream out;
+  table.Print(out);
+  EXPECT_EQ(out.str().find('\x1b'), std::string::npos) << out.str();
+}
+
 }  // namespace
 }  // namespace tessera::cli

@@ -1,5 +1,9 @@
 // Rejected calls: the right status code, the field named, nothing written.
+#include <functional>
+#include <string>
+
 #include "gtest/gtest.h"
+#include "planner/service/planner.h"
 #include "tests/service/planner/test_harness.h"
 
 namespace tessera::service::testing {
@@ -37,6 +41,12 @@ TEST_F(ValidationTest, AMalformedSpecNamesTheFieldAndWritesNothing) {
        "study.training.global_batch: "},
       {[](v1::StudySpec& s) { s.mutable_search()->set_top(-1); },
        "study.search.top: "},
+      // Names reach every user's terminal (the review's 3 MB names broke
+      // `tessera studies`; escape codes reached terminals).
+      {[](v1::StudySpec& s) { s.set_name(std::string(3 << 20, 'n')); },
+       "study.name: at most 200 bytes"},
+      {[](v1::StudySpec& s) { s.set_name("x\x1b[2Jy"); },
+       "study.name: control character 0x1b"},
       // tiny on 64 GPUs of 2-token sequences: tp <= 8 heads, pp <= 4
       // layers, cp 1, so dp >= 2 cannot split 7 sequences.
       {[](v1::StudySpec& s) {
@@ -79,6 +89,27 @@ TEST_F(ValidationTest, AMalformedSpecNamesTheFieldAndWritesNothing) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(s.error_message().rfind("study.cluster.gpus_per_node: ", 0), 0u)
       << s.error_message();
+}
+
+// One Plan call returns at most kMaxPlanCandidates: top=0 (every feasible
+// layout) built 118 MB replies in the review.
+TEST_F(ValidationTest, APlanOfEveryLayoutIsRefusedByTheService) {
+  for (const int64_t top : {int64_t{0}, kMaxPlanCandidates + 1}) {
+    v1::PlanRequest plan;
+    *plan.mutable_study() = TinySpec(1, 2);
+    plan.mutable_study()->mutable_search()->set_top(top);
+    v1::PlanResponse out;
+    const grpc::Status s = s_.planner->Plan(Context().get(), plan, &out);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << top;
+    EXPECT_EQ(s.error_message().rfind("study.search.top: ", 0), 0u)
+        << s.error_message();
+  }
+  v1::PlanRequest plan;
+  *plan.mutable_study() = TinySpec(1, 2);
+  plan.mutable_study()->mutable_search()->set_top(kMaxPlanCandidates);
+  v1::PlanResponse out;
+  EXPECT_TRUE(s_.planner->Plan(Context().get(), plan, &out).ok());
+  EXPECT_GT(out.candidates_size(), 0);
 }
 
 TEST_F(ValidationTest, AnUnknownStudyIsNotFound) {
