@@ -1,10 +1,15 @@
 #include "proto/transport_security.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/file_io.h"
 #include "grpcpp/security/auth_metadata_processor.h"
 
@@ -75,6 +80,21 @@ class BearerTokenCheck : public grpc::AuthMetadataProcessor {
 
 }  // namespace
 
+absl::Status CheckPrivateFile(const std::string& path, absl::string_view flag) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": cannot read ", path, ": ", std::strerror(errno)));
+  }
+  if ((st.st_mode & 077) != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %s can be read by others (mode %04o); a secret must be the "
+        "owner's alone: chmod 600 %s",
+        flag, path, st.st_mode & 07777, path));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> ReadTokenFile(absl::string_view path,
                                           absl::string_view flag) {
   absl::StatusOr<std::string> text = ReadFlagFile(path, flag);
@@ -83,6 +103,13 @@ absl::StatusOr<std::string> ReadTokenFile(absl::string_view path,
   if (token.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(flag, ": ", path, " holds no token"));
+  }
+  if (token.size() < kMinTokenChars) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, ": ", path, " holds a token of ", token.size(),
+        " characters; at least ", kMinTokenChars,
+        " (deploy/tls/make-credentials.sh writes 64 hex digits: openssl rand "
+        "-hex 32)"));
   }
   for (char c : token) {
     // A header value: printable ASCII, no line breaks inside.
@@ -114,6 +141,12 @@ ServerCredentialsFromFiles(const ServerSecurityFiles& files) {
   }
   absl::StatusOr<std::string> cert = ReadPem(files.cert_file, "--tls-cert");
   if (!cert.ok()) return cert.status();
+  for (const auto& [path, flag] : {std::pair<const std::string*, const char*>{
+                                       &files.key_file, "--tls-key"},
+                                   {&files.token_file, "--auth-token-file"}}) {
+    if (path->empty()) continue;
+    if (absl::Status s = CheckPrivateFile(*path, flag); !s.ok()) return s;
+  }
   absl::StatusOr<std::string> key = ReadPem(files.key_file, "--tls-key");
   if (!key.ok()) return key.status();
   grpc::SslServerCredentialsOptions options;

@@ -34,7 +34,8 @@ struct ServerSecurityFiles {
 // Plaintext credentials when no file is given; TLS (and the token check)
 // otherwise. INVALID_ARGUMENT naming the flag: one of --tls-cert / --tls-key
 // without the other, a token without TLS, a file that cannot be read, is
-// not PEM, or holds no token.
+// not PEM, or holds no token or a short one; the key and the token file
+// readable by group or others (CheckPrivateFile).
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
 ServerCredentialsFromFiles(const ServerSecurityFiles& files);
 
@@ -51,8 +52,17 @@ struct ClientSecurityFiles {
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>>
 ChannelCredentialsFromFiles(const ClientSecurityFiles& files);
 
+// A token shorter than this is refused on both sides: 32 characters of a
+// random hex or base64 string are 128 bits or more.
+inline constexpr size_t kMinTokenChars = 32;
+
+// OK when `path` can be read by its owner alone (no group or other
+// permission bits); INVALID_ARGUMENT "<flag>: ... chmod 600 ..." otherwise.
+absl::Status CheckPrivateFile(const std::string& path, absl::string_view flag);
+
 // The token a file holds: its text without surrounding white space.
-// INVALID_ARGUMENT "<flag>: ..." when it cannot be read or holds nothing.
+// INVALID_ARGUMENT "<flag>: ..." when it cannot be read, holds nothing, or
+// holds fewer than kMinTokenChars characters.
 absl::StatusOr<std::string> ReadTokenFile(absl::string_view path,
                                           absl::string_view flag);
 

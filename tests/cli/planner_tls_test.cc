@@ -35,7 +35,7 @@ class PlannerTlsTest : public testing::Test {
            absl::StrCat("tessera_tls_", getpid(), "_", counter++);
     fs::create_directories(dir_);
     MakeCertificates();
-    token_ = File("token", "s3cret-token-for-tests\n");
+    token_ = Secret("token", "s3cret-token-for-tests-0123456789abcdef\n");
     absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
         ServerCredentialsFromFiles({.cert_file = Path("server.pem"),
                                     .key_file = Path("server.key"),
@@ -62,6 +62,13 @@ class PlannerTlsTest : public testing::Test {
 
   std::string File(const std::string& name, const std::string& text) {
     std::ofstream(Path(name)) << text;
+    return Path(name);
+  }
+
+  // A file only its owner can read (mode 0600), as a token must be.
+  std::string Secret(const std::string& name, const std::string& text) {
+    File(name, text);
+    fs::permissions(Path(name), fs::perms::owner_read | fs::perms::owner_write);
     return Path(name);
   }
 
@@ -130,7 +137,8 @@ TEST_F(PlannerTlsTest, OnlyTlsWithTheTokenGetsThrough) {
       << no_token.error_message();
 
   const grpc::Status wrong_token = ListStudies(
-      Client(Path("ca.pem"), File("wrong", "s3cret-token-for-tests-2")));
+      Client(Path("ca.pem"),
+             Secret("wrong", "s3cret-token-for-tests-0123456789abcdef-2")));
   EXPECT_EQ(wrong_token.error_code(), grpc::StatusCode::UNAUTHENTICATED);
 
   // A planner certificate signed by another CA is not trusted.
@@ -181,9 +189,19 @@ TEST_F(PlannerTlsTest, TheAgentRegistersWithTheToken) {
 }
 
 TEST_F(PlannerTlsTest, BadSecurityFilesAreErrorsNamingTheFlag) {
-  const std::string not_pem = File("not.pem", "hello\n");
-  const std::string empty_token = File("empty-token", " \n");
-  const std::string two_lines = File("two-lines", "abc\ndef\n");
+  const std::string not_pem = Secret("not.pem", "hello\n");
+  const std::string empty_token = Secret("empty-token", " \n");
+  const std::string two_lines =
+      Secret("two-lines", "abcdefghijklmnopqrstuvwxyz0123456789\ndef\n");
+  // The review's one-character token, and secrets others can read.
+  const std::string short_token = Secret("short-token", "x\n");
+  const std::string shared_token =
+      File("shared-token", "s3cret-token-for-tests-0123456789abcdef\n");
+  fs::copy_file(Path("server.key"), Path("shared.key"));
+  fs::permissions(Path("shared.key"),
+                  fs::perms::group_read | fs::perms::others_read,
+                  fs::perm_options::add);
+  const std::string shared_key = Path("shared.key");
   const std::string missing = Path("missing.pem");
   const auto Files = [](std::string cert, std::string key, std::string token) {
     ServerSecurityFiles f;
@@ -210,6 +228,13 @@ TEST_F(PlannerTlsTest, BadSecurityFilesAreErrorsNamingTheFlag) {
        "--auth-token-file: " + empty_token + " holds no token"},
       {Files(Path("server.pem"), Path("server.key"), two_lines),
        "--auth-token-file: " + two_lines + " holds characters"},
+      {Files(Path("server.pem"), Path("server.key"), short_token),
+       "--auth-token-file: " + short_token +
+           " holds a token of 1 characters; at least 32"},
+      {Files(Path("server.pem"), Path("server.key"), shared_token),
+       "--auth-token-file: " + shared_token + " can be read by others"},
+      {Files(Path("server.pem"), shared_key, ""),
+       "--tls-key: " + shared_key + " can be read by others (mode 0644)"},
   };
   for (const Case& c : server_cases) {
     SCOPED_TRACE(c.error);
