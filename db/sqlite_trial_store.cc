@@ -3,7 +3,15 @@
 // sqlite_trial_store_{trials,leases,agents}.cc.
 #include "db/sqlite_trial_store.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -19,6 +27,46 @@ namespace tessera::db {
 using internal::LoadStudy;
 using internal::ToMicros;
 
+absl::Status CreateOwnerOnly(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                        S_IRUSR | S_IWUSR);
+  if (fd >= 0) {
+    ::close(fd);
+    return absl::OkStatus();
+  }
+  if (errno == EEXIST) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "store.path: cannot create ", path, ": ", std::strerror(errno)));
+}
+
+absl::Status QuickCheck(Database& db, absl::string_view path) {
+  std::vector<std::string> problems;
+  const absl::Status ran = [&]() -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(Statement check, db.Prepare("PRAGMA quick_check"));
+    for (;;) {
+      TESSERA_ASSIGN_OR_RETURN(const bool row, check.Step());
+      if (!row) return absl::OkStatus();
+      const std::string line = check.ColumnText(0);
+      if (line != "ok") problems.push_back(line);
+    }
+  }();
+  // SQLite reports some damage as the check's own failure (SQLITE_CORRUPT,
+  // "database disk image is malformed").
+  if (ran.code() == absl::StatusCode::kDataLoss) {
+    problems.insert(problems.begin(), std::string(ran.message()));
+  } else if (!ran.ok()) {
+    return ran;
+  }
+  if (problems.empty()) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(
+      "store.path: ", path,
+      " is damaged (PRAGMA quick_check: ", problems.front(),
+      problems.size() > 1 ? absl::StrCat(" and ", problems.size() - 1, " more")
+                          : "",
+      "); nothing was served from it. Restore a backup (tessera-planner "
+      "--backup) or move the file aside to start an empty history"));
+}
+
 absl::StatusOr<std::unique_ptr<SqliteTrialStore>> SqliteTrialStore::Open(
     absl::string_view path, SqliteTrialStoreOptions options) {
   if (path.empty() || path == ":memory:" || absl::StartsWith(path, "file:")) {
@@ -32,11 +80,17 @@ absl::StatusOr<std::unique_ptr<SqliteTrialStore>> SqliteTrialStore::Open(
   if (!options.clock) options.clock = [] { return absl::Now(); };
   options.database.query_only = options.read_only;
   options.database.read_only = options.read_only;
+  if (!options.read_only) {
+    TESSERA_RETURN_IF_ERROR(CreateOwnerOnly(std::string(path)));
+  }
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Database> writer,
                            Database::Open(path, options.database));
-  TESSERA_RETURN_IF_ERROR(
-      options.read_only ? CheckMigrated(*writer, EmbeddedMigrations())
-                        : ApplyMigrations(*writer, EmbeddedMigrations()));
+  if (options.check_integrity) {
+    TESSERA_RETURN_IF_ERROR(QuickCheck(*writer, path));
+  }
+  TESSERA_RETURN_IF_ERROR(options.read_only
+                              ? CheckMigrated(*writer, EmbeddedMigrations())
+                              : ApplyMigrations(*writer, EmbeddedMigrations()));
   return std::unique_ptr<SqliteTrialStore>(new SqliteTrialStore(
       std::string(path), std::move(options), std::move(writer)));
 }

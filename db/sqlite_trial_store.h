@@ -44,15 +44,28 @@ struct SqliteTrialStoreOptions {
   // history commands' --db): nothing is created, migrated or written; every
   // write method fails.
   bool read_only = false;
+  // PRAGMA quick_check when opening: a damaged file is refused (DataLoss)
+  // instead of served.
+  bool check_integrity = true;
 };
+
+// Creates `path` empty with mode 0600 (owner only) unless it exists, so that
+// SQLite's database, WAL and shared-memory files (which take the database
+// file's mode) are the owner's alone. FailedPrecondition when it cannot.
+absl::Status CreateOwnerOnly(const std::string& path);
+
+// OK when PRAGMA quick_check of `db` says "ok"; DataLoss naming `path`, the
+// first problem and how to recover otherwise.
+absl::Status QuickCheck(Database& db, absl::string_view path);
 
 class SqliteTrialStore : public TrialStore {
  public:
   // Opens (creating when absent) the database file at `path` and applies the
   // migrations it lacks; with options.read_only, opens an existing file that
-  // is at the current schema (FailedPrecondition otherwise, naming why). FailedPrecondition for a database written by a newer
-  // Tessera; InvalidArgument for ":memory:" or an empty path (a file is
-  // needed: readers use connections of their own).
+  // is at the current schema (FailedPrecondition otherwise, naming why).
+  // FailedPrecondition for a database written by a newer Tessera;
+  // InvalidArgument for ":memory:" or an empty path (a file is needed: readers
+  // use connections of their own).
   static absl::StatusOr<std::unique_ptr<SqliteTrialStore>> Open(
       absl::string_view path, SqliteTrialStoreOptions options = {});
   ~SqliteTrialStore() override;

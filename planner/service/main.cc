@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/flags.h"
 #include "core/version.h"
+#include "db/store_backup.h"
 #include "planner/service/log.h"
 #include "planner/service/server.h"
 #include "proto/transport_security.h"
@@ -38,7 +39,7 @@ using tessera::service::PlannerServer;
 
 int Run(const std::vector<std::string>& args) {
   std::optional<std::string> listen, db, log_level, tls_cert, tls_key,
-      token_file, metrics_listen;
+      token_file, metrics_listen, backup;
   std::optional<int64_t> heartbeat_ms;
   std::optional<double> lease_timeout_s, agent_timeout_s;
   bool no_cluster_probes = false;
@@ -60,6 +61,12 @@ int Run(const std::vector<std::string>& args) {
                   "the SQLite history (default ./tessera.db; created when "
                   "absent)",
                   &db);
+  flags.AddString("backup", "FILE",
+                  "copy the --db store, consistently, into the new FILE "
+                  "(0600; never overwritten) and exit; works while a planner "
+                  "serves that store. Restore by copying FILE back while the "
+                  "planner is stopped",
+                  &backup);
   flags.AddInt("heartbeat-interval-ms", "MS",
                "how often agents heartbeat and poll for trials (default 1000)",
                &heartbeat_ms);
@@ -103,6 +110,16 @@ int Run(const std::vector<std::string>& args) {
   if (absl::Status s = flags.Parse(args); !s.ok()) {
     std::cerr << "tessera-planner: " << s.message() << "\n";
     return 2;
+  }
+  if (backup.has_value()) {
+    const std::string store = db.value_or("tessera.db");
+    const absl::Status s = tessera::db::BackupStore(store, *backup);
+    if (!s.ok()) {
+      std::cerr << "tessera-planner: " << s.message() << "\n";
+      return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+    }
+    std::cout << "backed up " << store << " to " << *backup << "\n";
+    return 0;
   }
   LogLevel level = LogLevel::kInfo;
   if (log_level.has_value()) {

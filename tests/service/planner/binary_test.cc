@@ -82,6 +82,55 @@ TEST(BinaryTest, ListensOnAFreePortAndStopsOnSigterm) {
   EXPECT_TRUE(std::filesystem::exists(dir.File("t.db")));
 }
 
+// --backup copies the store a running planner serves, and the copy serves
+// as a store: a study submitted before the backup is in it.
+TEST(BinaryTest, BackupOfAServingStoreIsAStoreWithItsStudies) {
+  TempDir dir;
+  Child c = Spawn({TESSERA_PLANNER_BIN, "--listen", "127.0.0.1:0", "--db",
+                   dir.File("t.db"), "--log", "error"});
+  char line[256] = {};
+  ASSERT_NE(fgets(line, sizeof(line), c.out), nullptr);
+  std::string address(line);
+  address = address.substr(std::string("listening on ").size());
+  address.pop_back();
+  auto planner = v1::PlannerService::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  v1::SubmitStudyRequest submit;
+  *submit.mutable_spec() = TinySpec(1, 2);
+  submit.mutable_spec()->set_name("kept in the backup");
+  v1::SubmitStudyResponse submitted;
+  ASSERT_TRUE(planner->SubmitStudy(Context().get(), submit, &submitted).ok());
+
+  Child b = Spawn({TESSERA_PLANNER_BIN, "--db", dir.File("t.db"), "--backup",
+                   dir.File("backup.db")});
+  EXPECT_EQ(WaitExit(b.pid), 0);
+  fclose(b.out);
+  Child again = Spawn({TESSERA_PLANNER_BIN, "--db", dir.File("t.db"),
+                       "--backup", dir.File("backup.db")});
+  EXPECT_EQ(WaitExit(again.pid), 2);  // never overwrites
+  fclose(again.out);
+  ASSERT_EQ(kill(c.pid, SIGTERM), 0);
+  EXPECT_EQ(WaitExit(c.pid), 0);
+  fclose(c.out);
+
+  // Served from the backup.
+  Child r = Spawn({TESSERA_PLANNER_BIN, "--listen", "127.0.0.1:0", "--db",
+                   dir.File("backup.db"), "--log", "error"});
+  ASSERT_NE(fgets(line, sizeof(line), r.out), nullptr);
+  address = std::string(line).substr(std::string("listening on ").size());
+  address.pop_back();
+  planner = v1::PlannerService::NewStub(
+      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  v1::GetStudyRequest get;
+  get.set_study_id(submitted.study_id());
+  v1::GetStudyResponse study;
+  ASSERT_TRUE(planner->GetStudy(Context().get(), get, &study).ok());
+  EXPECT_EQ(study.study().name(), "kept in the backup");
+  ASSERT_EQ(kill(r.pid, SIGTERM), 0);
+  EXPECT_EQ(WaitExit(r.pid), 0);
+  fclose(r.out);
+}
+
 TEST(BinaryTest, BadFlagsExitTwo) {
   Child c = Spawn({TESSERA_PLANNER_BIN, "--listen"});
   EXPECT_EQ(WaitExit(c.pid), 2);
