@@ -86,10 +86,12 @@ absl::Status CheckPrivateFile(const std::string& path, absl::string_view flag) {
     return absl::InvalidArgumentError(
         absl::StrCat(flag, ": cannot read ", path, ": ", std::strerror(errno)));
   }
-  if ((st.st_mode & 077) != 0) {
+  // Group bits are allowed: Kubernetes mounts a Secret for a non-root
+  // process as root-owned, group fsGroup, mode 0440 (deploy/k8s).
+  if ((st.st_mode & 007) != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "%s: %s can be read by others (mode %04o); a secret must be the "
-        "owner's alone: chmod 600 %s",
+        "%s: %s can be read by others (mode %04o); a secret must be its "
+        "owner's (and at most its group's): chmod 600 %s",
         flag, path, st.st_mode & 07777, path));
   }
   return absl::OkStatus();

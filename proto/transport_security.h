@@ -35,7 +35,7 @@ struct ServerSecurityFiles {
 // otherwise. INVALID_ARGUMENT naming the flag: one of --tls-cert / --tls-key
 // without the other, a token without TLS, a file that cannot be read, is
 // not PEM, or holds no token or a short one; the key and the token file
-// readable by group or others (CheckPrivateFile).
+// readable by others (CheckPrivateFile).
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
 ServerCredentialsFromFiles(const ServerSecurityFiles& files);
 
@@ -56,8 +56,9 @@ ChannelCredentialsFromFiles(const ClientSecurityFiles& files);
 // random hex or base64 string are 128 bits or more.
 inline constexpr size_t kMinTokenChars = 32;
 
-// OK when `path` can be read by its owner alone (no group or other
-// permission bits); INVALID_ARGUMENT "<flag>: ... chmod 600 ..." otherwise.
+// OK when `path` grants nothing to others (owner and group bits only: a
+// Kubernetes Secret is mounted 0440 for its fsGroup); INVALID_ARGUMENT
+// "<flag>: ... chmod 600 ..." otherwise.
 absl::Status CheckPrivateFile(const std::string& path, absl::string_view flag);
 
 // The token a file holds: its text without surrounding white space.
