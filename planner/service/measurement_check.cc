@@ -125,17 +125,21 @@ absl::Status CheckMeasured(const TrialResult& r, const MeasurementBounds& b) {
   if (b.model_flops_per_token && b.peak_flops_per_gpu && b.world_size > 0) {
     const double flops_per_gpu =
         r.tokens_per_s * *b.model_flops_per_token / b.world_size;
-    if (flops_per_gpu > kPeakSlack * *b.peak_flops_per_gpu) {
+    if (flops_per_gpu > b.peak_slack * *b.peak_flops_per_gpu) {
       return Implausible(absl::StrFormat(
           "tokens_per_s %g means %.4g TFLOP/s of model FLOPs per GPU, above "
           "%.2f x the GPU's peak %.4g TFLOP/s",
-          r.tokens_per_s, flops_per_gpu / 1e12, kPeakSlack,
+          r.tokens_per_s, flops_per_gpu / 1e12, b.peak_slack,
           *b.peak_flops_per_gpu / 1e12));
     }
   }
-  if (r.mfu > kPeakSlack) {
+  // The trial's own MFU, against the peak it used (a CPU trial measures
+  // its host's).
+  const double mfu_slack =
+      r.backend == "cpu" ? std::max(b.peak_slack, kCpuPeakSlack) : b.peak_slack;
+  if (r.mfu > mfu_slack) {
     return Implausible(
-        absl::StrCat("mfu ", r.mfu, " (above ", kPeakSlack, " of the peak)"));
+        absl::StrCat("mfu ", r.mfu, " (above ", mfu_slack, " of the peak)"));
   }
   if (b.memory_bytes_per_rank) {
     for (int64_t bytes : r.peak_memory_bytes) {
@@ -184,6 +188,7 @@ MeasurementBounds BoundsOf(const db::Trial& trial,
   b.peak_flops_per_gpu =
       std::max(gpu.peak_dense_tflops, gpu.peak_fp8_tflops) * 1e12;
   if (gpu.architecture == "cpu") {
+    b.peak_slack = kCpuPeakSlack;
     // An agent's CPU ranks share its host: one may hold more than its share.
     b.memory_bytes_per_rank =
         gpu.memory_bytes * workload->cluster.gpus_per_node;

@@ -31,9 +31,12 @@ inline constexpr size_t kMaxReportBytes = 1 << 20;
 inline constexpr size_t kMaxReportTextBytes = 64 << 10;
 
 // Measured model FLOP/s per GPU may exceed the GPU's highest dense peak by
-// this factor at most: a datasheet peak is a ceiling, an agent's GEMM probe a
-// measurement with some noise.
+// this factor at most: a datasheet peak is a ceiling, with room for noise.
 inline constexpr double kPeakSlack = 1.1;
+// For CPU agents the "peak" is the agent's own GEMM probe (the host's rate
+// divided by its ranks), measured once on cores that other agents may
+// share: a trial can beat it by more.
+inline constexpr double kCpuPeakSlack = 2.0;
 
 // What the planner knows of a trial, independently of its report.
 struct MeasurementBounds {
@@ -44,6 +47,7 @@ struct MeasurementBounds {
   // Set when the study's workload is known (its GPU resolved):
   std::optional<double> model_flops_per_token;   // forward + backward
   std::optional<double> peak_flops_per_gpu;      // highest dense peak, FLOP/s
+  double peak_slack = kPeakSlack;                // kCpuPeakSlack for CPU agents
   std::optional<int64_t> memory_bytes_per_rank;  // most a rank can hold
   std::optional<double> max_watts_per_gpu;       // board power limit x 1.5
 };

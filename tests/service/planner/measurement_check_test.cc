@@ -186,6 +186,47 @@ TEST(MeasurementCheckTest, PowerAboveTheBoardLimitIsRefused) {
   EXPECT_NE(Refusal(r).find("tokens_per_joule"), std::string::npos);
 }
 
+// An "agents" study on CPU agents: the peak is the agent's GEMM probe, so a
+// trial may beat it (up to 2x); its ranks share the host's memory; CPU
+// power is not measured.
+TEST(MeasurementCheckTest, CpuAgentsAreJudgedAgainstTheirProbeWithRoom) {
+  GpuSpec cpu;
+  cpu.name = "agents/cpu/test";
+  cpu.architecture = "cpu";
+  cpu.peak_dense_tflops = 0.05;
+  cpu.memory_bytes = int64_t{12} << 30;
+  cpu.hbm_gbs = 15;
+  cpu.tdp_w = 10;
+  Workload w{*ModelPreset("tiny"), MakeCluster(cpu, 1, 2),
+             TrainingConfig{.global_batch = 8, .seq_len = 32}};
+  db::Trial t;
+  t.layout = *ResolveLayout(*ParseLayout("micro_batch=4"), 2, 8);
+  t.warmup_steps = 1;
+  t.steps = 2;
+  const MeasurementBounds b = BoundsOf(t, w);
+  EXPECT_DOUBLE_EQ(b.peak_slack, kCpuPeakSlack);
+  EXPECT_EQ(b.memory_bytes_per_rank, int64_t{24} << 30);
+  EXPECT_FALSE(b.max_watts_per_gpu.has_value());
+  // A trial at `times` the probe's rate.
+  auto at = [&](double times) {
+    TrialResult r;
+    r.status = TrialStatus::kOk;
+    r.backend = "cpu";
+    r.ranks = 2;
+    r.global_batch = 8;
+    r.seq_len = 32;
+    r.warmup_steps = 1;
+    r.steps = 2;
+    r.tokens_per_s = times * 0.05e12 * 2 / *b.model_flops_per_token;
+    const double step = 8.0 * 32 / r.tokens_per_s;
+    r.step_time_s = {step, step, step};
+    r.peak_memory_bytes = {int64_t{13} << 30, 1 << 20};  // over a share
+    return r;
+  };
+  EXPECT_EQ(Refusal(at(1.5), b), "");
+  EXPECT_NE(Refusal(at(2.5), b).find("peak"), std::string::npos);
+}
+
 TEST(MeasurementCheckTest, WithoutTheWorkloadOnlyTheHardwareChecksAreSkipped) {
   const MeasurementBounds b = BoundsOf(TrialOf8Ranks(), std::nullopt);
   EXPECT_FALSE(b.peak_flops_per_gpu.has_value());
