@@ -118,6 +118,11 @@ void ExpectSameTraining(const EngineRun& run, const EngineRun& ref,
         << ref.losses[i];
   }
   ExpectSameTensors(run.weights, ref.weights, what + " weights", tolerance);
+}
+
+void ExpectSameStep0Gradients(const EngineRun& run, const EngineRun& ref,
+                              const std::string& what) {
+  ASSERT_FALSE(ref.step0_gradients.empty()) << what << ": no reference";
   ExpectSameTensors(run.step0_gradients, ref.step0_gradients,
                     what + " step-0 gradients", kStep0GradientTolerance);
 }

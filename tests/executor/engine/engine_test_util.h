@@ -68,10 +68,16 @@ inline constexpr double kStep0GradientTolerance = 1e-5;
 // Fails the test (naming `what`) unless `run` trained as `ref` did: losses
 // per step within `tolerance` relative, every weight present, written by
 // some rank, its replicas bitwise equal and within `tolerance` relative (L2)
-// of ref's; and step 0's whole gradient of every weight written everywhere,
-// equal across replicas and within kStep0GradientTolerance of ref's.
+// of ref's.
 void ExpectSameTraining(const EngineRun& run, const EngineRun& ref,
                         const std::string& what, double tolerance = 1e-5);
+
+// Fails the test unless `run`'s step-0 gradient (whole, summed over its
+// ranks) of every weight is present, written everywhere, equal across
+// replicas and within kStep0GradientTolerance of `ref`'s. Both runs must
+// come from RunEngine (the CPU engine), which records them.
+void ExpectSameStep0Gradients(const EngineRun& run, const EngineRun& ref,
+                              const std::string& what);
 
 // Fails the test unless `got` holds every weight of `want`, each element
 // written by some rank, replicas equal, and within `tolerance` relative (L2).

@@ -80,6 +80,7 @@ TEST_P(ClippedLayoutTest, MatchesSingleRank) {
         << ref.grad_norms[i];
   }
   ExpectSameTraining(*run, ref, c.layout);
+  ExpectSameStep0Gradients(*run, ref, c.layout);
 }
 
 INSTANTIATE_TEST_SUITE_P(

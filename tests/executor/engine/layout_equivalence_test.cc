@@ -42,6 +42,7 @@ TEST_P(LayoutEquivalenceTest, MatchesSingleRank) {
   absl::StatusOr<EngineRun> run = RunEngine(c.layout, c.ranks);
   ASSERT_TRUE(run.ok()) << c.layout << ": " << run.status();
   ExpectSameTraining(*run, Reference(), c.layout);
+  ExpectSameStep0Gradients(*run, Reference(), c.layout);
 }
 
 // The loss must actually move, or agreement would prove little.
