@@ -6,14 +6,18 @@
 //      single-rank GPU run, with replicas of a weight bitwise equal.
 // Tolerances. The GPU computes activations and compute weights in bf16
 // (8 significant bits), the CPU in f32, so logits and gradients differ by
-// ~0.5% relative; the mean loss over 256 tokens then agrees to ~1e-3, and 1e-2
-// relative is asked. AdamW's first steps move each weight by about lr *
-// sign(g): elements with small gradients may move the other way, so weights
-// (which moved by ~3 lr = 1e-3 against init scales of 2e-2 and 1) agree to
-// 1e-2 relative per tensor, and the update directions (w3 - w0) to a cosine
-// of at least 0.9. Layouts on the GPU sum in other orders and round at other
-// points (a tp all-reduce of bf16 partials instead of one GEMM output), so
-// they get the same tolerances against the single-rank GPU run.
+// ~0.5% relative; the mean loss over 256 tokens then agrees to ~1e-3
+// (reasoned, not yet measured: the H100 run of 2026-11-26 passed at 1e-2
+// without printing the error), and 5e-3 relative is asked, so that a 1%
+// change in a loss fails (the whole 3-step change is under 1%: 1e-2 could
+// not tell a wrong step from a right one).
+// AdamW's first steps move each weight by about lr * sign(g): elements with
+// small gradients may move the other way, so weights (which moved by ~3 lr =
+// 1e-3 against init scales of 2e-2 and 1) agree to 1e-2 relative per tensor,
+// and the update directions (w3 - w0) to a cosine of at least 0.9. Layouts on
+// the GPU sum in other orders and round at other points (a tp all-reduce of
+// bf16 partials instead of one GEMM output), so they get the same tolerances
+// against the single-rank GPU run.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -100,6 +104,9 @@ double UpdateCosine(const GlobalTensors& a, const GlobalTensors& b,
   return dot / std::sqrt(na * nb);
 }
 
+// The loss tolerance of bf16 runs against f32 or each other (see the top).
+constexpr double kBf16LossTolerance = 5e-3;
+
 const EngineRun& GpuReference() {
   static const EngineRun* run = [] {
     absl::StatusOr<EngineRun> r = RunGpuEngine("micro_batch=8", 1);
@@ -120,7 +127,7 @@ TEST(CudaEngineTest, OneGpuTrainsLikeTheCpuEngine) {
   ASSERT_EQ(gpu.losses.size(), 3u);
   EXPECT_NEAR(gpu.losses[0], std::log(512.0), 0.3);
   EXPECT_LT(gpu.losses[2], gpu.losses[0]);
-  ExpectSameTraining(gpu, *cpu, "gpu vs cpu", 1e-2);
+  ExpectSameTraining(gpu, *cpu, "gpu vs cpu", 1e-2, kBf16LossTolerance);
   EXPECT_GE(UpdateCosine(gpu.weights, cpu->weights, initial->weights), 0.9);
   EXPECT_GT(gpu.peak_bytes[0], 0);
 }
@@ -134,7 +141,7 @@ TEST_P(CudaLayoutTest, ThreadRanksOnOneGpuMatchOneRank) {
   const Case& c = GetParam();
   absl::StatusOr<EngineRun> run = RunGpuEngine(c.layout, c.ranks);
   ASSERT_TRUE(run.ok()) << c.layout << ": " << run.status();
-  ExpectSameTraining(*run, GpuReference(), c.layout, 1e-2);
+  ExpectSameTraining(*run, GpuReference(), c.layout, 1e-2, kBf16LossTolerance);
 }
 
 // The CPU engine's list.

@@ -110,10 +110,12 @@ double RelativeNormError(const std::vector<float>& a,
 }
 
 void ExpectSameTraining(const EngineRun& run, const EngineRun& ref,
-                        const std::string& what, double tolerance) {
+                        const std::string& what, double tolerance,
+                        double loss_tolerance) {
+  if (loss_tolerance < 0) loss_tolerance = tolerance;
   ASSERT_EQ(run.losses.size(), ref.losses.size()) << what;
   for (size_t i = 0; i < ref.losses.size(); ++i) {
-    EXPECT_NEAR(run.losses[i] / ref.losses[i], 1.0, tolerance)
+    EXPECT_NEAR(run.losses[i] / ref.losses[i], 1.0, loss_tolerance)
         << what << " step " << i << ": " << run.losses[i] << " vs "
         << ref.losses[i];
   }

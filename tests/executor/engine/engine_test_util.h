@@ -66,11 +66,12 @@ double RelativeNormError(const std::vector<float>& a,
 inline constexpr double kStep0GradientTolerance = 1e-5;
 
 // Fails the test (naming `what`) unless `run` trained as `ref` did: losses
-// per step within `tolerance` relative, every weight present, written by
-// some rank, its replicas bitwise equal and within `tolerance` relative (L2)
-// of ref's.
+// per step within `loss_tolerance` relative (`tolerance` when negative),
+// every weight present, written by some rank, its replicas bitwise equal
+// and within `tolerance` relative (L2) of ref's.
 void ExpectSameTraining(const EngineRun& run, const EngineRun& ref,
-                        const std::string& what, double tolerance = 1e-5);
+                        const std::string& what, double tolerance = 1e-5,
+                        double loss_tolerance = -1);
 
 // Fails the test unless `run`'s step-0 gradient (whole, summed over its
 // ranks) of every weight is present, written everywhere, equal across
