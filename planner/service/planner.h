@@ -176,9 +176,8 @@ class Planner {
   // ---- Studies (planner_studies.cc, study_progress.cc) ----
   void ResumeStudies();
   std::shared_ptr<StudyRun> FindRun(int64_t study_id);
-  // The workload `trial` runs (its study's, scaled as PlanOfTrialLayout
-  // scales it); nullopt when the study is not running or its GPU not yet
-  // resolved.
+  // The workload `trial` runs (WorkloadTrialRan of its study's); nullopt
+  // when the study is not running or its GPU not yet resolved.
   std::optional<Workload> TrialWorkload(const db::Trial& trial);
   // Starts every queued study that waits for agents.
   void StartWaitingStudies();

@@ -15,6 +15,7 @@
 #include "planner/service/measurement_check.h"
 #include "planner/service/planner.h"
 #include "planner/service/proto_mapping.h"
+#include "planner/service/recalibration.h"
 #include "planner/service/trial_geometry.h"
 #include "proto/convert.h"
 
@@ -416,10 +417,10 @@ std::optional<Workload> Planner::TrialWorkload(const db::Trial& trial) {
     study = run->workload;
   }
   if (!study) return std::nullopt;
-  absl::StatusOr<TrialPlan> plan =
-      PlanOfTrialLayout(*study, trial.layout, run->options().layers);
-  if (!plan.ok()) return std::nullopt;
-  return plan->workload;
+  absl::StatusOr<Workload> ran =
+      WorkloadTrialRan(trial, *study, run->options().layers);
+  if (!ran.ok()) return std::nullopt;
+  return *std::move(ran);
 }
 
 absl::Status Planner::ReportTrial(const v1::ReportTrialRequest& request) {
