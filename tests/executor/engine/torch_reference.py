@@ -42,21 +42,15 @@ def rope(x, pos, theta):
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
 
-def main():
-    d = sys.argv[1]
-    with open(os.path.join(d, "manifest.json")) as f:
-        m = json.load(f)
-    cfg = m["model"]
+def llama_loss(p, cfg, tokens, targets):
+    """Mean cross-entropy of the Llama with weights p (name -> tensor) on
+    tokens / targets ([b, s] long tensors); the conventions above."""
     h, heads, kv = cfg["hidden"], cfg["heads"], cfg["kv_heads"]
     hd = h // heads
     eps, theta = cfg["norm_eps"], cfg["rope_theta"]
-    p = {e["name"]: load(d, e) for e in m["params"]}
-    tokens = torch.tensor(m["tokens"], dtype=torch.long)    # [b, s]
-    targets = torch.tensor(m["targets"], dtype=torch.long)  # [b, s]
     b, s = tokens.shape
     pos = torch.arange(s)
     mask = torch.full((s, s), float("-inf"), dtype=torch.float64).triu(1)
-
     x = p["embed"][tokens]  # [b, s, h]
     for i in range(cfg["layers"]):
         L = lambda n: p[f"layers.{i}.{n}"]
@@ -65,9 +59,8 @@ def main():
         k = (a @ L("wk").T).view(b, s, kv, hd)
         v = (a @ L("wv").T).view(b, s, kv, hd)
         q, k = rope(q, pos, theta), rope(k, pos, theta)
-        rep = heads // kv
-        k = k.repeat_interleave(rep, dim=2)
-        v = v.repeat_interleave(rep, dim=2)
+        k = k.repeat_interleave(heads // kv, dim=2)
+        v = v.repeat_interleave(heads // kv, dim=2)
         scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / (hd ** 0.5) + mask
         o = torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v)
         x = x + o.reshape(b, s, heads * hd) @ L("wo").T
@@ -76,8 +69,18 @@ def main():
         x = x + g @ L("w_down").T
     x = rms_norm(x, p["final_norm"][0], eps)
     logits = x @ p["output"].T
-    loss = torch.nn.functional.cross_entropy(
+    return torch.nn.functional.cross_entropy(
         logits.reshape(b * s, -1), targets.reshape(b * s))
+
+
+def main():
+    d = sys.argv[1]
+    with open(os.path.join(d, "manifest.json")) as f:
+        m = json.load(f)
+    p = {e["name"]: load(d, e) for e in m["params"]}
+    tokens = torch.tensor(m["tokens"], dtype=torch.long)    # [b, s]
+    targets = torch.tensor(m["targets"], dtype=torch.long)  # [b, s]
+    loss = llama_loss(p, m["model"], tokens, targets)
     loss.backward()
 
     out = os.path.join(d, "out")

@@ -20,36 +20,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_reference import rms_norm, rope  # noqa: E402
-
-
-def loss_of(p, cfg, tokens, targets):
-    h, heads, kv = cfg["hidden"], cfg["heads"], cfg["kv_heads"]
-    hd = h // heads
-    eps, theta = cfg["norm_eps"], cfg["rope_theta"]
-    b, s = tokens.shape
-    pos = torch.arange(s)
-    mask = torch.full((s, s), float("-inf"), dtype=torch.float64).triu(1)
-    x = p["embed"][tokens]
-    for i in range(cfg["layers"]):
-        L = lambda n: p[f"layers.{i}.{n}"]
-        a = rms_norm(x, L("attn_norm")[0], eps)
-        q = (a @ L("wq").T).view(b, s, heads, hd)
-        k = (a @ L("wk").T).view(b, s, kv, hd)
-        v = (a @ L("wv").T).view(b, s, kv, hd)
-        q, k = rope(q, pos, theta), rope(k, pos, theta)
-        k = k.repeat_interleave(heads // kv, dim=2)
-        v = v.repeat_interleave(heads // kv, dim=2)
-        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / (hd ** 0.5) + mask
-        o = torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v)
-        x = x + o.reshape(b, s, heads * hd) @ L("wo").T
-        a = rms_norm(x, L("mlp_norm")[0], eps)
-        g = torch.nn.functional.silu(a @ L("w_gate").T) * (a @ L("w_up").T)
-        x = x + g @ L("w_down").T
-    x = rms_norm(x, p["final_norm"][0], eps)
-    logits = x @ p["output"].T
-    return torch.nn.functional.cross_entropy(
-        logits.reshape(b * s, -1), targets.reshape(b * s))
+from torch_reference import llama_loss  # noqa: E402
 
 
 def main():
@@ -80,7 +51,7 @@ def main():
         tokens = torch.tensor(m["tokens"][step], dtype=torch.long)
         targets = torch.tensor(m["targets"][step], dtype=torch.long)
         opt.zero_grad()
-        loss = loss_of(p, m["model"], tokens, targets)
+        loss = llama_loss(p, m["model"], tokens, targets)
         loss.backward()
         norm = torch.nn.utils.clip_grad_norm_(params, m["max_grad_norm"])
         opt.step()
