@@ -27,6 +27,9 @@ constexpr int kCoefficients = static_cast<int>(std::size(kMembers));
 // ln 2: the probe that decides whether a coefficient is identifiable.
 const double kLogTwo = std::log(2.0);
 
+// Rounds of "fit, leave out the outliers, fit again" at most.
+constexpr int kOutlierRounds = 3;
+
 enum class Quantity {
   kStepTime,
   kCompute,
@@ -66,7 +69,7 @@ struct Term {
 struct PreparedSample {
   const Workload* workload = nullptr;
   TrainingStack stack;  // with the sample's options
-  Layout layout;  // resolved
+  Layout layout;        // resolved
   std::vector<Term> terms;
 };
 
@@ -118,12 +121,18 @@ absl::Status ValidateOptions(const CalibrationFitOptions& o) {
       {"power_weight", o.power_weight},
       {"memory_weight", o.memory_weight},
       {"zero_floor_fraction", o.zero_floor_fraction},
-      {"poor_fit_mape", o.poor_fit_mape}};
+      {"poor_fit_mape", o.poor_fit_mape},
+      {"outlier_log_sds", o.outlier_log_sds}};
   for (const auto& [field, value] : non_negative) {
     if (!(value >= 0) || !std::isfinite(value)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "options.", field, ": must be zero or positive, got ", value));
     }
+  }
+  if (!(o.max_outlier_fraction >= 0 && o.max_outlier_fraction <= 0.5)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.max_outlier_fraction: must be in [0, 0.5], got ",
+                     o.max_outlier_fraction));
   }
   if (o.max_iterations < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -181,12 +190,11 @@ absl::StatusOr<PreparedSample> PrepareSample(size_t index,
   absl::StatusOr<Layout> layout =
       ResolveLayout(s.layout, s.workload.cluster.world_size(),
                     s.workload.training.global_batch);
-  absl::Status fits = layout.ok()
-                          ? CheckLayoutFitsModel(
-                                *layout, s.workload.model,
-                                s.workload.training.seq_len,
-                                stack->layouts.uneven_interleaving)
-                          : layout.status();
+  absl::Status fits =
+      layout.ok() ? CheckLayoutFitsModel(*layout, s.workload.model,
+                                         s.workload.training.seq_len,
+                                         stack->layouts.uneven_interleaving)
+                  : layout.status();
   if (fits.ok()) {
     fits = stack->CanRun(*layout, s.workload.training.precision);
   }
@@ -224,8 +232,8 @@ absl::StatusOr<PreparedSample> PrepareSample(size_t index,
        o.breakdown_weight},
       {"watts_per_gpu", s.watts_per_gpu, Quantity::kWatts, true, 0,
        o.power_weight},
-      {"peak_memory_bytes", s.peak_memory_bytes, Quantity::kPeakMemory, true,
-       0, o.memory_weight}};
+      {"peak_memory_bytes", s.peak_memory_bytes, Quantity::kPeakMemory, true, 0,
+       o.memory_weight}};
   for (const Optional& m : optionals) {
     if (!Measured(m.value)) continue;
     TESSERA_RETURN_IF_ERROR(
@@ -556,13 +564,35 @@ double StepTimeMape(const std::vector<CalibrationSampleResidual>& residuals,
   return sum / static_cast<double>(residuals.size());
 }
 
+// The fitted coefficients that the fit moved onto a bound of their range.
+std::vector<std::string> PushedToBound(const Calibration& prior,
+                                       const CalibrationFit& fit) {
+  std::vector<std::string> pushed;
+  for (const std::string& name : fit.at_bound) {
+    if (*fit.calibration.Get(name) != *prior.Get(name)) pushed.push_back(name);
+  }
+  return pushed;
+}
+
+// Whether `fit` moved a coefficient onto a bound of its range and by more
+// than a factor e^log_sd from the prior (to 0 counts as far).
+bool PushedFarToBound(const Calibration& prior, const CalibrationFit& fit,
+                      double log_sd) {
+  for (const std::string& name : PushedToBound(prior, fit)) {
+    const double value = *fit.calibration.Get(name);
+    const double from = *prior.Get(name);
+    if (value <= 0 || from <= 0 || std::abs(std::log(value / from)) > log_sd) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void AddWarnings(const Calibration& prior, const CalibrationFitOptions& o,
                  CalibrationFit* fit) {
-  std::vector<std::string> pushed;  // moved onto a bound by the fit
-  for (const std::string& name : fit->at_bound) {
+  const std::vector<std::string> pushed = PushedToBound(prior, *fit);
+  for (const std::string& name : pushed) {
     const double value = *fit->calibration.Get(name);
-    if (value == *prior.Get(name)) continue;
-    pushed.push_back(name);
     fit->warnings.push_back(
         absl::StrFormat("%s: the fit ended at its bound %g (prior %g)", name,
                         value, *prior.Get(name)));
@@ -614,6 +644,30 @@ absl::StatusOr<std::vector<PreparedSample>> PrepareSamples(
 
 // Fills what the fit reports besides the calibration: the fitted names,
 // those at a bound, the per-sample residuals and the MAPEs.
+// How `sample` compares with its predictions under `prior` and `fitted`.
+CalibrationSampleResidual ResidualOf(const CalibrationSample& sample,
+                                     const PreparedSample& prepared,
+                                     const Calibration& prior,
+                                     const Calibration& fitted) {
+  const Prediction before = PredictSample(prepared, prior);
+  const Prediction after = PredictSample(prepared, fitted);
+  CalibrationSampleResidual r;
+  r.measured_step_time_s = sample.step_time_s;
+  r.prior_step_time_s = before.step_time_s;
+  r.fitted_step_time_s = after.step_time_s;
+  if (Measured(sample.watts_per_gpu)) {
+    r.measured_watts_per_gpu = sample.watts_per_gpu;
+  }
+  r.prior_watts_per_gpu = before.watts_per_gpu;
+  r.fitted_watts_per_gpu = after.watts_per_gpu;
+  if (Measured(sample.peak_memory_bytes)) {
+    r.measured_peak_memory_bytes = sample.peak_memory_bytes;
+  }
+  r.prior_peak_memory_bytes = before.memory.total_bytes;
+  r.fitted_peak_memory_bytes = after.memory.total_bytes;
+  return r;
+}
+
 void Report(const std::vector<CalibrationSample>& samples,
             const std::vector<PreparedSample>& prepared,
             const std::vector<Axis>& axes, const Calibration& prior,
@@ -627,23 +681,8 @@ void Report(const std::vector<CalibrationSample>& samples,
     }
   }
   for (size_t i = 0; i < samples.size(); ++i) {
-    const Prediction before = PredictSample(prepared[i], prior);
-    const Prediction after = PredictSample(prepared[i], fit->calibration);
-    CalibrationSampleResidual r;
-    r.measured_step_time_s = samples[i].step_time_s;
-    r.prior_step_time_s = before.step_time_s;
-    r.fitted_step_time_s = after.step_time_s;
-    if (Measured(samples[i].watts_per_gpu)) {
-      r.measured_watts_per_gpu = samples[i].watts_per_gpu;
-    }
-    r.prior_watts_per_gpu = before.watts_per_gpu;
-    r.fitted_watts_per_gpu = after.watts_per_gpu;
-    if (Measured(samples[i].peak_memory_bytes)) {
-      r.measured_peak_memory_bytes = samples[i].peak_memory_bytes;
-    }
-    r.prior_peak_memory_bytes = before.memory.total_bytes;
-    r.fitted_peak_memory_bytes = after.memory.total_bytes;
-    fit->residuals.push_back(r);
+    fit->residuals.push_back(
+        ResidualOf(samples[i], prepared[i], prior, fit->calibration));
   }
   fit->samples = static_cast<int64_t>(samples.size());
   fit->prior_step_time_mape = StepTimeMape(
@@ -652,16 +691,11 @@ void Report(const std::vector<CalibrationSample>& samples,
       fit->residuals, &CalibrationSampleResidual::fitted_step_time_s);
 }
 
-}  // namespace
-
-absl::StatusOr<CalibrationFit> FitCalibration(
+// One fit of `samples` (already validated, except per sample), as the
+// header's objective describes, without leaving any sample out.
+absl::StatusOr<CalibrationFit> FitAll(
     const std::vector<CalibrationSample>& samples, const Calibration& prior,
     const CalibrationFitOptions& options) {
-  if (samples.empty()) {
-    return absl::InvalidArgumentError("samples: no samples to fit");
-  }
-  TESSERA_RETURN_IF_ERROR(ValidateOptions(options));
-  TESSERA_RETURN_IF_ERROR(ValidatePrior(prior));
   TESSERA_ASSIGN_OR_RETURN(const std::vector<PreparedSample> prepared,
                            PrepareSamples(samples, options));
 
@@ -681,6 +715,143 @@ absl::StatusOr<CalibrationFit> FitCalibration(
   fit.calibration = objective.At(u);
   Report(samples, prepared, axes, prior, &fit);
   PosteriorSpread(objective, u, &fit);
+  return fit;
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// How far each of `log_errors` lies from their median, in robust standard
+// deviations (1.4826 times the median absolute deviation, never below
+// `min_sd`).
+std::vector<double> RobustDeviations(const std::vector<double>& log_errors,
+                                     double min_sd) {
+  const double center = Median(log_errors);
+  std::vector<double> deviations;
+  for (double e : log_errors) deviations.push_back(std::abs(e - center));
+  const double sd = std::max(1.4826 * Median(deviations), min_sd);
+  for (double& d : deviations) d /= sd;
+  return deviations;
+}
+
+// The samples of `kept` (indices into the caller's samples; `fit` is the fit
+// of exactly these, residuals in the same order) whose log step-time error
+// lies more than options.outlier_log_sds robust standard deviations from
+// the median, both under the fit and under the prior, worst first, at most
+// `room` of them. Both: a sample far off only after the fit was pulled
+// there by the fit itself, one far off only at the prior is one the fit can
+// explain.
+std::vector<size_t> Outliers(const std::vector<size_t>& kept,
+                             const CalibrationFit& fit,
+                             const CalibrationFitOptions& options,
+                             size_t room) {
+  std::vector<double> fitted, prior;
+  for (const CalibrationSampleResidual& r : fit.residuals) {
+    fitted.push_back(std::log(r.fitted_step_time_s / r.measured_step_time_s));
+    prior.push_back(std::log(r.prior_step_time_s / r.measured_step_time_s));
+  }
+  const std::vector<double> after =
+      RobustDeviations(fitted, options.measurement_log_sd);
+  const std::vector<double> before =
+      RobustDeviations(prior, options.measurement_log_sd);
+  std::vector<std::pair<double, size_t>> far;  // (deviation, sample index)
+  for (size_t k = 0; k < kept.size(); ++k) {
+    if (after[k] > options.outlier_log_sds &&
+        before[k] > options.outlier_log_sds) {
+      far.emplace_back(after[k], kept[k]);
+    }
+  }
+  std::sort(far.begin(), far.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<size_t> worst;
+  for (size_t k = 0; k < far.size() && k < room; ++k) {
+    worst.push_back(far[k].second);
+  }
+  return worst;
+}
+
+// `fit` (of every sample) made again without the outliers, up to
+// kOutlierRounds times and at most options.max_outlier_fraction of the
+// samples; `excluded` lists them. `fit` itself when there are none.
+absl::StatusOr<CalibrationFit> LeaveOutOutliers(
+    const std::vector<CalibrationSample>& samples, const Calibration& prior,
+    const CalibrationFitOptions& options, CalibrationFit fit) {
+  if (options.outlier_log_sds == 0) return fit;
+  const size_t max_left_out = static_cast<size_t>(
+      std::floor(options.max_outlier_fraction * samples.size()));
+  std::vector<size_t> kept(samples.size());
+  for (size_t i = 0; i < kept.size(); ++i) kept[i] = i;
+  std::vector<size_t> excluded;
+  for (int round = 0; round < kOutlierRounds; ++round) {
+    const std::vector<size_t> worst =
+        Outliers(kept, fit, options, max_left_out - excluded.size());
+    if (worst.empty()) break;
+    excluded.insert(excluded.end(), worst.begin(), worst.end());
+    std::sort(excluded.begin(), excluded.end());
+    std::vector<CalibrationSample> rest;
+    kept.clear();
+    for (size_t i = 0; i < samples.size(); ++i) {
+      if (!std::binary_search(excluded.begin(), excluded.end(), i)) {
+        kept.push_back(i), rest.push_back(samples[i]);
+      }
+    }
+    TESSERA_ASSIGN_OR_RETURN(fit, FitAll(rest, prior, options));
+    fit.excluded = excluded;
+  }
+  return fit;
+}
+
+}  // namespace
+
+absl::StatusOr<CalibrationFit> FitCalibration(
+    const std::vector<CalibrationSample>& samples, const Calibration& prior,
+    const CalibrationFitOptions& options) {
+  if (samples.empty()) {
+    return absl::InvalidArgumentError("samples: no samples to fit");
+  }
+  TESSERA_RETURN_IF_ERROR(ValidateOptions(options));
+  TESSERA_RETURN_IF_ERROR(ValidatePrior(prior));
+  // Every sample checked (and its residuals available) whatever is left out.
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<PreparedSample> prepared,
+                           PrepareSamples(samples, options));
+  TESSERA_ASSIGN_OR_RETURN(CalibrationFit fit, FitAll(samples, prior, options));
+
+  // Outliers: fit, leave out the samples the fit cannot explain, fit again.
+  TESSERA_ASSIGN_OR_RETURN(CalibrationFit trimmed,
+                           LeaveOutOutliers(samples, prior, options, fit));
+  // Undone when the rest still need a coefficient pushed onto its bound,
+  // and far (more than the prior's spread) from the prior: then the ranges
+  // cannot explain the samples (wrong hardware figures), not just the ones
+  // left out, and leaving out those farthest off would only hide that.
+  if (!PushedFarToBound(prior, trimmed, options.prior_log_sd)) {
+    fit = std::move(trimmed);
+  }
+  std::vector<bool> left_out(samples.size(), false);
+  for (size_t i : fit.excluded) left_out[i] = true;
+  if (!fit.excluded.empty()) {
+    // One residual per sample again, the left-out ones under the final fit.
+    std::vector<CalibrationSampleResidual> residuals;
+    size_t next_kept = 0;
+    for (size_t i = 0; i < samples.size(); ++i) {
+      if (!left_out[i]) {
+        residuals.push_back(fit.residuals[next_kept++]);
+        continue;
+      }
+      const CalibrationSampleResidual r =
+          ResidualOf(samples[i], prepared[i], prior, fit.calibration);
+      fit.warnings.push_back(absl::StrFormat(
+          "samples[%d] left out as an outlier: it measured %.4g s a step, "
+          "%.2fx what the fit of the others predicts (%.4g s)",
+          i, r.measured_step_time_s,
+          r.measured_step_time_s / r.fitted_step_time_s, r.fitted_step_time_s));
+      residuals.push_back(r);
+      residuals.back().excluded = true;
+    }
+    fit.residuals = std::move(residuals);
+  }
   AddWarnings(prior, options, &fit);
   return fit;
 }

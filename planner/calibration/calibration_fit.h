@@ -47,8 +47,28 @@
 //     samples that measured peak_memory_bytes (no time or power depends on
 //     them), each where it moves that sample's predicted peak.
 // A sample with a single rank therefore moves only compute coefficients.
-// A sample the model thinks does not fit in memory is fitted all the same (it
-// ran).
+//
+// Outliers (robust to a few bad measurements: a noisy neighbour, a trial
+// that throttled, a report that passed the planner's bounds but is wrong):
+// the fit is made with every sample, then the samples whose log step-time
+// error lies more than options.outlier_log_sds robust standard deviations
+// from the median error — both under that fit and under the prior — are
+// left out and the fit is made again without them, up to three rounds and
+// at most options.max_outlier_fraction of the samples (so none with fewer
+// than 1 / max_outlier_fraction samples). The robust standard deviation is
+// 1.4826 times the median absolute deviation of the errors (a normal's sd
+// when there are no outliers), never below options.measurement_log_sd; with
+// the defaults a sample must be off by more than 4 of them, at least a
+// factor e^0.2 = 1.22 beyond the median error. Both views must agree: a
+// sample far off only after the fit was pulled there by the outliers, and
+// one far off only at the prior is one the fit explains. Leaving out is
+// undone when the fit of the rest still pushes a coefficient onto a bound of
+// its range and more than a factor e^prior_log_sd from the prior: then the
+// ranges cannot explain the samples (wrong hardware figures), not just the
+// ones left out, and the fit of every sample stands with its warning. This is
+// iterative trimming with a median/MAD rule rather than a robust loss (Huber,
+// Cauchy) so that the fit names what it left out and the rest is an ordinary
+// least-squares fit.
 //
 //   std::vector<CalibrationSample> samples = ...;  // one per finished trial
 //   Calibration last = ...;  // the last fit for this GPU, or Calibration{}
@@ -114,6 +134,12 @@ struct CalibrationFitOptions {
   // A fit whose step-time MAPE stays above this with a coefficient at a bound
   // gets a warning that the ranges cannot explain the measurements.
   double poor_fit_mape = 0.10;
+  // Outliers (above): a sample more than this many robust standard
+  // deviations of the log step-time errors from their median is left out; 0
+  // leaves none out.
+  double outlier_log_sds = 4.0;
+  // At most this fraction of the samples is left out (0 to 0.5).
+  double max_outlier_fraction = 1.0 / 3.0;
   // Coefficients kept at the prior whatever the samples identify.
   std::vector<std::string> fixed = {};
 };
@@ -129,6 +155,8 @@ struct CalibrationSampleResidual {
   std::optional<double> measured_peak_memory_bytes;
   double prior_peak_memory_bytes = 0;
   double fitted_peak_memory_bytes = 0;
+  // Left out of the fit as an outlier (its predictions are the final fit's).
+  bool excluded = false;
   // fitted / measured - 1.
   double step_time_error() const {
     return fitted_step_time_s / measured_step_time_s - 1;
@@ -162,15 +190,19 @@ struct CalibrationFit {
   // The prior's spread it was fitted with (options.prior_log_sd): what is
   // known of the coefficients that were not fitted.
   double prior_log_sd = 0;
-  int64_t samples = 0;
-  // Mean over samples of |predicted / measured - 1| of the step time.
+  int64_t samples = 0;  // the samples fitted (the outliers not counted)
+  // The samples left out as outliers (indices into the input, ascending).
+  std::vector<size_t> excluded;
+  // Mean over the fitted samples of |predicted / measured - 1| of the step
+  // time.
   double prior_step_time_mape = 0;
   double fitted_step_time_mape = 0;
   // The objective (see above) at the prior and at the fit.
   double prior_objective = 0;
   double fitted_objective = 0;
   int iterations = 0;  // Levenberg-Marquardt steps taken
-  std::vector<CalibrationSampleResidual> residuals;  // one per sample, in order
+  // One per input sample, in order, the left-out ones marked `excluded`.
+  std::vector<CalibrationSampleResidual> residuals;
   // What the caller should know: coefficients pushed to a bound, and fits
   // the coefficients' ranges cannot make good (wrong hardware figures).
   std::vector<std::string> warnings;

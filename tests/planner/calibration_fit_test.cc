@@ -173,13 +173,12 @@ TEST(CalibrationFitTest, PeakMemoryRefitsTheMemoryCoefficients) {
     ASSERT_TRUE(r.measured_peak_memory_bytes.has_value());
     // The defaults were 5-50% off; the fit is within 3% (the prior on four
     // coefficients pulls a little).
-    EXPECT_NEAR(r.fitted_peak_memory_bytes / *r.measured_peak_memory_bytes,
-                1, 0.03)
+    EXPECT_NEAR(r.fitted_peak_memory_bytes / *r.measured_peak_memory_bytes, 1,
+                0.03)
         << "sample " << i;
-    EXPECT_GT(std::abs(r.prior_peak_memory_bytes /
-                           *r.measured_peak_memory_bytes -
-                       1),
-              0.05)
+    EXPECT_GT(
+        std::abs(r.prior_peak_memory_bytes / *r.measured_peak_memory_bytes - 1),
+        0.05)
         << "sample " << i;
   }
   EXPECT_NEAR(fit.calibration.saved_activation_factor, 1.3, 0.1);
@@ -440,6 +439,58 @@ TEST(CalibrationFitTest, NoiseStaysNoise) {
   }
 }
 
+TEST(CalibrationFitTest, ABadTrialIsLeftOutAndNamed) {
+  // The round of trials with one measured 4x slower than the truth says (a
+  // throttled GPU, a noisy neighbour): the fit leaves it out, names it, and
+  // recovers the truth from the other twelve as if it had never run.
+  const Calibration truth = Truth();
+  std::vector<CalibrationSample> samples = TrialRound(truth, /*watts=*/false);
+  samples[3].step_time_s *= 4;
+  const CalibrationFit fit = Fit(samples);
+  EXPECT_EQ(fit.excluded, std::vector<size_t>{3});
+  EXPECT_EQ(fit.samples, 12);
+  ASSERT_EQ(fit.residuals.size(), 13u);
+  EXPECT_TRUE(fit.residuals[3].excluded);
+  EXPECT_FALSE(fit.residuals[2].excluded);
+  EXPECT_NEAR(fit.residuals[3].measured_step_time_s /
+                  fit.residuals[3].fitted_step_time_s,
+              4, 0.1 * 4);
+  EXPECT_LT(fit.fitted_step_time_mape, 0.005);
+  EXPECT_NEAR(fit.calibration.gemm_peak_efficiency, 0.55, 0.02 * 0.55);
+  EXPECT_NEAR(fit.calibration.inter_node_bw_efficiency, 0.5, 0.02 * 0.5);
+  ASSERT_FALSE(fit.warnings.empty());
+  EXPECT_NE(fit.warnings.front().find("samples[3] left out as an outlier"),
+            std::string::npos)
+      << fit.warnings.front();
+
+  // Without the rule the one trial drags the whole fit.
+  CalibrationFitOptions keep_all;
+  keep_all.outlier_log_sds = 0;
+  const CalibrationFit dragged = Fit(samples, Calibration{}, keep_all);
+  EXPECT_TRUE(dragged.excluded.empty());
+  EXPECT_EQ(dragged.samples, 13);
+  EXPECT_GT(dragged.fitted_step_time_mape, 0.05);
+}
+
+TEST(CalibrationFitTest, OutliersNeedAMajorityThatAgrees) {
+  // Two samples cannot say which of them is wrong: both are fitted.
+  const Calibration truth = Truth();
+  std::vector<CalibrationSample> two = {TrialRound(truth, false)[0],
+                                        TrialRound(truth, false)[3]};
+  two[1].step_time_s *= 4;
+  EXPECT_TRUE(Fit(two).excluded.empty());
+  // Noise is not an outlier.
+  for (uint64_t seed : {1, 2, 3}) {
+    EXPECT_TRUE(Fit(WithNoise(TrialRound(truth, /*watts=*/true), seed))
+                    .excluded.empty())
+        << seed;
+  }
+  // At most a third: five of thirteen samples 3x slow leave at most four out.
+  std::vector<CalibrationSample> many = TrialRound(truth, /*watts=*/false);
+  for (size_t i : {1, 3, 5, 7, 11}) many[i].step_time_s *= 3;
+  EXPECT_LE(Fit(many).excluded.size(), 4u);
+}
+
 TEST(CalibrationFitTest, WeightsCountRelativeToEachOther) {
   // Two measurements of the same single-rank trial, 1.0x and 1.2x the
   // prediction under the truth. With weights 1 and 3 the fit lands near
@@ -566,10 +617,10 @@ TEST(CalibrationFitTest, CpuLikeGpuMovesComputeByAnOrderOfMagnitude) {
   // shapes (both grow with the tokens of a small layer): within 30%.
   for (const std::string& name : free_fit.fitted) {
     const double t = Value(truth, name);
-    const double tolerance = name == "gemm_traffic_factor" ||
-                                     name == "elementwise_traffic_factor"
-                                 ? 0.3
-                                 : 0.15;
+    const double tolerance =
+        name == "gemm_traffic_factor" || name == "elementwise_traffic_factor"
+            ? 0.3
+            : 0.15;
     EXPECT_NEAR(Value(free_fit.calibration, name), t,
                 std::max(tolerance * t, 0.01))
         << name;
@@ -589,6 +640,8 @@ TEST(CalibrationFitTest, SaysWhenTheRangesCannotExplainTheTrials) {
     s.exposed_comm_s.reset();
   }
   const CalibrationFit fit = Fit(samples);
+  // None is left out: the ranges, not a few samples, are what is wrong.
+  EXPECT_TRUE(fit.excluded.empty());
   EXPECT_TRUE(Contains(fit.at_bound, "gemm_peak_efficiency"));
   EXPECT_EQ(fit.calibration.gemm_peak_efficiency, 0.05);
   EXPECT_GT(fit.fitted_step_time_mape, 0.10);
@@ -654,6 +707,13 @@ TEST(CalibrationFitTest, BadInputNamesTheSampleAndField) {
   options = {};
   options.prior_log_sd = 0;
   ExpectInvalid(Error(good, Calibration{}, options), "options.prior_log_sd");
+  options = {};
+  options.max_outlier_fraction = 0.6;
+  ExpectInvalid(Error(good, Calibration{}, options),
+                "options.max_outlier_fraction");
+  options = {};
+  options.outlier_log_sds = -1;
+  ExpectInvalid(Error(good, Calibration{}, options), "options.outlier_log_sds");
 }
 
 }  // namespace
