@@ -8,6 +8,7 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 
@@ -36,6 +37,10 @@ std::string SqlForMessage(absl::string_view sql) {
   return out;
 }
 
+// Marks a status as a lock held by another connection (IsBusy), apart from
+// the other Unavailable errors (a read-only or failing disk).
+constexpr char kBusyPayload[] = "tessera.db/sqlite-busy";
+
 absl::StatusCode CodeFor(int rc) {
   switch (rc) {
     case SQLITE_CONSTRAINT_PRIMARYKEY:
@@ -47,9 +52,10 @@ absl::StatusCode CodeFor(int rc) {
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
+    case SQLITE_READONLY:  // the file or its disk turned read-only
+    case SQLITE_IOERR:     // the disk failed the read or write
       return absl::StatusCode::kUnavailable;
     case SQLITE_CONSTRAINT:
-    case SQLITE_READONLY:
       return absl::StatusCode::kFailedPrecondition;
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
@@ -69,7 +75,11 @@ absl::Status StatusFor(int rc, absl::string_view detail,
   std::string message = absl::StrCat("sqlite: ", detail, " (",
                                      sqlite3_errstr(rc), ", code ", rc, ")");
   if (!sql.empty()) absl::StrAppend(&message, " in `", SqlForMessage(sql), "`");
-  return absl::Status(CodeFor(rc), message);
+  absl::Status status(CodeFor(rc), message);
+  if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
+    status.SetPayload(kBusyPayload, absl::Cord("1"));
+  }
+  return status;
 }
 
 int ToMillis(absl::Duration d) {
@@ -267,8 +277,9 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(
 
   // WAL: readers see the last commit and never block the writer.
   TESSERA_ASSIGN_OR_RETURN(
-      Statement wal, db->Prepare(options.read_only ? "PRAGMA journal_mode"
-                                                   : "PRAGMA journal_mode=WAL"));
+      Statement wal,
+      db->Prepare(options.read_only ? "PRAGMA journal_mode"
+                                    : "PRAGMA journal_mode=WAL"));
   TESSERA_ASSIGN_OR_RETURN(const bool row, wal.Step());
   const std::string mode = row ? absl::AsciiStrToLower(wal.ColumnText(0)) : "";
   if (mode != "wal") {
@@ -401,7 +412,8 @@ absl::Status Transaction::Rollback() {
 // ---- Retry ----
 
 bool IsBusy(const absl::Status& status) {
-  return status.code() == absl::StatusCode::kUnavailable;
+  return status.code() == absl::StatusCode::kUnavailable &&
+         status.GetPayload(kBusyPayload).has_value();
 }
 
 namespace {
@@ -427,9 +439,11 @@ absl::Status RunInTransaction(
     absl::Status status = AttemptTransaction(db, mode, body);
     if (!IsBusy(status)) return status;
     if (attempt >= max_attempts) {
-      return absl::Status(status.code(),
-                          absl::StrCat(status.message(), " (gave up after ",
-                                       attempt, " attempts)"));
+      absl::Status gave_up(status.code(),
+                           absl::StrCat(status.message(), " (gave up after ",
+                                        attempt, " attempts)"));
+      gave_up.SetPayload(kBusyPayload, absl::Cord("1"));
+      return gave_up;
     }
     // Full backoff halved by jitter, so that waiting writers spread out.
     absl::SleepFor(backoff * absl::Uniform(random, 0.5, 1.0));

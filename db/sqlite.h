@@ -15,13 +15,15 @@
 //
 // Every sqlite error becomes an absl::Status whose message carries sqlite's
 // message, its (extended) result code and the statement's SQL. Codes map as:
-// SQLITE_BUSY / SQLITE_LOCKED -> Unavailable (retryable; RunInTransaction
-// retries them), a UNIQUE or PRIMARY KEY constraint -> AlreadyExists, other
-// constraints (CHECK, FOREIGN KEY, NOT NULL) and SQLITE_READONLY ->
+// SQLITE_BUSY / SQLITE_LOCKED -> Unavailable marked busy (IsBusy;
+// RunInTransaction retries them), SQLITE_READONLY / SQLITE_IOERR (a disk
+// that turned read-only or fails) -> Unavailable not marked busy (retryable
+// by the caller later: an agent keeps its result and reports again, it does
+// not take it for a lost lease), a UNIQUE or PRIMARY KEY constraint ->
+// AlreadyExists, other constraints (CHECK, FOREIGN KEY, NOT NULL) ->
 // FailedPrecondition, SQLITE_CORRUPT / SQLITE_NOTADB -> DataLoss, SQLITE_FULL /
 // SQLITE_NOMEM -> ResourceExhausted, SQLITE_CANTOPEN -> NotFound, anything else
-// (SQL errors, I/O errors, misuse) -> Internal. Nothing in this layer uses
-// Unavailable for any other reason.
+// (SQL errors, misuse) -> Internal.
 //
 // Thread safety: a Database and its Statements are used by one thread at a
 // time (the connection is opened SQLITE_OPEN_NOMUTEX); callers that share one

@@ -100,10 +100,17 @@ class SqliteTrialStore : public TrialStore {
       absl::string_view agent_id, absl::Time expires_at) override;
   absl::Status ReleaseLease(int64_t trial_id, absl::string_view agent_id,
                             absl::string_view reason) override;
+  absl::StatusOr<RequeueResult> EndLeaseByInfrastructureFailure(
+      int64_t trial_id, absl::string_view agent_id,
+      absl::string_view reason) override;
   absl::StatusOr<RequeueResult> RequeueExpiredLeases(absl::Time now) override;
   absl::StatusOr<RequeueResult> RequeueTrialsOf(
       absl::string_view agent_id) override;
+  absl::StatusOr<int64_t> ForgiveOutage(absl::Time now,
+                                        absl::Time lease_expires_at) override;
   absl::StatusOr<int64_t> CancelQueuedTrials(int64_t study_id) override;
+  absl::Status InvalidateTrial(int64_t trial_id,
+                               absl::string_view reason) override;
 
   absl::StatusOr<Agent> UpsertAgent(const AgentRegistration& agent) override;
   absl::Status Heartbeat(absl::string_view agent_id, absl::Time now) override;
@@ -123,6 +130,8 @@ class SqliteTrialStore : public TrialStore {
       const Calibration& calibration) override;
   absl::StatusOr<Calibration> LatestCalibration(
       absl::string_view scope) override;
+  absl::StatusOr<std::vector<std::string>> ScopesCalibratedWith(
+      int64_t trial_id) override;
   absl::StatusOr<std::vector<int64_t>> AddCollectiveSamples(
       const std::vector<CollectiveSample>& samples) override;
   absl::StatusOr<std::vector<CollectiveSample>> ListCollectiveSamples(

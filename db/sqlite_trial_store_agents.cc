@@ -258,10 +258,47 @@ absl::StatusOr<Calibration> SqliteTrialStore::SaveCalibration(
         .BindInt(5, ToMicros(saved.created_at));
     TESSERA_RETURN_IF_ERROR(insert.Run());
     saved.id = db.LastInsertRowId();
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement member,
+        db.Prepare("INSERT INTO calibration_trials (calibration_id, trial_id, "
+                   "excluded) VALUES (?, ?, ?)"));
+    for (const auto& [ids, excluded] :
+         {std::pair(&c.trial_ids, 0), std::pair(&c.excluded_trial_ids, 1)}) {
+      for (int64_t trial_id : *ids) {
+        TESSERA_RETURN_IF_ERROR(internal::LoadTrial(db, trial_id).status());
+        member.Reset();
+        member.BindInt(1, saved.id).BindInt(2, trial_id).BindInt(3, excluded);
+        TESSERA_RETURN_IF_ERROR(member.Run());
+      }
+    }
     return absl::OkStatus();
   });
   if (!done.ok()) return done;
   return saved;
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteTrialStore::ScopesCalibratedWith(
+    int64_t trial_id) {
+  std::vector<std::string> scopes;
+  const absl::Status done = Read([&](Database& db) -> absl::Status {
+    scopes.clear();
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement select,
+        db.Prepare("SELECT c.scope FROM calibrations c WHERE c.id = "
+                   "(SELECT max(id) FROM calibrations WHERE scope = c.scope) "
+                   "AND EXISTS (SELECT 1 FROM calibration_trials m WHERE "
+                   "m.calibration_id = c.id AND m.trial_id = ?) "
+                   "ORDER BY c.scope"));
+    select.BindInt(1, trial_id);
+    while (true) {
+      TESSERA_ASSIGN_OR_RETURN(const bool row, select.Step());
+      if (!row) break;
+      scopes.push_back(select.ColumnText(0));
+    }
+    return absl::OkStatus();
+  });
+  if (!done.ok()) return done;
+  return scopes;
 }
 
 absl::StatusOr<Calibration> SqliteTrialStore::LatestCalibration(
@@ -280,6 +317,18 @@ absl::StatusOr<Calibration> SqliteTrialStore::LatestCalibration(
           absl::StrCat("calibration for ", scope, ": none saved"));
     }
     TESSERA_ASSIGN_OR_RETURN(calibration, internal::ReadCalibration(select));
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement members,
+        db.Prepare("SELECT trial_id, excluded FROM calibration_trials WHERE "
+                   "calibration_id = ? ORDER BY trial_id"));
+    members.BindInt(1, calibration.id);
+    while (true) {
+      TESSERA_ASSIGN_OR_RETURN(const bool row, members.Step());
+      if (!row) break;
+      (members.ColumnInt(1) != 0 ? calibration.excluded_trial_ids
+                                 : calibration.trial_ids)
+          .push_back(members.ColumnInt(0));
+    }
     return absl::OkStatus();
   });
   if (!done.ok()) return done;

@@ -311,6 +311,23 @@ absl::Status SqliteTrialStore::EndLostLease(Database& db, int64_t trial_id,
   return absl::OkStatus();
 }
 
+absl::StatusOr<RequeueResult> SqliteTrialStore::EndLeaseByInfrastructureFailure(
+    int64_t trial_id, absl::string_view agent_id, absl::string_view reason) {
+  TESSERA_RETURN_IF_ERROR(ValidateAgentId(agent_id, "release.agent_id"));
+  RequeueResult result;
+  const absl::Status done = Write([&](Database& db) -> absl::Status {
+    result = {};
+    TESSERA_ASSIGN_OR_RETURN(const Trial trial, LoadTrial(db, trial_id));
+    if (!Holds(trial, agent_id)) return NotHolder(trial, agent_id);
+    return EndLostLease(db, trial_id,
+                        absl::StrCat("infrastructure failure on agent ",
+                                     agent_id, ": ", reason),
+                        result);
+  });
+  if (!done.ok()) return done;
+  return result;
+}
+
 absl::StatusOr<RequeueResult> SqliteTrialStore::RequeueExpiredLeases(
     absl::Time now) {
   RequeueResult result;
@@ -372,6 +389,29 @@ absl::StatusOr<RequeueResult> SqliteTrialStore::RequeueTrialsOf(
   return result;
 }
 
+absl::StatusOr<int64_t> SqliteTrialStore::ForgiveOutage(
+    absl::Time now, absl::Time lease_expires_at) {
+  int64_t extended = 0;
+  const absl::Status done = Write([&](Database& db) -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement leases,
+        db.Prepare("UPDATE trials SET lease_expires_at_us = ? WHERE status = "
+                   "'leased' AND lease_expires_at_us < ?"));
+    leases.BindInt(1, ToMicros(lease_expires_at))
+        .BindInt(2, ToMicros(lease_expires_at));
+    TESSERA_RETURN_IF_ERROR(leases.Run());
+    extended = db.Changes();
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement agents,
+        db.Prepare("UPDATE agents SET last_heartbeat_at_us = ? WHERE state = "
+                   "'active' AND last_heartbeat_at_us < ?"));
+    agents.BindInt(1, ToMicros(now)).BindInt(2, ToMicros(now));
+    return agents.Run();
+  });
+  if (!done.ok()) return done;
+  return extended;
+}
+
 absl::StatusOr<int64_t> SqliteTrialStore::CancelQueuedTrials(int64_t study_id) {
   int64_t cancelled = 0;
   const absl::Status done = Write([&](Database& db) -> absl::Status {
@@ -388,6 +428,29 @@ absl::StatusOr<int64_t> SqliteTrialStore::CancelQueuedTrials(int64_t study_id) {
   });
   if (!done.ok()) return done;
   return cancelled;
+}
+
+absl::Status SqliteTrialStore::InvalidateTrial(int64_t trial_id,
+                                               absl::string_view reason) {
+  if (reason.empty()) {
+    return absl::InvalidArgumentError(
+        "reason: say why the trial's result is wrong");
+  }
+  return Write([&](Database& db) -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(const Trial trial, LoadTrial(db, trial_id));
+    if (!IsFinal(trial.status)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("trial ", trial_id, " is ", TrialStateName(trial.status),
+                       ": only a finished trial's result can be invalidated"));
+    }
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement update,
+        db.Prepare("UPDATE trials SET status = 'invalid', reason = ? "
+                   "WHERE id = ?"));
+    update.BindText(1, absl::StrCat("invalidated: ", reason))
+        .BindInt(2, trial_id);
+    return update.Run();
+  });
 }
 
 }  // namespace tessera::db

@@ -30,7 +30,8 @@
 //   queued -> leased           LeaseTrial
 //   leased -> ok, oom, nan, timeout, crash or invalid
 //                              ReportTrial (the result's status)
-//   leased -> queued           lease expired or agent gone (attempts + 1)
+//   leased -> queued           lease expired, agent gone or an infrastructure
+//                              failure (attempts + 1)
 //   leased -> queued           ReleaseLease (handed back; no attempt counted)
 //   leased -> crash            the same, once attempts reach the maximum
 //   queued -> cancelled        CancelQueuedTrials
@@ -315,6 +316,11 @@ struct Calibration {
   int64_t samples = 0;    // trials and probes the fit used
   double fit_error = 0;   // e.g. relative RMS error of the fit
   absl::Time created_at;  // set by SaveCalibration
+  // The trials it was fitted to, and those the fit left out as outliers
+  // (ascending ids, disjoint; each must exist). Empty for a calibration that
+  // names none (one saved before the store kept them).
+  std::vector<int64_t> trial_ids;
+  std::vector<int64_t> excluded_trial_ids;
 };
 
 // A calibration file imported for a GPU type, kept whole (its text is the
@@ -402,6 +408,14 @@ class TrialStore {
   virtual absl::Status ReleaseLease(int64_t trial_id,
                                     absl::string_view agent_id,
                                     absl::string_view reason) = 0;
+  // An agent says the trial ended by no fault of its layout (its process was
+  // killed from outside): the lease ends (with its whole gang's) as a lost
+  // lease does, an attempt counted, queued again with `reason` or crashed
+  // once the attempts reach the maximum. FailedPrecondition unless
+  // `agent_id` holds the lease; NotFound for an unknown trial.
+  virtual absl::StatusOr<RequeueResult> EndLeaseByInfrastructureFailure(
+      int64_t trial_id, absl::string_view agent_id,
+      absl::string_view reason) = 0;
   // Stores `result` (its metrics, its JSON, its per-step rows) as the trial's
   // outcome, sets the trial's state from result.status, and clears the lease.
   // NotFound for an unknown trial; AlreadyExists when a result is stored
@@ -417,8 +431,22 @@ class TrialStore {
   // unknown agent.
   virtual absl::StatusOr<RequeueResult> RequeueTrialsOf(
       absl::string_view agent_id) = 0;
+  // After the planner was down: no lease expires before `lease_expires_at`
+  // and no active agent's last heartbeat is before `now`, so that the time
+  // the planner was away counts against nobody (agents heartbeat again
+  // within a lease timeout of its return; the dead ones then expire as
+  // ever). Returns how many leases were extended.
+  virtual absl::StatusOr<int64_t> ForgiveOutage(
+      absl::Time now, absl::Time lease_expires_at) = 0;
   // Cancels the study's queued trials (leased ones run on); returns how many.
   virtual absl::StatusOr<int64_t> CancelQueuedTrials(int64_t study_id) = 0;
+  // An operator's verdict that a finished trial's result is wrong: it
+  // becomes `invalid` with reason "invalidated: <reason>" (its measurements
+  // stay, for the record), so that no fit, best or front counts it again.
+  // INVALID_ARGUMENT for an empty reason, NOT_FOUND for no such trial,
+  // FAILED_PRECONDITION for one still queued or leased.
+  virtual absl::Status InvalidateTrial(int64_t trial_id,
+                                       absl::string_view reason) = 0;
 
   // Agents. UpsertAgent registers (or re-registers: fields updated, state
   // active again, heartbeat now) and returns the stored agent with its id.
@@ -457,6 +485,10 @@ class TrialStore {
       const Calibration& calibration) = 0;
   virtual absl::StatusOr<Calibration> LatestCalibration(
       absl::string_view scope) = 0;
+  // The scopes whose latest calibration names `trial_id` among its trials or
+  // its left-out ones, in scope order.
+  virtual absl::StatusOr<std::vector<std::string>> ScopesCalibratedWith(
+      int64_t trial_id) = 0;
   // Imported calibration files: the save returns the stored one (id,
   // imported_at); INVALID_ARGUMENT for an empty gpu or text that is not a
   // JSON object. The latest is the last saved for `gpu`, NotFound when none.

@@ -174,6 +174,17 @@ absl::Status ValidateCalibration(const Calibration& c) {
     if (!std::isfinite(value)) return FieldError(field, "must be finite");
   }
   TESSERA_RETURN_IF_ERROR(AtLeast("calibration.samples", c.samples, 0));
+  std::vector<int64_t> ids = c.trial_ids;
+  ids.insert(ids.end(), c.excluded_trial_ids.begin(),
+             c.excluded_trial_ids.end());
+  std::sort(ids.begin(), ids.end());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] <= 0 || (i > 0 && ids[i] == ids[i - 1])) {
+      return FieldError("calibration.trial_ids",
+                        absl::StrCat("trial ", ids[i],
+                                     " is not a trial id or is named twice"));
+    }
+  }
   return NonNegativeFinite("calibration.fit_error", c.fit_error);
 }
 

@@ -87,8 +87,10 @@ absl::StatusOr<GpuCalibrationSources> LatestGpuCalibrationSources(
   absl::StatusOr<db::Calibration> fit =
       store.LatestCalibration(db::GpuScope(gpu));
   if (fit.ok()) {
-    if (!out.imported_row.has_value() ||
-        fit->created_at > out.imported_row->imported_at) {
+    // A fit of no trial is a reset (every trial it had was invalidated:
+    // trial_invalidation.h): the GPU is planned as if none had run.
+    if (fit->samples > 0 && (!out.imported_row.has_value() ||
+                             fit->created_at > out.imported_row->imported_at)) {
       out.trial_fit = *std::move(fit);
     }
   } else if (fit.status().code() != absl::StatusCode::kNotFound) {
@@ -109,6 +111,15 @@ absl::StatusOr<GpuCalibrationSources> LatestGpuCalibrationSources(
                p.measured_at > out.imported_row->imported_at;
       });
   return out;
+}
+
+planner::Calibration TrialFitPrior(const GpuSpec& gpu,
+                                   const GpuCalibrationSources& sources,
+                                   absl::string_view stack) {
+  planner::Calibration prior = TrialStackPrior(
+      gpu, sources.imported.has_value() ? &*sources.imported : nullptr, stack);
+  if (sources.collectives != nullptr) prior.collectives = sources.collectives;
+  return prior;
 }
 
 planner::PredictionUncertainty GpuPredictionUncertainty(

@@ -73,6 +73,13 @@ struct GpuCalibrationSources {
 absl::StatusOr<GpuCalibrationSources> LatestGpuCalibrationSources(
     db::TrialStore& store, absl::string_view gpu);
 
+// The prior a fit of trials of `stack` on `gpu` starts from: the stack's
+// defaults with what was imported for the GPU (TrialStackPrior) and the
+// collectives `sources` measured.
+planner::Calibration TrialFitPrior(const GpuSpec& gpu,
+                                   const GpuCalibrationSources& sources,
+                                   absl::string_view stack);
+
 // How uncertain the planner's predictions for `workload` are, given what it
 // holds for the workload's GPU: with a fit of trials newer than any import,
 // for a study of the trials' own stack, the fit's step-time error as the

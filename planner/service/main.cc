@@ -17,6 +17,7 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -24,9 +25,11 @@
 #include "absl/strings/str_cat.h"
 #include "core/flags.h"
 #include "core/version.h"
+#include "db/sqlite_trial_store.h"
 #include "db/store_backup.h"
 #include "planner/service/log.h"
 #include "planner/service/server.h"
+#include "planner/service/trial_invalidation.h"
 #include "proto/transport_security.h"
 
 namespace {
@@ -37,10 +40,49 @@ using tessera::service::LogLevel;
 using tessera::service::PlannerOptions;
 using tessera::service::PlannerServer;
 
+// --invalidate-trial: the exit status 2 for bad input, 1 for other errors.
+int InvalidateTrial(const std::string& db_path, int64_t trial_id,
+                    const std::string& reason) {
+  if (reason.empty()) {
+    std::cerr << "tessera-planner: --invalidate-trial needs --reason TEXT "
+                 "(why the trial's result is wrong)\n";
+    return 2;
+  }
+  if (std::error_code ec; !std::filesystem::exists(db_path, ec)) {
+    std::cerr << "tessera-planner: --db " << db_path
+              << ": no such store (--invalidate-trial creates none)\n";
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<tessera::db::SqliteTrialStore>> store =
+      tessera::db::SqliteTrialStore::Open(db_path, {});
+  absl::StatusOr<tessera::service::Invalidation> done =
+      store.ok()
+          ? tessera::service::InvalidateTrialAndRecalibrate(**store, trial_id,
+                                                            reason)
+          : absl::StatusOr<tessera::service::Invalidation>(store.status());
+  if (!done.ok()) {
+    std::cerr << "tessera-planner: " << done.status().message() << "\n";
+    const absl::StatusCode code = done.status().code();
+    return code == absl::StatusCode::kInvalidArgument ||
+                   code == absl::StatusCode::kNotFound ||
+                   code == absl::StatusCode::kFailedPrecondition
+               ? 2
+               : 1;
+  }
+  std::cout << "trial " << trial_id << " is invalid: " << reason << "\n";
+  for (const std::string& line : done->recalibrated) {
+    std::cout << "  " << line << "\n";
+  }
+  if (done->recalibrated.empty()) {
+    std::cout << "  no calibration was fitted with it\n";
+  }
+  return 0;
+}
+
 int Run(const std::vector<std::string>& args) {
   std::optional<std::string> listen, db, log_level, tls_cert, tls_key,
-      token_file, metrics_listen, backup;
-  std::optional<int64_t> heartbeat_ms;
+      token_file, metrics_listen, backup, invalidation_reason;
+  std::optional<int64_t> heartbeat_ms, invalidate_trial;
   std::optional<double> lease_timeout_s, agent_timeout_s;
   bool no_cluster_probes = false;
   FlagSet flags("tessera-planner");
@@ -67,6 +109,14 @@ int Run(const std::vector<std::string>& args) {
                   "serves that store. Restore by copying FILE back while the "
                   "planner is stopped",
                   &backup);
+  flags.AddInt("invalidate-trial", "ID",
+               "mark the --db store's finished trial ID invalid (its result "
+               "was wrong: say why with --reason), fit every calibration it "
+               "was part of again without it, print what changed and exit; "
+               "works while a planner serves that store",
+               &invalidate_trial);
+  flags.AddString("reason", "TEXT", "why --invalidate-trial's result is wrong",
+                  &invalidation_reason);
   flags.AddInt("heartbeat-interval-ms", "MS",
                "how often agents heartbeat and poll for trials (default 1000)",
                &heartbeat_ms);
@@ -120,6 +170,10 @@ int Run(const std::vector<std::string>& args) {
     }
     std::cout << "backed up " << store << " to " << *backup << "\n";
     return 0;
+  }
+  if (invalidate_trial.has_value()) {
+    return InvalidateTrial(db.value_or("tessera.db"), *invalidate_trial,
+                           invalidation_reason.value_or(""));
   }
   LogLevel level = LogLevel::kInfo;
   if (log_level.has_value()) {

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "core/trial_backend.h"
+#include "planner/service/study_queries.h"
 #include "planner/service/trial_geometry.h"
 #include "planner/stacks/stack_calibration.h"
 #include "planner/stacks/training_stack.h"
@@ -144,13 +146,71 @@ std::map<std::string, double> CalibrationToMap(
 }
 
 db::Calibration StoredCalibration(const planner::CalibrationFit& fit,
-                                  std::string scope) {
+                                  std::string scope,
+                                  const std::vector<int64_t>& trial_ids) {
   db::Calibration c;
   c.scope = std::move(scope);
   c.coefficients = CalibrationToMap(fit.calibration);
   c.samples = fit.samples;
   c.fit_error = fit.fitted_step_time_mape;
+  for (size_t i = 0; i < trial_ids.size(); ++i) {
+    const bool excluded = i < fit.residuals.size() && fit.residuals[i].excluded;
+    (excluded ? c.excluded_trial_ids : c.trial_ids).push_back(trial_ids[i]);
+  }
+  std::sort(c.trial_ids.begin(), c.trial_ids.end());
+  std::sort(c.excluded_trial_ids.begin(), c.excluded_trial_ids.end());
   return c;
+}
+
+bool SameGpu(const GpuSpec& a, const GpuSpec& b) {
+  return a.peak_dense_tflops == b.peak_dense_tflops &&
+         a.memory_bytes == b.memory_bytes && a.hbm_gbs == b.hbm_gbs &&
+         a.nvlink_gbs == b.nvlink_gbs && a.inter_node_gbs == b.inter_node_gbs &&
+         a.tdp_w == b.tdp_w && a.idle_w == b.idle_w;
+}
+
+absl::StatusOr<TrialSamples> SamplesOfTrials(
+    db::TrialStore& store, const std::vector<db::Trial>& trials,
+    const GpuSpec& gpu, absl::string_view stack,
+    std::map<int64_t, std::pair<Workload, int64_t>> known) {
+  // Each study's workload and layers once; nullopt: not on this GPU.
+  std::map<int64_t, std::optional<std::pair<Workload, int64_t>>> studies;
+  for (auto& [id, workload] : known) studies[id] = std::move(workload);
+  TrialSamples out;
+  for (const db::Trial& t : trials) {
+    if (t.status != db::TrialState::kOk) continue;
+    if (studies.count(t.study_id) == 0) {
+      absl::StatusOr<db::Study> s = store.GetStudy(t.study_id);
+      if (!s.ok() && !absl::IsNotFound(s.status())) return s.status();
+      absl::StatusOr<std::pair<Workload, int64_t>> w =
+          s.ok() ? StoredStudyWorkload(*s)
+                 : absl::StatusOr<std::pair<Workload, int64_t>>(s.status());
+      studies[t.study_id] = w.ok() && SameGpu(w->first.cluster.gpu, gpu)
+                                ? std::optional(*std::move(w))
+                                : std::nullopt;
+    }
+    const auto& study = studies[t.study_id];
+    if (!study.has_value()) {
+      out.skipped.push_back(absl::StrCat(
+          "trial ", t.id, ": its study is gone or ran another GPU"));
+      continue;
+    }
+    absl::StatusOr<planner::CalibrationSample> sample =
+        SampleOfTrial(t, study->first, study->second);
+    if (!sample.ok()) {
+      out.skipped.push_back(std::string(sample.status().message()));
+      continue;
+    }
+    if (sample->workload.training.stack != stack) continue;
+    out.samples.push_back(*std::move(sample));
+    out.trial_ids.push_back(t.id);
+  }
+  return out;
+}
+
+bool MayCalibrateGpu(const planner::CalibrationFit& fit) {
+  return fit.samples >= kMinGpuCalibrationTrials &&
+         fit.fitted_step_time_mape <= kMaxGpuCalibrationMape;
 }
 
 }  // namespace tessera::service

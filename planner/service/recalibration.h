@@ -90,9 +90,42 @@ planner::Calibration CalibrationFromStored(
 std::map<std::string, double> CalibrationToMap(
     const planner::Calibration& calibration);
 
-// What the store keeps of a fit: its coefficients, its samples and its
-// step-time MAPE as the fit error.
+// What the store keeps of a fit of the trials `trial_ids` (one per sample, in
+// the fit's order): its coefficients, its samples and its step-time MAPE as
+// the fit error, and the trials, those the fit left out apart.
 db::Calibration StoredCalibration(const planner::CalibrationFit& fit,
-                                  std::string scope);
+                                  std::string scope,
+                                  const std::vector<int64_t>& trial_ids);
+
+// Whether two GPU descriptions are the same hardware (every figure the cost
+// model reads), whatever they are called.
+bool SameGpu(const GpuSpec& a, const GpuSpec& b);
+
+// The calibration samples of trials and the trials they came from.
+struct TrialSamples {
+  std::vector<planner::CalibrationSample> samples;
+  std::vector<int64_t> trial_ids;    // one per sample
+  std::vector<std::string> skipped;  // why a trial gave no sample
+};
+
+// The samples of the ok trials among `trials` whose study ran on `gpu` and
+// that measured `stack` (TrialStackOf), each with its own study's workload
+// and layers (`known` saves reading the studies it holds). A trial whose
+// study cannot be read or no longer maps gives no sample (`skipped` says
+// why); a store error other than NOT_FOUND is returned.
+absl::StatusOr<TrialSamples> SamplesOfTrials(
+    db::TrialStore& store, const std::vector<db::Trial>& trials,
+    const GpuSpec& gpu, absl::string_view stack,
+    std::map<int64_t, std::pair<Workload, int64_t>> known = {});
+
+// Whether a fit of trials may become its GPU's calibration, which every
+// later study on the GPU starts from: only from several consistent trials —
+// at least kMinGpuCalibrationTrials fitted (outliers not counted) and a
+// fitted step-time MAPE at most kMaxGpuCalibrationMape. One trial, or
+// trials no single set of coefficients explains, change only their own
+// study's calibration.
+inline constexpr int64_t kMinGpuCalibrationTrials = 3;
+inline constexpr double kMaxGpuCalibrationMape = 0.20;
+bool MayCalibrateGpu(const planner::CalibrationFit& fit);
 
 }  // namespace tessera::service

@@ -29,13 +29,6 @@
 namespace tessera::service {
 namespace {
 
-bool SameGpu(const GpuSpec& a, const GpuSpec& b) {
-  return a.peak_dense_tflops == b.peak_dense_tflops &&
-         a.memory_bytes == b.memory_bytes && a.hbm_gbs == b.hbm_gbs &&
-         a.nvlink_gbs == b.nvlink_gbs && a.inter_node_gbs == b.inter_node_gbs &&
-         a.tdp_w == b.tdp_w && a.idle_w == b.idle_w;
-}
-
 int64_t CountOk(const std::vector<db::Trial>& trials) {
   return std::count_if(trials.begin(), trials.end(), [](const db::Trial& t) {
     return t.status == db::TrialState::kOk;
@@ -402,7 +395,6 @@ absl::Status Planner::StoreRecommendationLocked(
 
 absl::Status Planner::RefitLocked(StudyRun& run,
                                   const std::vector<db::Trial>& trials) {
-  std::vector<planner::CalibrationSample> samples;
   std::vector<db::Trial> ok;
   if (run.checked.agents_gpu) {
     // Agents describe their own hardware: fit to this study's trials.
@@ -426,53 +418,39 @@ absl::Status Planner::RefitLocked(StudyRun& run,
   // GPU (Tessera's executor beside a command) are not fitted with them.
   const std::string trial_stack =
       TrialStackOf(run.backend, run.workload->training.stack);
-  // Each trial with its own study's workload, when that study ran this GPU.
-  std::map<int64_t, std::optional<std::pair<Workload, int64_t>>> studies;
-  studies[run.id] = std::make_pair(*run.workload, run.options().layers);
-  for (const db::Trial& t : ok) {
-    if (studies.count(t.study_id) == 0) {
-      absl::StatusOr<db::Study> s = store_->GetStudy(t.study_id);
-      absl::StatusOr<std::pair<Workload, int64_t>> w =
-          s.ok() ? StoredStudyWorkload(*s)
-                 : absl::StatusOr<std::pair<Workload, int64_t>>(s.status());
-      studies[t.study_id] =
-          w.ok() && SameGpu(w->first.cluster.gpu, run.workload->cluster.gpu)
-              ? std::optional(*std::move(w))
-              : std::nullopt;
-    }
-    const auto& study = studies[t.study_id];
-    if (!study.has_value()) continue;
-    absl::StatusOr<planner::CalibrationSample> sample =
-        SampleOfTrial(t, study->first, study->second);
-    if (!sample.ok()) {
-      options_.log.Debug(
-          absl::StrCat("calibration: skipping ", sample.status().message()));
-      continue;
-    }
-    if (sample->workload.training.stack != trial_stack) continue;
-    samples.push_back(*std::move(sample));
+  TESSERA_ASSIGN_OR_RETURN(
+      TrialSamples of,
+      SamplesOfTrials(
+          *store_, ok, run.workload->cluster.gpu, trial_stack,
+          {{run.id, std::make_pair(*run.workload, run.options().layers)}}));
+  for (const std::string& why : of.skipped) {
+    options_.log.Debug(absl::StrCat("calibration: skipping ", why));
   }
+  const std::vector<planner::CalibrationSample>& samples = of.samples;
   if (samples.empty()) return absl::OkStatus();
   // Trials refine what was imported for the GPU, if anything.
   TESSERA_ASSIGN_OR_RETURN(GpuCalibrationSources sources,
                            LatestGpuCalibrationSources(*store_, run.gpu_name));
   const planner::CalibrationFile* import =
       sources.imported.has_value() ? &*sources.imported : nullptr;
-  planner::Calibration prior =
-      TrialStackPrior(run.workload->cluster.gpu, import, trial_stack);
-  if (sources.collectives != nullptr) prior.collectives = sources.collectives;
-  TESSERA_ASSIGN_OR_RETURN(const planner::CalibrationFit fit,
-                           planner::FitCalibration(samples, prior, {}));
-  if (trial_stack == kTrialStack) {
+  TESSERA_ASSIGN_OR_RETURN(
+      const planner::CalibrationFit fit,
+      planner::FitCalibration(
+          samples,
+          TrialFitPrior(run.workload->cluster.gpu, sources, trial_stack), {}));
+  const bool gpu_fit = trial_stack == kTrialStack && MayCalibrateGpu(fit);
+  if (gpu_fit) {
     // The GPU's fit is of Tessera's executor (what every study on the GPU
-    // starts from); a command trial's fit is its study's own.
-    TESSERA_ASSIGN_OR_RETURN(sources.trial_fit,
-                             store_->SaveCalibration(StoredCalibration(
-                                 fit, db::GpuScope(run.gpu_name))));
+    // starts from), and only from several consistent trials; a command
+    // trial's fit is its study's own.
+    TESSERA_ASSIGN_OR_RETURN(
+        sources.trial_fit, store_->SaveCalibration(StoredCalibration(
+                               fit, db::GpuScope(run.gpu_name), of.trial_ids)));
   }
-  TESSERA_RETURN_IF_ERROR(
-      store_->SaveCalibration(StoredCalibration(fit, db::StudyScope(run.id)))
-          .status());
+  TESSERA_RETURN_IF_ERROR(store_
+                              ->SaveCalibration(StoredCalibration(
+                                  fit, db::StudyScope(run.id), of.trial_ids))
+                              .status());
   run.calibration =
       StudyCalibration(*run.workload, fit.calibration, import, trial_stack);
   if (sources.collectives != nullptr) {
@@ -486,12 +464,26 @@ absl::Status Planner::RefitLocked(StudyRun& run,
     options_.log.Warning(
         absl::StrCat("study ", run.id, ": calibration: ", warning));
   }
-  Emit(run.id,
-       absl::StrFormat("recalibrated on %d trial%s: step-time MAPE %.1f%% "
-                       "(%.1f%% with the defaults)",
-                       fit.samples, fit.samples == 1 ? "" : "s",
-                       100 * fit.fitted_step_time_mape,
-                       100 * fit.prior_step_time_mape));
+  std::string event = absl::StrFormat(
+      "recalibrated on %d trial%s: step-time MAPE %.1f%% (%.1f%% with the "
+      "defaults)",
+      fit.samples, fit.samples == 1 ? "" : "s", 100 * fit.fitted_step_time_mape,
+      100 * fit.prior_step_time_mape);
+  if (!fit.excluded.empty()) {
+    std::vector<int64_t> outliers;
+    for (size_t i : fit.excluded) outliers.push_back(of.trial_ids[i]);
+    absl::StrAppend(&event, "; left out as outliers: trial ",
+                    absl::StrJoin(outliers, ", trial "));
+  }
+  if (trial_stack == kTrialStack && !gpu_fit) {
+    absl::StrAppend(
+        &event,
+        absl::StrFormat("; the %s calibration is kept until at least %d trials "
+                        "agree within %.0f%%",
+                        run.gpu_name, kMinGpuCalibrationTrials,
+                        100 * kMaxGpuCalibrationMape));
+  }
+  Emit(run.id, event);
   return absl::OkStatus();
 }
 

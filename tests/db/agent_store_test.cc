@@ -10,6 +10,8 @@ namespace tessera::db {
 namespace {
 
 using ::tessera::db::testing::SampleAgent;
+using ::tessera::db::testing::SampleResult;
+using ::tessera::db::testing::SampleTrial;
 using ::tessera::db::testing::With;
 using AgentStoreTest = ::tessera::db::testing::StoreTest;
 
@@ -252,6 +254,75 @@ TEST_F(AgentStoreTest, LatestCalibrationPerScope) {
   ExpectErrorWritesNothing(
       [&] { return store_->SaveCalibration(unknown_study).status(); },
       absl::StatusCode::kNotFound, "study 9999");
+}
+
+TEST_F(AgentStoreTest, CalibrationsKeepTheirTrials) {
+  const int64_t study = MakeStudy();
+  const std::vector<int64_t> trials =
+      MakeTrials(study, {SampleTrial(1), SampleTrial(2), SampleTrial(4)});
+  Calibration c;
+  c.scope = GpuScope("H100-SXM");
+  c.coefficients = {{"gemm_peak_efficiency", 0.6}};
+  c.samples = 2;
+  c.trial_ids = {trials[0], trials[2]};
+  c.excluded_trial_ids = {trials[1]};
+  ASSERT_TRUE(store_->SaveCalibration(c).ok());
+  Calibration mine = c;
+  mine.scope = StudyScope(study);
+  mine.trial_ids = {trials[0]};
+  mine.excluded_trial_ids = {};
+  ASSERT_TRUE(store_->SaveCalibration(mine).ok());
+
+  auto latest = store_->LatestCalibration(GpuScope("H100-SXM"));
+  ASSERT_TRUE(latest.ok()) << latest.status();
+  EXPECT_EQ(latest->trial_ids, c.trial_ids);
+  EXPECT_EQ(latest->excluded_trial_ids, c.excluded_trial_ids);
+  // Only the latest calibration of a scope counts.
+  EXPECT_EQ(
+      *store_->ScopesCalibratedWith(trials[0]),
+      (std::vector<std::string>{GpuScope("H100-SXM"), StudyScope(study)}));
+  EXPECT_EQ(*store_->ScopesCalibratedWith(trials[1]),
+            std::vector<std::string>{GpuScope("H100-SXM")});
+  mine.trial_ids = {trials[2]};
+  ASSERT_TRUE(store_->SaveCalibration(mine).ok());
+  EXPECT_EQ(*store_->ScopesCalibratedWith(trials[0]),
+            std::vector<std::string>{GpuScope("H100-SXM")});
+
+  // Unknown or repeated trials are refused, and nothing is written.
+  Calibration bad = c;
+  bad.trial_ids = {trials[0], 9999};
+  ExpectErrorWritesNothing(
+      [&] { return store_->SaveCalibration(bad).status(); },
+      absl::StatusCode::kNotFound, "trial 9999");
+  bad.trial_ids = {trials[0]};
+  bad.excluded_trial_ids = {trials[0]};
+  ExpectErrorWritesNothing(
+      [&] { return store_->SaveCalibration(bad).status(); },
+      absl::StatusCode::kInvalidArgument, "calibration.trial_ids");
+}
+
+TEST_F(AgentStoreTest, InvalidateTrialOnlyFinishedWithAReason) {
+  const int64_t study = MakeStudy();
+  const int64_t trial = MakeTrials(study, {SampleTrial()})[0];
+  ExpectErrorWritesNothing(
+      [&] { return store_->InvalidateTrial(trial, "bogus"); },
+      absl::StatusCode::kFailedPrecondition, "is queued");
+  Register("node-1");
+  ASSERT_TRUE(
+      store_->LeaseTrial(trial, {"node-1"}, clock_.Now() + absl::Minutes(1))
+          .ok());
+  ASSERT_TRUE(
+      store_->ReportTrial(trial, "node-1", SampleResult(), clock_.Now()).ok());
+  ExpectErrorWritesNothing([&] { return store_->InvalidateTrial(trial, ""); },
+                           absl::StatusCode::kInvalidArgument, "reason");
+  ExpectErrorWritesNothing(
+      [&] { return store_->InvalidateTrial(9999, "bogus"); },
+      absl::StatusCode::kNotFound, "9999");
+  ASSERT_TRUE(store_->InvalidateTrial(trial, "GPU 3 throttled").ok());
+  const Trial t = GetTrialOrDie(trial);
+  EXPECT_EQ(t.status, TrialState::kInvalid);
+  EXPECT_EQ(t.reason, "invalidated: GPU 3 throttled");
+  EXPECT_TRUE(t.measured.has_value());
 }
 
 TEST_F(AgentStoreTest, ImportedCalibrationsPerGpuLatestWins) {

@@ -111,12 +111,30 @@ TEST(StudyFlowTest, RungsRefitAndEndWithAMeasuredRecommendation) {
                             OkResultJson(*a, predicted_step_s[key] * slower[i]))
                     .ok());
     if (i == 0) {
-      // The first result already recalibrated the GPU's coefficients.
+      // The first result recalibrates the study, but one trial does not
+      // change what every study on the GPU starts from.
+      absl::StatusOr<db::Calibration> mine =
+          s.server->store().LatestCalibration(db::StudyScope(id));
+      ASSERT_TRUE(mine.ok()) << mine.status();
+      EXPECT_EQ(mine->samples, 1);
+      EXPECT_EQ(mine->trial_ids, std::vector<int64_t>{a->trial_id()});
+      EXPECT_EQ(s.server->store()
+                    .LatestCalibration(db::GpuScope("h100-sxm"))
+                    .status()
+                    .code(),
+                absl::StatusCode::kNotFound);
+    }
+    if (i == 2) {
+      // Three trials one set of coefficients explains: the GPU's too, with
+      // the trials it came from.
       absl::StatusOr<db::Calibration> c =
           s.server->store().LatestCalibration(db::GpuScope("h100-sxm"));
       ASSERT_TRUE(c.ok()) << c.status();
-      EXPECT_EQ(c->samples, 1);
-      EXPECT_TRUE(s.server->store().LatestCalibration(db::StudyScope(id)).ok());
+      EXPECT_EQ(c->samples, 3);
+      EXPECT_EQ(c->trial_ids,
+                (std::vector<int64_t>{trials[0].id(), trials[1].id(),
+                                      trials[2].id()}));
+      EXPECT_TRUE(c->excluded_trial_ids.empty());
     }
   }
 
