@@ -286,10 +286,12 @@ Agent::ReportEnd Agent::Report(int64_t trial_id,
   }
 }
 
-void Agent::Release(int64_t trial_id, absl::string_view reason) {
+void Agent::Release(int64_t trial_id, absl::string_view reason,
+                    bool infrastructure_failure) {
   Backoff backoff(options_.backoff);
   for (int attempt = 1; attempt <= kReleaseAttempts; ++attempt) {
-    absl::Status s = planner_->ReleaseTrial(AgentId(), trial_id, reason);
+    absl::Status s = planner_->ReleaseTrial(AgentId(), trial_id, reason,
+                                            infrastructure_failure);
     if (s.ok() || !IsRetryable(s) || attempt == kReleaseAttempts) {
       log_->Log(s.ok()
                     ? absl::StrCat("handed trial ", trial_id, " back")
@@ -332,6 +334,11 @@ void Agent::RunLeasedTrial(const v1::TrialAssignment& a) {
       break;
     case TrialEnd::kPartDone:
       log_->Log(absl::StrCat("trial ", id, ": ", outcome.summary));
+      break;
+    case TrialEnd::kInfrastructureFailure:
+      log_->Log(absl::StrCat("trial ", id, ": ", outcome.summary,
+                             "; handing it back to run again"));
+      Release(id, outcome.summary, /*infrastructure_failure=*/true);
       break;
     case TrialEnd::kResult: {
       log_->Log(absl::StrCat("trial ", id, " ", outcome.summary));

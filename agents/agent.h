@@ -103,7 +103,8 @@ class Agent {
   void RunLeasedProbe(const v1::TrialAssignment& a);
   void RunLeasedTrial(const v1::TrialAssignment& assignment);
   ReportEnd Report(int64_t trial_id, const std::string& result_json);
-  void Release(int64_t trial_id, absl::string_view reason);
+  void Release(int64_t trial_id, absl::string_view reason,
+               bool infrastructure_failure = false);
   // Sleeps up to `d`; false when the agent is stopping.
   bool SleepUnlessStopping(absl::Duration d);
   bool DrainOver() const;

@@ -125,11 +125,13 @@ absl::Status PlannerClient::ReportTrial(absl::string_view agent_id,
 
 absl::Status PlannerClient::ReleaseTrial(absl::string_view agent_id,
                                          int64_t trial_id,
-                                         absl::string_view reason) {
+                                         absl::string_view reason,
+                                         bool infrastructure_failure) {
   v1::ReleaseTrialRequest request;
   request.set_agent_id(std::string(agent_id));
   request.set_trial_id(trial_id);
   request.set_reason(std::string(reason));
+  request.set_infrastructure_failure(infrastructure_failure);
   v1::ReleaseTrialResponse response;
   return Call(*stub_->service, &v1::AgentService::Stub::ReleaseTrial, request,
               &response, options_.rpc_timeout);

@@ -61,8 +61,11 @@ class PlannerClient {
       absl::string_view agent_id);
   absl::Status ReportTrial(absl::string_view agent_id, int64_t trial_id,
                            absl::string_view result_json);
+  // Hands the lease back; with `infrastructure_failure` the trial ended by
+  // no fault of its layout and is run again with an attempt counted.
   absl::Status ReleaseTrial(absl::string_view agent_id, int64_t trial_id,
-                            absl::string_view reason);
+                            absl::string_view reason,
+                            bool infrastructure_failure = false);
   // Node rank 0 publishes the trial's rendezvous data (a cluster probe's
   // when collective_probe_id > 0; trial_id is then 0).
   absl::Status PublishRendezvous(absl::string_view agent_id, int64_t trial_id,

@@ -8,11 +8,15 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "core/status_macros.h"
 
 extern char** environ;
 
@@ -105,6 +109,50 @@ std::string ExitStatus::Describe() const {
                       ")");
 }
 
+namespace {
+
+// util-linux's setpriv (Debian and Ubuntu ship it in an Essential package):
+// `setpriv --pdeathsig KILL -- PROGRAM ARGS` sets PR_SET_PDEATHSIG and
+// execs PROGRAM, which keeps it. posix_spawn itself cannot set it.
+constexpr char kSetpriv[] = "/usr/bin/setpriv";
+
+// The value of PATH the child will see: spec.env's, else the agent's.
+std::string ChildPath(const ProcessSpec& spec) {
+  for (const std::string& entry : spec.env) {
+    if (absl::StartsWith(entry, "PATH=")) return entry.substr(5);
+  }
+  const char* path = std::getenv("PATH");
+  return path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+}
+
+// What `program` runs, as the child's exec would find it: a name with a
+// slash as it is (relative to the child's working directory), else the
+// first executable of that name on the child's PATH. UNAVAILABLE naming
+// the program when there is none, as posix_spawnp would fail.
+absl::StatusOr<std::string> ResolveProgram(const ProcessSpec& spec) {
+  const std::string& program = spec.argv[0];
+  if (program.find('/') != std::string::npos) {
+    const std::string where =
+        program[0] == '/' || spec.working_dir.empty()
+            ? program
+            : absl::StrCat(spec.working_dir, "/", program);
+    if (access(where.c_str(), X_OK) != 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot start '", program, "': ", std::strerror(errno)));
+    }
+    return program;
+  }
+  for (absl::string_view dir : absl::StrSplit(ChildPath(spec), ':')) {
+    const std::string candidate =
+        absl::StrCat(dir.empty() ? "." : dir, "/", program);
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return absl::UnavailableError(
+      absl::StrCat("cannot start '", program, "': ", std::strerror(ENOENT)));
+}
+
+}  // namespace
+
 absl::StatusOr<ChildProcess> ChildProcess::Start(const ProcessSpec& spec) {
   if (spec.argv.empty() || spec.argv[0].empty()) {
     return absl::InvalidArgumentError("process.argv: empty");
@@ -114,8 +162,14 @@ absl::StatusOr<ChildProcess> ChildProcess::Start(const ProcessSpec& spec) {
     return absl::UnavailableError(absl::StrCat("cannot set up '", spec.argv[0],
                                                "': ", std::strerror(rc)));
   }
+  std::vector<std::string> args = spec.argv;
+  if (spec.die_with_parent && access(kSetpriv, X_OK) == 0) {
+    TESSERA_ASSIGN_OR_RETURN(std::string program, ResolveProgram(spec));
+    args[0] = std::move(program);
+    args.insert(args.begin(), {kSetpriv, "--pdeathsig", "KILL", "--"});
+  }
   std::vector<char*> argv;
-  for (const std::string& arg : spec.argv) {
+  for (const std::string& arg : args) {
     argv.push_back(const_cast<char*>(arg.c_str()));
   }
   argv.push_back(nullptr);

@@ -47,6 +47,12 @@ struct ProcessSpec {
   // "NAME=value" entries over the agent's own environment (a name given
   // here replaces the inherited one).
   std::vector<std::string> env;
+  // The child is killed (SIGKILL) when the thread that started it ends —
+  // with the agent, however it dies (SIGKILL included) — through
+  // PR_SET_PDEATHSIG, set by util-linux's setpriv, which then execs the
+  // program; where /usr/bin/setpriv is missing, not. Start it from a thread
+  // that outlives it (RunProcesses waits in the thread that starts).
+  bool die_with_parent = true;
 };
 
 class ChildProcess {

@@ -1,5 +1,7 @@
 #include "agents/result_assembly.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <optional>
 
@@ -134,6 +136,23 @@ std::string AssembleTrialResult(const std::vector<RankRun>& unsorted,
   r.status = TrialStatus::kCrash;
   r.reason = "no tessera-trial process ran";
   return TrialResultToJson(r).dump(2);
+}
+
+std::optional<std::string> OutsideKill(const std::vector<RankRun>& unsorted) {
+  std::vector<RankRun> runs = unsorted;
+  std::sort(runs.begin(), runs.end(), [](const RankRun& a, const RankRun& b) {
+    return a.local_rank < b.local_rank;
+  });
+  for (const RankRun& run : runs) {
+    const ExitStatus& exit = run.outcome.exit;
+    if (run.outcome.kill != KillReason::kNone || exit.exited) continue;
+    if (exit.signal == SIGKILL || exit.signal == SIGTERM ||
+        exit.signal == SIGINT || exit.signal == SIGHUP) {
+      return absl::StrCat(Who(run), " ", exit.Describe(),
+                          ", a signal neither it nor the agent sent");
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace tessera::agents

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,5 +46,13 @@ struct AssemblyOptions {
 std::string AssembleTrialResult(const std::vector<RankRun>& runs,
                                 const TrialResult& base,
                                 const AssemblyOptions& options);
+
+// The first process (by local rank) killed by a signal neither it nor the
+// agent sent — SIGKILL, SIGTERM, SIGINT or SIGHUP while the agent's kill
+// reason is none: the kernel's OOM killer, an operator, a node shutting
+// down — described ("tessera-trial rank 1 (local rank 1) killed by signal 9
+// (Killed)"); nullopt when none was. A process that brought itself down
+// (SIGSEGV, SIGABRT, SIGBUS, ...) is the trial's own crash, not this.
+std::optional<std::string> OutsideKill(const std::vector<RankRun>& runs);
 
 }  // namespace tessera::agents

@@ -55,6 +55,14 @@ std::string Summarize(const std::string& json_text, bool* ok) {
   return absl::StrCat(TrialStatusName(r->status), ": ", first_line);
 }
 
+// Whether the result JSON is a crash (not a typed failure: oom, nan, ...).
+bool IsCrash(const std::string& json_text) {
+  nlohmann::json json = nlohmann::json::parse(json_text, nullptr, false);
+  if (json.is_discarded()) return false;
+  absl::StatusOr<TrialResult> r = TrialResultFromJson(json);
+  return r.ok() && r->status == TrialStatus::kCrash;
+}
+
 // The outcome that reports `result`.
 TrialOutcome ResultOutcome(const TrialResult& result) {
   TrialOutcome outcome;
@@ -168,6 +176,12 @@ TrialOutcome RunTrialAssignment(const v1::TrialAssignment& a,
     assembly.time_limit_s = absl::ToDoubleSeconds(limits.time_limit);
     outcome.result_json = AssembleTrialResult(runs, base, assembly);
     outcome.summary = Summarize(outcome.result_json, &outcome.ok);
+    const std::optional<std::string> outside = OutsideKill(runs);
+    if (outside.has_value() && IsCrash(outcome.result_json)) {
+      // Not the layout's fault: run it again rather than record a crash.
+      outcome.end = TrialEnd::kInfrastructureFailure;
+      outcome.summary = *outside;
+    }
   }
   outcome.work_dir = *dir;
   return outcome;

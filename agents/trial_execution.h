@@ -57,6 +57,9 @@ enum class TrialEnd {
   kPartDone,   // this agent's part of a command gang ended cleanly; node
                // rank 0's agent reports the trial (its command has the
                // metrics)
+  kInfrastructureFailure,  // a process was killed by a signal neither it nor
+                           // the agent sent (OutsideKill): the agent hands
+                           // the trial back to run again (summary says why)
 };
 
 struct TrialOutcome {

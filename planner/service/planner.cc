@@ -29,6 +29,17 @@ absl::StatusOr<std::unique_ptr<Planner>> Planner::Create(
         "agent timeout must be positive");
   }
   std::unique_ptr<Planner> planner(new Planner(store, std::move(options)));
+  // The time it was down counts against no running trial: their agents get
+  // a lease timeout from now to heartbeat again.
+  const absl::Time now = planner->Now();
+  absl::StatusOr<int64_t> extended =
+      store->ForgiveOutage(now, now + planner->options_.lease_timeout);
+  if (!extended.ok()) return extended.status();
+  if (*extended > 0) {
+    planner->options_.log.Info(absl::StrCat(
+        "restart: ", *extended,
+        " running trial(s) keep their lease while their agents reconnect"));
+  }
   planner->ResumeStudies();
   planner->advancer_ = std::thread([p = planner.get()] { p->RunAdvancer(); });
   if (planner->options_.reaper_period > absl::ZeroDuration()) {

@@ -484,8 +484,17 @@ absl::Status Planner::ReportTrial(const v1::ReportTrialRequest& request) {
 
 absl::Status Planner::ReleaseTrial(const v1::ReleaseTrialRequest& request) {
   TESSERA_RETURN_IF_ERROR(RequireAgentId(request.agent_id()));
-  TESSERA_RETURN_IF_ERROR(store_->ReleaseLease(
-      request.trial_id(), request.agent_id(), request.reason()));
+  if (request.infrastructure_failure()) {
+    // Not the layout's fault: run again (elsewhere), an attempt counted.
+    TESSERA_RETURN_IF_ERROR(
+        store_
+            ->EndLeaseByInfrastructureFailure(
+                request.trial_id(), request.agent_id(), request.reason())
+            .status());
+  } else {
+    TESSERA_RETURN_IF_ERROR(store_->ReleaseLease(
+        request.trial_id(), request.agent_id(), request.reason()));
+  }
   TrialLeaseEnded(request.trial_id());
   {
     absl::MutexLock lock(&mu_);
@@ -497,6 +506,8 @@ absl::Status Planner::ReleaseTrial(const v1::ReleaseTrialRequest& request) {
          absl::StrCat("trial ", trial->id, " ",
                       db::TrialStateName(trial->status), ": ", trial->reason),
          &*trial);
+    // A trial that gave up is final: the study may move on.
+    if (db::IsFinal(trial->status)) RequestAdvance(trial->study_id);
   }
   return absl::OkStatus();
 }

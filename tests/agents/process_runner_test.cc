@@ -2,10 +2,12 @@
 
 #include <signal.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -199,6 +201,57 @@ TEST_F(ProcessRunnerTest, AProgramThatCannotStartIsAnError) {
   ProcessSpec empty;
   EXPECT_EQ(RunProcesses({empty}, RunLimits{}, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(ProcessRunnerTest, ChildrenDieWithTheThreadThatStartedThem) {
+  // A SIGKILLed agent cannot clean up: its trial processes must die with it
+  // (PR_SET_PDEATHSIG through setpriv). The kernel sends the signal when the
+  // thread that started the child ends: a thread that starts a child and
+  // returns stands in for an agent that dies.
+  if (access("/usr/bin/setpriv", X_OK) != 0) {
+    GTEST_SKIP() << "no /usr/bin/setpriv (util-linux): children outlive "
+                    "their agent here";
+  }
+  // Started by a thread that then ends; polled from this one.
+  auto start_and_leave = [&](bool die_with_parent) {
+    ProcessSpec spec = Shell("exec sleep 30", "orphan");
+    spec.die_with_parent = die_with_parent;
+    std::optional<ChildProcess> child;
+    std::thread starter([&] {
+      absl::StatusOr<ChildProcess> started = ChildProcess::Start(spec);
+      ASSERT_TRUE(started.ok()) << started.status();
+      // Until it runs `sleep` (setpriv has set the signal and exec'd): an
+      // agent's thread waits for its child far longer.
+      const std::string comm = absl::StrCat("/proc/", started->pid(), "/comm");
+      EXPECT_TRUE(WaitUntil([&] {
+        std::ifstream in(comm);
+        std::string name;
+        std::getline(in, name);
+        return name == "sleep";
+      }));
+      child.emplace(*std::move(started));
+    });
+    starter.join();
+    return child;
+  };
+  auto poll_for = [](ChildProcess& child, absl::Duration d) {
+    const absl::Time until = absl::Now() + d;
+    std::optional<ExitStatus> exit;
+    while (!(exit = child.Poll()) && absl::Now() < until) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return exit;
+  };
+  std::optional<ChildProcess> orphan = start_and_leave(true);
+  ASSERT_TRUE(orphan.has_value());
+  const std::optional<ExitStatus> exit = poll_for(*orphan, absl::Seconds(5));
+  ASSERT_TRUE(exit.has_value()) << "the child outlived its starting thread";
+  EXPECT_FALSE(exit->exited);
+  EXPECT_EQ(exit->signal, SIGKILL) << exit->Describe();
+  // Without it the child lives on (its destructor kills it here).
+  std::optional<ChildProcess> survivor = start_and_leave(false);
+  ASSERT_TRUE(survivor.has_value());
+  EXPECT_FALSE(poll_for(*survivor, absl::Milliseconds(300)).has_value());
 }
 
 // The real tessera-trial under the runner: a tiny trial writes its JSON

@@ -181,5 +181,30 @@ TEST_F(ResultAssemblyTest, InvalidUtf8InStderrStillGivesValidJson) {
             std::string::npos);
 }
 
+TEST_F(ResultAssemblyTest, OnlyASignalFromOutsideIsAnInfrastructureFailure) {
+  // Killed from outside (OOM killer, operator, shutdown): named.
+  for (int signal : {SIGKILL, SIGTERM, SIGINT, SIGHUP}) {
+    const std::vector<RankRun> runs = {
+        Run(0, Json(TrialStatus::kCrash, 0, "peer gone")),
+        Run(1, "", "", Signalled(signal, KillReason::kNone))};
+    const std::optional<std::string> why = OutsideKill(runs);
+    ASSERT_TRUE(why.has_value()) << signal;
+    EXPECT_NE(why->find("tessera-trial rank 1 (local rank 1) killed by signal"),
+              std::string::npos)
+        << *why;
+  }
+  // The trial's own crash, or the agent's own kill: not.
+  for (int signal : {SIGSEGV, SIGABRT, SIGBUS}) {
+    EXPECT_FALSE(
+        OutsideKill({Run(0, "", "", Signalled(signal, KillReason::kNone))}))
+        << signal;
+  }
+  for (KillReason why : {KillReason::kTimeLimit, KillReason::kStopped,
+                         KillReason::kPeerFailed}) {
+    EXPECT_FALSE(OutsideKill({Run(0, "", "", Signalled(SIGKILL, why))}));
+  }
+  EXPECT_FALSE(OutsideKill({Run(0, Json(TrialStatus::kOk, 10))}));
+}
+
 }  // namespace
 }  // namespace tessera::agents

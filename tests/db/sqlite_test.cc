@@ -62,8 +62,11 @@ TEST(DatabaseTest, OpensWithWalForeignKeysBusyTimeoutAndFullSync) {
   auto reader = OpenOrDie(dir.File("a.db"), options);
   EXPECT_EQ(QueryIntOrDie(*reader, "PRAGMA synchronous"), 1);  // NORMAL
   EXPECT_EQ(QueryIntOrDie(*reader, "PRAGMA query_only"), 1);
+  // SQLITE_READONLY: the store cannot be written now (not the caller's
+  // mistake), as for a disk that turned read-only.
   absl::Status write = reader->Exec("CREATE TABLE t (x)");
-  EXPECT_EQ(write.code(), absl::StatusCode::kFailedPrecondition) << write;
+  EXPECT_EQ(write.code(), absl::StatusCode::kUnavailable) << write;
+  EXPECT_FALSE(IsBusy(write)) << write;
 }
 
 TEST(DatabaseTest, OpenErrorsSayWhy) {
@@ -298,6 +301,27 @@ TEST(TransactionTest, BusyRetryIsBounded) {
   EXPECT_TRUE(absl::StrContains(s.message(), "database is locked")) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "gave up after 3 attempts")) << s;
   EXPECT_EQ(body_runs, 0);  // BEGIN IMMEDIATE never got the lock
+}
+
+TEST(TransactionTest, AReadOnlyStoreIsUnavailableButNotBusy) {
+  // A disk that turned read-only (PRAGMA query_only gives the same
+  // SQLITE_READONLY): retryable later by the caller, so UNAVAILABLE, but not
+  // a lock that retrying the transaction at once could wait out.
+  TempDir dir;
+  auto db = OpenOrDie(dir.File("a.db"));
+  ASSERT_TRUE(db->Exec("CREATE TABLE t (x)").ok());
+  ASSERT_TRUE(db->Exec("PRAGMA query_only = ON").ok());
+  int body_runs = 0;
+  absl::Status s =
+      RunInTransaction(*db, TransactionMode::kDeferred, [&](Database& d) {
+        ++body_runs;
+        return d.Exec("INSERT INTO t VALUES (1)");
+      });
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_FALSE(IsBusy(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "readonly")) << s;
+  EXPECT_EQ(body_runs, 1);  // not retried
+  EXPECT_FALSE(absl::StrContains(s.message(), "gave up")) << s;
 }
 
 TEST(WalTest, ReadersNeitherBlockNorAreBlockedByTheWriter) {

@@ -128,6 +128,29 @@ TEST_F(LeaseTest, AHandedBackTrialIsRequeuedWithoutAnAttempt) {
   EXPECT_TRUE(agent_->Lease().has_value());
 }
 
+TEST_F(LeaseTest, AnInfrastructureFailureRunsTheTrialAgainBounded) {
+  // A trial process killed from outside (the OOM killer, an operator) is
+  // not the layout's crash: queued again with an attempt counted and the
+  // reason kept, until the attempts run out.
+  Start();
+  const std::string why =
+      "tessera-trial rank 1 (local rank 1) killed by signal 9 (Killed)";
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    std::optional<v1::TrialAssignment> a = agent_->Lease();
+    ASSERT_TRUE(a.has_value()) << attempt;
+    ASSERT_TRUE(agent_->Release(a->trial_id(), why, true).ok());
+    const v1::Trial t = Only();
+    EXPECT_EQ(t.attempts(), attempt);
+    EXPECT_NE(t.reason().find("infrastructure failure on agent cpu-a: " + why),
+              std::string::npos)
+        << t.reason();
+    EXPECT_EQ(t.state(), attempt < 3 ? v1::TRIAL_QUEUED : v1::TRIAL_CRASH)
+        << attempt;
+  }
+  EXPECT_NE(Only().reason().find("gave up after 3"), std::string::npos)
+      << Only().reason();
+}
+
 TEST_F(LeaseTest, CancellingTheStudyStopsItsRunningTrials) {
   Start();
   std::optional<v1::TrialAssignment> a = agent_->Lease();

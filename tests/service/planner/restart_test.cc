@@ -84,6 +84,43 @@ TEST(RestartTest, TheStudyContinuesAndCompletesOnTheSameFile) {
   EXPECT_EQ(c->samples, 6);
 }
 
+TEST(RestartTest, TheOutageCountsAgainstNoRunningTrial) {
+  // The planner is down for a minute, past the lease and agent timeouts: the
+  // trial that was running keeps its lease, its agent heartbeats and
+  // reports as if nothing happened (before, the first reap after the
+  // restart re-queued it and marked the agent gone).
+  TempDir dir;
+  ManualClock clock;
+  const PlannerOptions options = TestOptions(dir.File("t.db"), clock);
+  int64_t running = 0;
+  std::string result;
+  {
+    TestServer s = StartServer(options);
+    ScriptedAgent agent(s, "cpu-a");
+    ASSERT_TRUE(agent.Register().ok());
+    v1::SubmitStudyRequest r;
+    *r.mutable_spec() = TinySpec(1, 2);
+    r.mutable_spec()->mutable_trials()->set_max_trials(2);
+    v1::SubmitStudyResponse out;
+    ASSERT_TRUE(s.planner->SubmitStudy(Context().get(), r, &out).ok());
+    std::optional<v1::TrialAssignment> a = agent.Lease();
+    ASSERT_TRUE(a.has_value());
+    running = a->trial_id();
+    result = OkResultJson(*a, 0.3);
+  }
+  clock.Advance(absl::Minutes(1));
+  TestServer s = StartServer(options);
+  s.Reap();
+  ScriptedAgent agent(s, "cpu-a");
+  v1::HeartbeatResponse hb;
+  ASSERT_TRUE(agent.Heartbeat({running}, &hb).ok());
+  EXPECT_EQ(hb.cancel_trials_size(), 0);
+  ASSERT_TRUE(agent.Report(running, result).ok());
+  const db::Trial t = *s.server->store().GetTrial(running);
+  EXPECT_EQ(t.status, db::TrialState::kOk);
+  EXPECT_EQ(t.attempts, 0);
+}
+
 TEST(RestartTest, AStudyWaitingForAgentsStartsAfterTheRestart) {
   TempDir dir;
   ManualClock clock;

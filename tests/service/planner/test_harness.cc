@@ -155,12 +155,13 @@ grpc::Status ScriptedAgent::Report(int64_t trial_id,
   return s;
 }
 
-grpc::Status ScriptedAgent::Release(int64_t trial_id,
-                                    const std::string& reason) {
+grpc::Status ScriptedAgent::Release(int64_t trial_id, const std::string& reason,
+                                    bool infrastructure_failure) {
   v1::ReleaseTrialRequest r;
   r.set_agent_id(id_);
   r.set_trial_id(trial_id);
   r.set_reason(reason);
+  r.set_infrastructure_failure(infrastructure_failure);
   v1::ReleaseTrialResponse response;
   const grpc::Status s = stub_->ReleaseTrial(Context().get(), r, &response);
   planner_->WaitForAdvances();

@@ -79,7 +79,8 @@ class ScriptedAgent {
   // The assignment, or nullopt when none (a failed call fails the test).
   std::optional<v1::TrialAssignment> Lease();
   grpc::Status Report(int64_t trial_id, const std::string& result_json);
-  grpc::Status Release(int64_t trial_id, const std::string& reason);
+  grpc::Status Release(int64_t trial_id, const std::string& reason,
+                       bool infrastructure_failure = false);
   // The rendezvous of a trial, or of a cluster probe when probe_id > 0.
   grpc::Status Publish(int64_t trial_id, const std::string& data,
                        int64_t probe_id = 0);
