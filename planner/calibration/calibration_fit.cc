@@ -724,44 +724,30 @@ double Median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-// How far each of `log_errors` lies from their median, in robust standard
-// deviations (1.4826 times the median absolute deviation, never below
-// `min_sd`).
-std::vector<double> RobustDeviations(const std::vector<double>& log_errors,
-                                     double min_sd) {
-  const double center = Median(log_errors);
-  std::vector<double> deviations;
-  for (double e : log_errors) deviations.push_back(std::abs(e - center));
-  const double sd = std::max(1.4826 * Median(deviations), min_sd);
-  for (double& d : deviations) d /= sd;
-  return deviations;
-}
-
 // The samples of `kept` (indices into the caller's samples; `fit` is the fit
 // of exactly these, residuals in the same order) whose log step-time error
-// lies more than options.outlier_log_sds robust standard deviations from
-// the median, both under the fit and under the prior, worst first, at most
-// `room` of them. Both: a sample far off only after the fit was pulled
-// there by the fit itself, one far off only at the prior is one the fit can
-// explain.
+// under the fit lies more than options.outlier_log_sds robust standard
+// deviations from the median error, worst first, at most `room` of them.
+// The robust standard deviation is 1.4826 times the median absolute
+// deviation, never below options.measurement_log_sd (identical errors do
+// not make every other sample an outlier).
 std::vector<size_t> Outliers(const std::vector<size_t>& kept,
                              const CalibrationFit& fit,
                              const CalibrationFitOptions& options,
                              size_t room) {
-  std::vector<double> fitted, prior;
+  std::vector<double> errors;
   for (const CalibrationSampleResidual& r : fit.residuals) {
-    fitted.push_back(std::log(r.fitted_step_time_s / r.measured_step_time_s));
-    prior.push_back(std::log(r.prior_step_time_s / r.measured_step_time_s));
+    errors.push_back(std::log(r.fitted_step_time_s / r.measured_step_time_s));
   }
-  const std::vector<double> after =
-      RobustDeviations(fitted, options.measurement_log_sd);
-  const std::vector<double> before =
-      RobustDeviations(prior, options.measurement_log_sd);
+  const double center = Median(errors);
+  std::vector<double> deviations;
+  for (double e : errors) deviations.push_back(std::abs(e - center));
+  const double sd =
+      std::max(1.4826 * Median(deviations), options.measurement_log_sd);
   std::vector<std::pair<double, size_t>> far;  // (deviation, sample index)
   for (size_t k = 0; k < kept.size(); ++k) {
-    if (after[k] > options.outlier_log_sds &&
-        before[k] > options.outlier_log_sds) {
-      far.emplace_back(after[k], kept[k]);
+    if (deviations[k] > options.outlier_log_sds * sd) {
+      far.emplace_back(deviations[k], kept[k]);
     }
   }
   std::sort(far.begin(), far.end(),

@@ -51,24 +51,22 @@
 // Outliers (robust to a few bad measurements: a noisy neighbour, a trial
 // that throttled, a report that passed the planner's bounds but is wrong):
 // the fit is made with every sample, then the samples whose log step-time
-// error lies more than options.outlier_log_sds robust standard deviations
-// from the median error — both under that fit and under the prior — are
-// left out and the fit is made again without them, up to three rounds and
-// at most options.max_outlier_fraction of the samples (so none with fewer
-// than 1 / max_outlier_fraction samples). The robust standard deviation is
+// error log(fitted / measured) lies more than options.outlier_log_sds robust
+// standard deviations from the median error are left out and the fit is
+// made again without them, up to three rounds and at most
+// options.max_outlier_fraction of the samples (so none with fewer than
+// 1 / max_outlier_fraction samples). The robust standard deviation is
 // 1.4826 times the median absolute deviation of the errors (a normal's sd
 // when there are no outliers), never below options.measurement_log_sd; with
 // the defaults a sample must be off by more than 4 of them, at least a
-// factor e^0.2 = 1.22 beyond the median error. Both views must agree: a
-// sample far off only after the fit was pulled there by the outliers, and
-// one far off only at the prior is one the fit explains. Leaving out is
-// undone when the fit of the rest still pushes a coefficient onto a bound of
-// its range and more than a factor e^prior_log_sd from the prior: then the
-// ranges cannot explain the samples (wrong hardware figures), not just the
-// ones left out, and the fit of every sample stands with its warning. This is
-// iterative trimming with a median/MAD rule rather than a robust loss (Huber,
-// Cauchy) so that the fit names what it left out and the rest is an ordinary
-// least-squares fit.
+// factor e^0.2 = 1.22 beyond the median error. Leaving out is undone when
+// the fit of the rest still pushes a coefficient onto a bound of its range
+// and more than a factor e^prior_log_sd from the prior: then the ranges
+// cannot explain the samples (wrong hardware figures), not just the ones
+// left out, and the fit of every sample stands with its warning. This is
+// iterative trimming with a median/MAD rule rather than a robust loss
+// (Huber, Cauchy) so that the fit names what it left out and the rest is an
+// ordinary least-squares fit.
 //
 //   std::vector<CalibrationSample> samples = ...;  // one per finished trial
 //   Calibration last = ...;  // the last fit for this GPU, or Calibration{}

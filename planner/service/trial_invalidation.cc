@@ -16,18 +16,17 @@
 namespace tessera::service {
 namespace {
 
-// The trials `calibration` names but `trial_id`, newest first (as a study's
-// refit orders them); those no longer stored are left out.
-absl::StatusOr<std::vector<db::Trial>> TrialsWithout(
-    db::TrialStore& store, const db::Calibration& calibration,
-    int64_t trial_id) {
+// The trials `calibration` names, newest first (as a study's refit orders
+// them); those no longer stored are left out. The invalidated one is among
+// them, and gives no sample (SamplesOfTrials takes only ok trials).
+absl::StatusOr<std::vector<db::Trial>> TrialsNamedBy(
+    db::TrialStore& store, const db::Calibration& calibration) {
   std::vector<int64_t> ids = calibration.trial_ids;
   ids.insert(ids.end(), calibration.excluded_trial_ids.begin(),
              calibration.excluded_trial_ids.end());
   std::sort(ids.rbegin(), ids.rend());
   std::vector<db::Trial> trials;
   for (int64_t id : ids) {
-    if (id == trial_id) continue;
     absl::StatusOr<db::Trial> t = store.GetTrial(id);
     if (absl::IsNotFound(t.status())) continue;
     if (!t.ok()) return t.status();
@@ -81,7 +80,7 @@ absl::StatusOr<Invalidation> InvalidateTrialAndRecalibrate(
     TESSERA_ASSIGN_OR_RETURN(const db::Calibration old,
                              store.LatestCalibration(scope));
     TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Trial> trials,
-                             TrialsWithout(store, old, trial_id));
+                             TrialsNamedBy(store, old));
     TESSERA_ASSIGN_OR_RETURN(const auto gpu,
                              GpuOfScope(store, scope, study_workload.first));
     TESSERA_ASSIGN_OR_RETURN(const TrialSamples of,

@@ -215,7 +215,7 @@ TEST_F(ProcessRunnerTest, ChildrenDieWithTheThreadThatStartedThem) {
   // Started by a thread that then ends; polled from this one.
   auto start_and_leave = [&](bool die_with_parent) {
     ProcessSpec spec = Shell("exec sleep 30", "orphan");
-    spec.die_with_parent = die_with_parent;
+    if (!die_with_parent) spec.die_with_parent = false;  // else the default
     std::optional<ChildProcess> child;
     std::thread starter([&] {
       absl::StatusOr<ChildProcess> started = ChildProcess::Start(spec);

@@ -1,5 +1,7 @@
 #include "agents/trial_execution.h"
 
+#include <signal.h>
+
 #include <atomic>
 #include <thread>
 
@@ -162,6 +164,28 @@ TEST_F(TrialExecutionTest, StopKillsALongTrial) {
   EXPECT_EQ(outcome.end, TrialEnd::kStopped);
   EXPECT_EQ(outcome.result_json, "");
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+TEST_F(TrialExecutionTest, AKillFromOutsideIsAnInfrastructureFailure) {
+  // The OOM killer or an operator SIGKILLs a rank: not the layout's crash,
+  // so the agent hands the trial back to be run again (agent.cc).
+  v1::TrialAssignment a = Tiny(2);
+  a.set_steps(1000000);
+  ProcessGroupRegistry registry;
+  options_.registry = &registry;
+  std::thread killer([&] {
+    const absl::Time until = absl::Now() + absl::Seconds(10);
+    while (registry.size() == 0 && absl::Now() < until) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    absl::SleepFor(absl::Milliseconds(300));
+    registry.SignalAll(SIGKILL);
+  });
+  TrialOutcome outcome = RunTrialAssignment(a, options_, nullptr);
+  killer.join();
+  EXPECT_EQ(outcome.end, TrialEnd::kInfrastructureFailure) << outcome.summary;
+  EXPECT_NE(outcome.summary.find("killed by signal 9"), std::string::npos)
+      << outcome.summary;
 }
 
 TEST(AgentTimeLimitTest, BeyondTheTrialsOwnWatchdog) {
