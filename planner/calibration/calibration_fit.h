@@ -136,8 +136,10 @@ struct CalibrationFitOptions {
   // deviations of the log step-time errors from their median is left out; 0
   // leaves none out.
   double outlier_log_sds = 4.0;
-  // At most this fraction of the samples is left out (0 to 0.5).
-  double max_outlier_fraction = 1.0 / 3.0;
+  // At most this fraction of the samples is left out (0 to 0.5): a quarter,
+  // so none of fewer than four (three samples cannot say which is wrong
+  // with any confidence).
+  double max_outlier_fraction = 0.25;
   // Coefficients kept at the prior whatever the samples identify.
   std::vector<std::string> fixed = {};
 };
