@@ -691,14 +691,13 @@ void Report(const std::vector<CalibrationSample>& samples,
       fit->residuals, &CalibrationSampleResidual::fitted_step_time_s);
 }
 
-// One fit of `samples` (already validated, except per sample), as the
-// header's objective describes, without leaving any sample out.
-absl::StatusOr<CalibrationFit> FitAll(
-    const std::vector<CalibrationSample>& samples, const Calibration& prior,
-    const CalibrationFitOptions& options) {
-  TESSERA_ASSIGN_OR_RETURN(const std::vector<PreparedSample> prepared,
-                           PrepareSamples(samples, options));
-
+// One fit of `samples`, prepared as `prepared` (PrepareSamples of exactly
+// these: their weights scaled to average 1), as the header's objective
+// describes, without leaving any sample out.
+CalibrationFit FitAll(const std::vector<CalibrationSample>& samples,
+                      const std::vector<PreparedSample>& prepared,
+                      const Calibration& prior,
+                      const CalibrationFitOptions& options) {
   const std::vector<Axis> axes = FreeAxes(prepared, prior, options);
   const Objective objective(prepared, axes, prior, options.prior_log_sd);
   std::vector<double> u;
@@ -784,7 +783,9 @@ absl::StatusOr<CalibrationFit> LeaveOutOutliers(
         kept.push_back(i), rest.push_back(samples[i]);
       }
     }
-    TESSERA_ASSIGN_OR_RETURN(fit, FitAll(rest, prior, options));
+    TESSERA_ASSIGN_OR_RETURN(const std::vector<PreparedSample> prepared,
+                             PrepareSamples(rest, options));
+    fit = FitAll(rest, prepared, prior, options);
     fit.excluded = excluded;
   }
   return fit;
@@ -803,7 +804,7 @@ absl::StatusOr<CalibrationFit> FitCalibration(
   // Every sample checked (and its residuals available) whatever is left out.
   TESSERA_ASSIGN_OR_RETURN(const std::vector<PreparedSample> prepared,
                            PrepareSamples(samples, options));
-  TESSERA_ASSIGN_OR_RETURN(CalibrationFit fit, FitAll(samples, prior, options));
+  CalibrationFit fit = FitAll(samples, prepared, prior, options);
 
   // Outliers: fit, leave out the samples the fit cannot explain, fit again.
   TESSERA_ASSIGN_OR_RETURN(CalibrationFit trimmed,
@@ -815,14 +816,12 @@ absl::StatusOr<CalibrationFit> FitCalibration(
   if (!PushedFarToBound(prior, trimmed, options.prior_log_sd)) {
     fit = std::move(trimmed);
   }
-  std::vector<bool> left_out(samples.size(), false);
-  for (size_t i : fit.excluded) left_out[i] = true;
   if (!fit.excluded.empty()) {
     // One residual per sample again, the left-out ones under the final fit.
     std::vector<CalibrationSampleResidual> residuals;
     size_t next_kept = 0;
     for (size_t i = 0; i < samples.size(); ++i) {
-      if (!left_out[i]) {
+      if (!std::binary_search(fit.excluded.begin(), fit.excluded.end(), i)) {
         residuals.push_back(fit.residuals[next_kept++]);
         continue;
       }
