@@ -1,6 +1,7 @@
 #include "agents/trial_execution.h"
 
 #include <atomic>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -38,14 +39,17 @@ TrialResult BaseResult(const v1::TrialAssignment& a,
   return r;
 }
 
-// "ok 5120 tokens/s", or the status and the first line of the reason.
-std::string Summarize(const std::string& json_text, bool* ok) {
+// "ok 5120 tokens/s", or the status and the first line of the reason; the
+// status in *status when given (nullopt for an unreadable result).
+std::string Summarize(const std::string& json_text, bool* ok,
+                      std::optional<TrialStatus>* status = nullptr) {
   *ok = false;
   nlohmann::json json = nlohmann::json::parse(json_text, nullptr, false);
   absl::StatusOr<TrialResult> r = json.is_discarded()
                                       ? absl::InvalidArgumentError("not JSON")
                                       : TrialResultFromJson(json);
   if (!r.ok()) return absl::StrCat("unreadable result: ", r.status().message());
+  if (status != nullptr) *status = r->status;
   if (r->status == TrialStatus::kOk) {
     *ok = true;
     return absl::StrFormat("ok %.0f tokens/s", r->tokens_per_s);
@@ -53,14 +57,6 @@ std::string Summarize(const std::string& json_text, bool* ok) {
   std::string first_line(*absl::StrSplit(r->reason, '\n').begin());
   if (first_line.size() > 200) first_line = first_line.substr(0, 200) + "...";
   return absl::StrCat(TrialStatusName(r->status), ": ", first_line);
-}
-
-// Whether the result JSON is a crash (not a typed failure: oom, nan, ...).
-bool IsCrash(const std::string& json_text) {
-  nlohmann::json json = nlohmann::json::parse(json_text, nullptr, false);
-  if (json.is_discarded()) return false;
-  absl::StatusOr<TrialResult> r = TrialResultFromJson(json);
-  return r.ok() && r->status == TrialStatus::kCrash;
 }
 
 // The outcome that reports `result`.
@@ -175,9 +171,10 @@ TrialOutcome RunTrialAssignment(const v1::TrialAssignment& a,
     AssemblyOptions assembly;
     assembly.time_limit_s = absl::ToDoubleSeconds(limits.time_limit);
     outcome.result_json = AssembleTrialResult(runs, base, assembly);
-    outcome.summary = Summarize(outcome.result_json, &outcome.ok);
+    std::optional<TrialStatus> status;
+    outcome.summary = Summarize(outcome.result_json, &outcome.ok, &status);
     const std::optional<std::string> outside = OutsideKill(runs);
-    if (outside.has_value() && IsCrash(outcome.result_json)) {
+    if (outside.has_value() && status == TrialStatus::kCrash) {
       // Not the layout's fault: run it again rather than record a crash.
       outcome.end = TrialEnd::kInfrastructureFailure;
       outcome.summary = *outside;
