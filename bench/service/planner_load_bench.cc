@@ -16,6 +16,8 @@
 //
 //   build/bench/service/planner_load_bench                 # 500 agents
 //   build/bench/service/planner_load_bench --agents 100 --trial-ms 500
+//   # issue 15: heartbeats while ten users run the largest Plan
+//   build/bench/service/planner_load_bench --agents 50 --plan-callers 10
 //
 // Agents and server share the machine (and its cores): the latencies include
 // the clients' own scheduling, an upper bound of what a remote agent sees.
@@ -63,6 +65,9 @@ struct BenchOptions {
   int64_t heartbeat_ms = 1000;
   int64_t lease_poll_ms = 1000;
   int64_t users = 2;
+  // Threads that call Plan back to back with the largest search the service
+  // takes (plan_callers: 0 none): what one heavy user does to the fleet.
+  int64_t plan_callers = 0;
   double max_duration_s = 120;
   bool timeline = false;  // print p50 / p99 per second as well
 };
@@ -301,6 +306,40 @@ void RunUser(const std::string& address, const std::vector<int64_t>& studies,
   }
 }
 
+// The largest Plan the service answers: Llama 3 405B on 1024 H100s, every
+// stack option open, the 1000 best candidates (the most a reply holds).
+v1::PlanRequest MaximalPlan() {
+  v1::PlanRequest r;
+  v1::StudySpec* spec = r.mutable_study();
+  spec->set_name("maximal-plan");
+  spec->mutable_model()->set_preset("llama3-405b");
+  spec->mutable_cluster()->mutable_gpu()->set_preset("h100-sxm");
+  spec->mutable_cluster()->set_nodes(128);
+  spec->mutable_cluster()->set_gpus_per_node(8);
+  spec->mutable_training()->set_global_batch(2048);
+  spec->mutable_training()->set_seq_len(8192);
+  spec->mutable_training()->set_total_tokens(1e12);
+  spec->mutable_search()->set_top(1000);
+  return r;
+}
+
+// A heavy user: Plan calls back to back until `stop`. A refusal
+// (RESOURCE_EXHAUSTED: the planner's Plan queue is full) waits 100 ms.
+void RunPlanCaller(const std::string& address, const absl::Notification& stop,
+                   Recorder& rec) {
+  auto stub = v1::PlannerService::NewStub(OwnChannel(address));
+  const v1::PlanRequest request = MaximalPlan();
+  while (!stop.HasBeenNotified()) {
+    v1::PlanResponse out;
+    const grpc::Status s = rec.Time("Plan", [&] {
+      return stub->Plan(Deadline(absl::Seconds(120)).get(), request, &out);
+    });
+    if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      stop.WaitForNotificationWithTimeout(absl::Milliseconds(100));
+    }
+  }
+}
+
 v1::StudySpec LoadStudy(int64_t index, const BenchOptions& o) {
   v1::StudySpec spec;
   spec.set_name(absl::StrCat("load-", index));
@@ -435,7 +474,8 @@ int Run(const BenchOptions& o) {
 
   absl::Notification stop;
   Tally tally;
-  std::vector<Recorder> recorders(static_cast<size_t>(o.agents + o.users));
+  std::vector<Recorder> recorders(
+      static_cast<size_t>(o.agents + o.users + o.plan_callers));
   std::vector<std::thread> threads;
   const absl::Time start = absl::Now();
   const int64_t start_ns = SteadyNs();
@@ -448,6 +488,12 @@ int Run(const BenchOptions& o) {
     threads.emplace_back(
         RunUser, address, std::cref(studies), std::cref(stop),
         std::ref(recorders[static_cast<size_t>(o.agents + i)]));
+  }
+
+  for (int64_t i = 0; i < o.plan_callers; ++i) {
+    threads.emplace_back(
+        RunPlanCaller, address, std::cref(stop),
+        std::ref(recorders[static_cast<size_t>(o.agents + o.users + i)]));
   }
 
   // Until every study ended, or the time is up.
@@ -476,9 +522,9 @@ int Run(const BenchOptions& o) {
   for (const Recorder& r : recorders) r.MergeInto(all, first_error);
   absl::PrintF(
       "planner_load_bench: %d agents (heartbeat %d ms, lease poll %d ms,"
-      " trials of %d ms), %d users, %d studies\n",
+      " trials of %d ms), %d users, %d plan callers, %d studies\n",
       o.agents, o.heartbeat_ms, o.lease_poll_ms, o.trial_ms, o.users,
-      o.studies);
+      o.plan_callers, o.studies);
   // Start-up: every agent connects and registers at once, then sends its
   // first heartbeats and lease polls while the backlog drains (two intervals
   // past the last registration); steady state: the fleet at its own pace.
@@ -553,7 +599,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   tessera::FlagSet flags("planner_load_bench");
   std::optional<int64_t> agents, studies, trials, trial_ms, heartbeat_ms,
-      poll_ms, users;
+      poll_ms, users, plan_callers;
   std::optional<double> duration;
   flags.AddInt("agents", "N", "simulated agents (default 500)", &agents);
   flags.AddInt("studies", "N", "studies submitted (default 20)", &studies);
@@ -567,6 +613,9 @@ int main(int argc, char** argv) {
                &poll_ms);
   flags.AddInt("users", "N", "threads querying the studies (default 2)",
                &users);
+  flags.AddInt("plan-callers", "N",
+               "threads calling the largest Plan back to back (default 0)",
+               &plan_callers);
   flags.AddDouble("max-duration-s", "S", "stop after this long (default 120)",
                   &duration);
   bool timeline = false;
@@ -588,14 +637,16 @@ int main(int argc, char** argv) {
   o.heartbeat_ms = heartbeat_ms.value_or(o.heartbeat_ms);
   o.lease_poll_ms = poll_ms.value_or(o.lease_poll_ms);
   o.users = users.value_or(o.users);
+  o.plan_callers = plan_callers.value_or(o.plan_callers);
   o.max_duration_s = duration.value_or(o.max_duration_s);
   o.timeline = timeline;
   if (o.agents < 1 || o.studies < 1 || o.trials_per_study < 1 ||
       o.trial_ms < 0 || o.heartbeat_ms < 1 || o.lease_poll_ms < 1 ||
-      o.users < 0 || !(o.max_duration_s > 0)) {
+      o.users < 0 || o.plan_callers < 0 || !(o.max_duration_s > 0)) {
     std::cerr << "planner_load_bench: --agents, --studies, --trials-per-study,"
                  " --heartbeat-ms and --lease-poll-ms must be positive;"
-                 " --trial-ms and --users not negative; --max-duration-s"
+                 " --trial-ms, --users and --plan-callers not negative;"
+                 " --max-duration-s"
                  " positive\n";
     return 2;
   }

@@ -84,6 +84,7 @@ int Run(const std::vector<std::string>& args) {
       token_file, metrics_listen, backup, invalidation_reason;
   std::optional<int64_t> heartbeat_ms, invalidate_trial;
   std::optional<double> lease_timeout_s, agent_timeout_s;
+  std::optional<int64_t> plan_threads, plan_queue;
   bool no_cluster_probes = false;
   FlagSet flags("tessera-planner");
   flags.AddString("listen", "HOST:PORT",
@@ -128,6 +129,15 @@ int Run(const std::vector<std::string>& args) {
                   "an agent silent this long is marked gone and its trials "
                   "re-queued (default 30)",
                   &agent_timeout_s);
+  flags.AddInt("plan-threads", "N",
+               "Plan and Predict calls searched at once, on their own "
+               "lower-priority threads so that agents' heartbeats, leases "
+               "and reports go first (default 2)",
+               &plan_threads);
+  flags.AddInt("plan-queue", "N",
+               "Plan and Predict calls waiting beyond those; more are "
+               "refused with RESOURCE_EXHAUSTED (default 16)",
+               &plan_queue);
   flags.AddSwitch("no-cluster-probes",
                   "do not have agents measure the collectives between them "
                   "before a study's trials (planner/service/cluster_probe.h); "
@@ -208,6 +218,20 @@ int Run(const std::vector<std::string>& args) {
       return 2;
     }
   }
+  if (plan_threads.has_value() && (*plan_threads < 1 || *plan_threads > 256)) {
+    std::cerr << "tessera-planner: --plan-threads: must be 1 to 256, got "
+              << *plan_threads << "\n";
+    return 2;
+  }
+  if (plan_queue.has_value() && (*plan_queue < 0 || *plan_queue > 10000)) {
+    std::cerr << "tessera-planner: --plan-queue: must be 0 to 10000, got "
+              << *plan_queue << "\n";
+    return 2;
+  }
+  if (plan_threads)
+    options.search_pool.threads = static_cast<int>(*plan_threads);
+  if (plan_queue)
+    options.search_pool.max_queued = static_cast<int>(*plan_queue);
   if (lease_timeout_s) options.lease_timeout = absl::Seconds(*lease_timeout_s);
   if (agent_timeout_s) options.agent_timeout = absl::Seconds(*agent_timeout_s);
 

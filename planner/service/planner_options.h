@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "db/trial_store.h"
 #include "grpcpp/security/server_credentials.h"
+#include "planner/service/background_pool.h"
 #include "planner/service/log.h"
 
 namespace tessera::service {
@@ -37,6 +38,10 @@ struct PlannerOptions {
   absl::Duration probe_time_limit = absl::Minutes(2);
   int64_t probe_max_bytes_cpu = int64_t{16} << 20;
   int64_t probe_max_bytes_cuda = int64_t{1} << 30;
+  // Plan and Predict run on their own pool (background_pool.h): this many
+  // searches at once, at a lower CPU priority, and this many waiting;
+  // beyond, RESOURCE_EXHAUSTED.
+  BackgroundPoolOptions search_pool;
   // Ok trials a refit uses at most (the newest).
   int64_t max_calibration_samples = 200;
   // The time source of leases, heartbeats and budgets; empty: absl::Now.

@@ -75,15 +75,17 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::CancelStudy(
 grpc::ServerUnaryReactor* PlannerServiceImpl::Plan(
     grpc::CallbackServerContext* context, const v1::PlanRequest* request,
     v1::PlanResponse* response) {
-  return FinishUnary(context, response,
-                     [&] { return planner_->Plan(*request); });
+  return FinishUnaryInPool(
+      *search_pool_, "Plan and Predict", context, response,
+      [this, request] { return planner_->Plan(*request); });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::Predict(
     grpc::CallbackServerContext* context, const v1::PredictRequest* request,
     v1::PredictResponse* response) {
-  return FinishUnary(context, response,
-                     [&] { return planner_->Predict(*request); });
+  return FinishUnaryInPool(
+      *search_pool_, "Plan and Predict", context, response,
+      [this, request] { return planner_->Predict(*request); });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::ImportCalibration(

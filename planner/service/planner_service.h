@@ -1,11 +1,16 @@
 // tessera.v1.PlannerService over the Planner (callback API): each handler
 // translates the request, calls the planner and finishes with its status
-// (grpc_status.h); WatchStudy streams through a WatchReactor.
+// (grpc_status.h); WatchStudy streams through a WatchReactor. Plan and
+// Predict, the expensive searches, run on the service's own bounded pool
+// (background_pool.h): RESOURCE_EXHAUSTED when it is full.
 //
-//   PlannerServiceImpl service(planner.get());
+//   PlannerServiceImpl service(planner.get(), {.threads = 2});
 //   builder.RegisterService(&service);
 #pragma once
 
+#include <memory>
+
+#include "planner/service/background_pool.h"
 #include "planner/service/planner.h"
 #include "tessera/v1/service.grpc.pb.h"
 
@@ -14,7 +19,9 @@ namespace tessera::service {
 class PlannerServiceImpl final : public v1::PlannerService::CallbackService {
  public:
   // `planner` must outlive the service.
-  explicit PlannerServiceImpl(Planner* planner) : planner_(planner) {}
+  PlannerServiceImpl(Planner* planner, BackgroundPoolOptions search_pool)
+      : planner_(planner),
+        search_pool_(std::make_unique<BackgroundPool>(search_pool)) {}
 
   grpc::ServerUnaryReactor* SubmitStudy(
       grpc::CallbackServerContext* context,
@@ -59,6 +66,9 @@ class PlannerServiceImpl final : public v1::PlannerService::CallbackService {
 
  private:
   Planner* const planner_;
+  // Plan and Predict. Destroyed (its accepted calls answered) after the
+  // server that owns the service has shut down.
+  std::unique_ptr<BackgroundPool> search_pool_;
 };
 
 }  // namespace tessera::service

@@ -34,9 +34,11 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
   }
   s->store_ = *std::move(store);
   const std::string metrics_listen = options.metrics_listen;
+  const BackgroundPoolOptions search_pool = options.search_pool;
   TESSERA_ASSIGN_OR_RETURN(
       s->planner_, Planner::Create(s->store_.get(), std::move(options)));
-  s->planner_service_ = std::make_unique<PlannerServiceImpl>(s->planner_.get());
+  s->planner_service_ =
+      std::make_unique<PlannerServiceImpl>(s->planner_.get(), search_pool);
   s->agent_service_ = std::make_unique<AgentServiceImpl>(s->planner_.get());
   EnableHealthService();
   grpc::ServerBuilder builder;
@@ -57,8 +59,8 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
     TESSERA_ASSIGN_OR_RETURN(
         s->metrics_endpoint_,
         metrics::MetricsEndpoint::Start(metrics_listen, [raw] {
-          return metrics::PlannerMetricsText(
-              *raw->store_, raw->store_->path(), raw->rpc_metrics_);
+          return metrics::PlannerMetricsText(*raw->store_, raw->store_->path(),
+                                             raw->rpc_metrics_);
         }));
   }
   SetServing(*s->server_, true);

@@ -9,8 +9,10 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "grpcpp/server_context.h"
 #include "grpcpp/support/server_callback.h"
+#include "planner/service/background_pool.h"
 #include "planner/service/grpc_status.h"
 
 namespace tessera::service {
@@ -33,6 +35,36 @@ grpc::ServerUnaryReactor* FinishUnaryStatus(
     grpc::CallbackServerContext* context, Call&& call) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(std::forward<Call>(call)()));
+  return reactor;
+}
+
+// As FinishUnary, but `call` runs on `pool` (background_pool.h), off gRPC's
+// threads; `what` names the call in the refusal. RESOURCE_EXHAUSTED at once,
+// without running it, when the pool's queue is full; CANCELLED, without
+// running it, when the caller gave up while it waited. The request and
+// response `call` uses live until Finish.
+template <typename Response, typename Call>
+grpc::ServerUnaryReactor* FinishUnaryInPool(
+    BackgroundPool& pool, absl::string_view what,
+    grpc::CallbackServerContext* context, Response* response, Call call) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const bool queued = pool.TrySubmit(
+      [reactor, context, response, call = std::move(call)]() mutable {
+        if (context->IsCancelled()) {
+          reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED,
+                                       "the caller gave up while it waited"));
+          return;
+        }
+        absl::StatusOr<Response> result = call();
+        if (result.ok()) *response = *std::move(result);
+        reactor->Finish(ToGrpcStatus(result.status()));
+      });
+  if (!queued) {
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     absl::StrCat("planner busy: ", what, " calls ",
+                                  pool.Load(), "; retry in a few seconds")));
+  }
   return reactor;
 }
 
