@@ -413,8 +413,8 @@ std::optional<Workload> Planner::TrialWorkload(const db::Trial& trial) {
   if (run == nullptr) return std::nullopt;
   std::optional<Workload> study;
   {
-    absl::MutexLock lock(&run->mu);
-    study = run->workload;
+    absl::MutexLock lock(&run->resolved_mu);
+    study = run->resolved_workload;
   }
   if (!study) return std::nullopt;
   absl::StatusOr<Workload> ran =

@@ -68,6 +68,10 @@ absl::Status Planner::StartLocked(StudyRun& run) {
     return absl::OkStatus();
   }
   TESSERA_ASSIGN_OR_RETURN(const bool resolved, ResolveLocked(run));
+  if (resolved) {
+    absl::MutexLock lock(&run.resolved_mu);
+    if (!run.resolved_workload) run.resolved_workload = run.workload;
+  }
   const int64_t gpn = run.gpus_per_node();
   if (!resolved) {
     const std::string reason =

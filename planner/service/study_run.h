@@ -32,6 +32,11 @@ struct StudyRun {
   // The workload with its GPU resolved; unset until then ("agents" preset).
   std::optional<Workload> workload ABSL_GUARDED_BY(mu);
   std::string gpu_name ABSL_GUARDED_BY(mu);  // the calibration scope's name
+  // `workload` once resolved (it does not change after), readable without
+  // `mu`, which an advance holds for as long as a refit takes (seconds):
+  // checking a report must not wait for that (ReportTrial).
+  absl::Mutex resolved_mu ABSL_ACQUIRED_AFTER(mu);
+  std::optional<Workload> resolved_workload ABSL_GUARDED_BY(resolved_mu);
   // The agents' backend trials run on ("" until chosen).
   std::string backend ABSL_GUARDED_BY(mu);
   planner::Calibration calibration ABSL_GUARDED_BY(mu);
