@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "agents/collective_probe_execution.h"
 #include "agents/files.h"
 #include "agents/probes.h"
@@ -255,8 +256,8 @@ void Agent::ProbeAfterRegistration() {
   }
 }
 
-Agent::ReportEnd Agent::Report(int64_t trial_id,
-                               const std::string& result_json) {
+Agent::ReportEnd Agent::Report(int64_t trial_id, const std::string& result_json,
+                               std::string* refusal) {
   Backoff backoff(options_.backoff);
   while (true) {
     absl::Status s = planner_->ReportTrial(AgentId(), trial_id, result_json);
@@ -270,8 +271,10 @@ Agent::ReportEnd Agent::Report(int64_t trial_id,
       return ReportEnd::kDone;
     }
     if (IsLeaseGone(s) || Cancelled(trial_id) || !IsRetryable(s)) {
-      log_->Log(absl::StrCat("trial ", trial_id, ": result dropped (",
-                             s.message(), ")"));
+      *refusal =
+          IsRetryable(s)
+              ? absl::StrCat("the planner cancelled the trial; ", s.ToString())
+              : s.ToString();
       return ReportEnd::kDropped;
     }
     if (DrainOver()) return ReportEnd::kGaveUp;
@@ -283,6 +286,60 @@ Agent::ReportEnd Agent::Report(int64_t trial_id,
     log_->Log(absl::StrCat("reporting trial ", trial_id, " failed (",
                            s.message(), "): retrying in ", Show(delay)));
     absl::SleepFor(delay);
+  }
+}
+
+void Agent::Settle(int64_t trial_id, ReportEnd end, absl::string_view refusal,
+                   bool spooled) {
+  if (end == ReportEnd::kGaveUp) return;
+  absl::Status removed = absl::OkStatus();
+  if (spooled) removed = spool_->Remove(trial_id);
+  if (end == ReportEnd::kDropped) {
+    log_->Log(absl::StrCat(
+        "trial ", trial_id, ": result dropped (", refusal, ")",
+        !spooled       ? ""
+        : removed.ok() ? "; removed from the result spool"
+                       : absl::StrCat("; could not remove it from the result "
+                                      "spool: ",
+                                      removed.message())));
+  } else if (!removed.ok()) {
+    log_->Log(absl::StrCat("trial ", trial_id,
+                           ": reported, but could not remove it from the "
+                           "result spool (",
+                           removed.message(),
+                           "); the next start reports it again"));
+  }
+}
+
+void Agent::ReportSpooled() {
+  absl::StatusOr<SpoolListing> listing = spool_->List();
+  if (!listing.ok()) {
+    log_->Log(
+        absl::StrCat("result spool not read: ", listing.status().message()));
+    return;
+  }
+  for (const absl::Status& error : listing->errors) {
+    log_->Log(absl::StrCat("result spool: ", error.message()));
+  }
+  if (listing->results.empty()) return;
+  std::vector<std::string> ids;
+  for (const SpooledResult& r : listing->results) {
+    ids.push_back(absl::StrCat(r.trial_id));
+  }
+  log_->Log(absl::StrCat("reporting ", listing->results.size(),
+                         " result(s) left in the result spool ", spool_->dir(),
+                         ": trial(s) ", absl::StrJoin(ids, ", ")));
+  for (size_t i = 0; i < listing->results.size(); ++i) {
+    const SpooledResult& r = listing->results[i];
+    std::string refusal;
+    const ReportEnd end = Report(r.trial_id, r.result_json, &refusal);
+    if (end == ReportEnd::kGaveUp) {
+      log_->Log(absl::StrCat("stopping: ", listing->results.size() - i,
+                             " result(s) stay in the result spool for the "
+                             "next start"));
+      return;
+    }
+    Settle(r.trial_id, end, refusal, /*spooled=*/true);
   }
 }
 
@@ -342,8 +399,35 @@ void Agent::RunLeasedTrial(const v1::TrialAssignment& a) {
       break;
     case TrialEnd::kResult: {
       log_->Log(absl::StrCat("trial ", id, " ", outcome.summary));
-      const ReportEnd end = Report(id, outcome.result_json);
-      if (end == ReportEnd::kGaveUp) {
+      // On disk before the first report: a result the planner has not
+      // taken survives the agent's stop, crash or restart.
+      const absl::Status spooled = spool_->Put(id, outcome.result_json);
+      if (!spooled.ok()) {
+        log_->Log(absl::StrCat("trial ", id, ": result not spooled (",
+                               spooled.message(),
+                               "); it is reported from memory only"));
+      }
+      std::string refusal;
+      const ReportEnd end = Report(id, outcome.result_json, &refusal);
+      Settle(id, end, refusal, spooled.ok());
+      if (end == ReportEnd::kGaveUp && spooled.ok()) {
+        // The lease is kept, not handed back: a released trial is queued
+        // again and the planner refuses a later report of it ("does not
+        // hold its lease"), so the result would be lost and the trial run
+        // twice. Kept, the lease lasts lease_timeout past the last
+        // heartbeat, and a planner restart extends it: an agent started
+        // again within it reports the spooled result at once. An agent
+        // down longer costs the trial a lost lease (one attempt) and that
+        // wait before it runs again; its next start's report is then
+        // refused, dropped and removed from the spool. Handing the lease
+        // back would mostly fail anyway: the report did not get through.
+        log_->Log(absl::StrCat(
+            "trial ", id,
+            ": its report did not reach the planner within the drain "
+            "timeout; the result stays in ",
+            spool_->PathOf(id),
+            " and its lease is kept, for the next start to report it"));
+      } else if (end == ReportEnd::kGaveUp) {
         Release(id,
                 "agent stopping: its report did not reach the planner "
                 "within the drain timeout");
@@ -411,12 +495,25 @@ void Agent::RunLeasedProbe(const v1::TrialAssignment& a) {
 
 absl::Status Agent::Run() {
   if (absl::Status s = MakeDirectories(options_.work_dir); !s.ok()) return s;
+  absl::StatusOr<ResultSpool> spool = ResultSpool::Open(
+      options_.spool_dir.empty() ? absl::StrCat(options_.work_dir, "/spool")
+                                 : options_.spool_dir);
+  if (!spool.ok()) return spool.status();
+  spool_.emplace(*std::move(spool));
   log_->Log(absl::StrCat("starting: planner ", planner_->address(),
-                         ", work dir ", options_.work_dir, ", trial binary ",
+                         ", work dir ", options_.work_dir, ", result spool ",
+                         spool_->dir(), ", trial binary ",
                          options_.trial_binary));
   std::thread heartbeats([this] { HeartbeatLoop(); });
   Backoff backoff(options_.backoff);
+  bool spool_reported = false;
   while (WaitRegistered()) {
+    if (!spool_reported) {
+      // Before the probes (minutes) and any new lease: the leases of these
+      // results may still be held, for lease_timeout at most.
+      spool_reported = true;
+      ReportSpooled();
+    }
     ProbeAfterRegistration();
     absl::StatusOr<std::optional<v1::TrialAssignment>> lease =
         planner_->LeaseTrial(AgentId());

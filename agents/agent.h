@@ -14,9 +14,18 @@
 //   the planner takes it (OK), already has it (ALREADY_EXISTS: another gang
 //   member reported) or says the lease is gone (FAILED_PRECONDITION,
 //   NOT_FOUND: the result is dropped).
+// - Every finished result is first written to the result spool
+//   (result_spool.h, AgentOptions::spool_dir) and removed from it once the
+//   planner took it or refused it for good (the log says it was dropped and
+//   why). A result whose report was still failing when the agent stopped
+//   stays spooled; the next start reports every spooled result, after its
+//   first registration and before its probes and leases.
 // - Stop() (the first SIGTERM/SIGINT): no more leases; a running trial gets
 //   the drain timeout to finish and be reported; past it, it is killed and
-//   its lease handed back (ReleaseTrial). Run() then returns OK.
+//   its lease handed back (ReleaseTrial). A finished trial whose report did
+//   not get through within the drain timeout keeps its lease instead (see
+//   RunLeasedTrial): its spooled result is reported at the next start.
+//   Run() then returns OK.
 //   KillChildren() (the second signal) kills every process group at once.
 //
 //   std::unique_ptr<PlannerClient> planner = PlannerClient::Connect(addr, {});
@@ -27,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -38,6 +48,7 @@
 #include "agents/event_log.h"
 #include "agents/planner_client.h"
 #include "agents/process.h"
+#include "agents/result_spool.h"
 #include "agents/trial_execution.h"
 #include "tessera/v1/service.pb.h"
 
@@ -53,6 +64,10 @@ struct AgentOptions {
   // trial's folder, where a relative one would not resolve).
   std::string trial_binary = "tessera-trial";
   std::string work_dir;  // absolute; trials and probes get folders under it
+  // Finished results not yet taken by the planner (result_spool.h); "":
+  // `<work_dir>/spool`. It outlives the agent: a restarted agent on the same
+  // folder reports what is left there.
+  std::string spool_dir;
   absl::Duration drain_timeout = absl::Seconds(30);
   absl::Duration probe_time_limit = absl::Minutes(5);
   BackoffOptions backoff;  // reconnecting, reporting
@@ -102,7 +117,16 @@ class Agent {
   // A cluster probe's share on this agent; node rank 0 reports the sweep.
   void RunLeasedProbe(const v1::TrialAssignment& a);
   void RunLeasedTrial(const v1::TrialAssignment& assignment);
-  ReportEnd Report(int64_t trial_id, const std::string& result_json);
+  // Reports one result, retrying what is worth retrying until the drain is
+  // over. kDropped: the planner refused it for good, `*refusal` says why.
+  ReportEnd Report(int64_t trial_id, const std::string& result_json,
+                   std::string* refusal);
+  // After Report: a result taken or refused leaves the spool (when
+  // `spooled`), and a refusal is logged as a dropped result.
+  void Settle(int64_t trial_id, ReportEnd end, absl::string_view refusal,
+              bool spooled);
+  // At start, once registered: reports what an earlier run left spooled.
+  void ReportSpooled();
   void Release(int64_t trial_id, absl::string_view reason,
                bool infrastructure_failure = false);
   // Sleeps up to `d`; false when the agent is stopping.
@@ -131,7 +155,8 @@ class Agent {
   std::set<int64_t> running_ ABSL_GUARDED_BY(mutex_);
   std::set<int64_t> cancelled_ ABSL_GUARDED_BY(mutex_);
   int64_t trials_reported_ ABSL_GUARDED_BY(mutex_) = 0;
-  int64_t probed_registration_ = 0;  // main loop only
+  int64_t probed_registration_ = 0;   // main loop only
+  std::optional<ResultSpool> spool_;  // main loop only; opened by Run()
 };
 
 }  // namespace tessera::agents

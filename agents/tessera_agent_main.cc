@@ -10,7 +10,9 @@
 //
 // SIGTERM or SIGINT: no more leases; a running trial gets --drain-timeout-s
 // to finish and be reported, else it is killed and handed back; exit 0. A
-// second signal kills the trial at once and exits 128 + the signal.
+// second signal kills the trial at once and exits 128 + the signal. A
+// finished result whose report has not got through by then stays in
+// --spool-dir and is reported at the next start (agents/result_spool.h).
 // Exit status 2: a bad command line; 1: the agent could not start (no work
 // folder, --backend cuda without a GPU).
 #include <limits.h>
@@ -46,7 +48,7 @@ namespace tessera::agents {
 namespace {
 
 struct AgentFlags {
-  std::optional<std::string> planner, id, backend, address, work_dir,
+  std::optional<std::string> planner, id, backend, address, work_dir, spool_dir,
       trial_binary, log, tls_ca, token_file;
   std::optional<int64_t> cpu_ranks;
   std::optional<double> drain_timeout_s;
@@ -73,6 +75,12 @@ struct AgentFlags {
                 "where trials run; failed trials' folders are kept (default: a "
                 "new folder under $TMPDIR, removed at exit)",
                 &work_dir);
+    f.AddString("spool-dir", "DIR",
+                "where finished results wait until the planner has them "
+                "(mode 0700); what is left there is reported at the next "
+                "start, so keep it across restarts (default: <work-dir>/spool; "
+                "without --work-dir, $TMPDIR/tessera-agent-<id>-spool)",
+                &spool_dir);
     f.AddString("trial-binary", "PATH",
                 "tessera-trial to run (default: next to this program, then "
                 "the build tree's, then PATH)",
@@ -266,6 +274,16 @@ int Main(const std::vector<std::string>& args) {
     }
     options.work_dir = *dir;
   }
+  // The temporary work folder goes at exit: the spool must not be in it.
+  std::string temp_spool_dir;
+  if (f.spool_dir.has_value()) {
+    options.spool_dir = std::filesystem::absolute(*f.spool_dir);
+  } else if (!f.work_dir.has_value()) {
+    const char* tmp = std::getenv("TMPDIR");
+    temp_spool_dir = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
+                                  "/tessera-agent-", info.agent_id(), "-spool");
+    options.spool_dir = temp_spool_dir;
+  }
   log.Log(absl::StrCat("trials: ", trial_backend, "; hardware: ", hw->backend,
                        ", ", hw->ranks, " x ",
                        hw->device_name, ", ", hw->memory_bytes, " bytes each",
@@ -281,6 +299,8 @@ int Main(const std::vector<std::string>& args) {
     result = agent.Run();
   }
   if (!f.work_dir.has_value()) (void)RemoveTree(options.work_dir);
+  // Only when empty: what is spooled there waits for the next start.
+  if (!temp_spool_dir.empty()) (void)::rmdir(temp_spool_dir.c_str());
   if (!result.ok()) {
     log.Log(absl::StrCat("error: ", result.message()));
     return 1;

@@ -1,9 +1,12 @@
 #include "agents/agent.h"
 
 #include <cstdio>
+#include <filesystem>
+#include <set>
 #include <thread>
 
 #include "agents/files.h"
+#include "agents/result_spool.h"
 #include "core/trial_result.h"
 #include "gtest/gtest.h"
 #include "tests/agents/fake_planner.h"
@@ -78,6 +81,17 @@ class AgentTest : public ::testing::Test {
       if (id == trial) return true;
     }
     return false;
+  }
+
+  // The files in the agent's result spool (its default, <work_dir>/spool).
+  std::set<std::string> SpoolFiles() const {
+    std::set<std::string> names;
+    std::error_code error;
+    for (const auto& e :
+         std::filesystem::directory_iterator(dir_ + "/spool", error)) {
+      names.insert(e.path().filename().string());
+    }
+    return names;
   }
 
   FakePlanner planner_;
@@ -205,6 +219,88 @@ TEST_F(AgentTest, AReportRefusedForALostLeaseIsDropped) {
   EXPECT_EQ(planner_.reports()[0].trial_id, 17);
   StopAndJoin();
   EXPECT_EQ(agent_->trials_reported(), 1);
+}
+
+TEST_F(AgentTest, AResultNotReportedWithinTheDrainIsReportedByTheNextStart) {
+  // The planner cannot take reports (UNAVAILABLE) until well after the
+  // agent's drain is over.
+  options_.drain_timeout = absl::Milliseconds(500);
+  options_.backoff.max = absl::Milliseconds(200);
+  planner_.FailReports(grpc::StatusCode::UNAVAILABLE);
+  planner_.Queue(Tiny(21, 1), {"node-a"});
+  StartAgent();
+  ASSERT_TRUE(
+      FakePlanner::WaitFor([&] { return planner_.report_attempts() >= 2; }));
+  // On disk before the first report.
+  EXPECT_EQ(SpoolFiles(), std::set<std::string>{"trial-21.json"});
+  EXPECT_LT(StopAndJoin(), absl::Seconds(5));
+  EXPECT_TRUE(planner_.reports().empty());
+  // Still spooled, and its lease kept for the next start, not handed back.
+  EXPECT_EQ(SpoolFiles(), std::set<std::string>{"trial-21.json"});
+  EXPECT_TRUE(planner_.releases().empty());
+  absl::StatusOr<std::string> spooled = ReadFile(dir_ + "/spool/trial-21.json");
+  ASSERT_TRUE(spooled.ok()) << spooled.status();
+
+  // The planner is back; a new agent on the same folders reports it once
+  // registered, and the spool is empty again.
+  planner_.FailReports(grpc::StatusCode::OK);
+  StartAgent();
+  ASSERT_TRUE(
+      FakePlanner::WaitFor([&] { return planner_.reports().size() == 1; }));
+  const FakePlanner::Report report = planner_.reports()[0];
+  EXPECT_EQ(report.trial_id, 21);
+  EXPECT_EQ(report.agent_id, "node-a");
+  EXPECT_EQ(report.result_json, *spooled);
+  absl::StatusOr<TrialResult> r =
+      TrialResultFromJson(nlohmann::json::parse(report.result_json));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->status, TrialStatus::kOk) << r->reason;
+  ASSERT_TRUE(FakePlanner::WaitFor([&] { return SpoolFiles().empty(); }));
+  StopAndJoin();
+  EXPECT_EQ(agent_->trials_reported(), 1);
+}
+
+TEST_F(AgentTest, ARefusedResultIsRemovedFromTheSpool) {
+  // Trial 22's lease is gone by the time it reports: FAILED_PRECONDITION,
+  // dropped at once and not kept for a next start.
+  planner_.Queue(Tiny(22, 1), {"node-a"});
+  planner_.Revoke(22);
+  planner_.Queue(Tiny(23, 1), {"node-a"});
+  StartAgent();
+  ASSERT_TRUE(
+      FakePlanner::WaitFor([&] { return planner_.reports().size() == 1; }));
+  EXPECT_EQ(planner_.reports()[0].trial_id, 23);
+  ASSERT_TRUE(FakePlanner::WaitFor([&] { return SpoolFiles().empty(); }));
+  StopAndJoin();
+  EXPECT_TRUE(SpoolFiles().empty());
+}
+
+TEST_F(AgentTest, SpooledResultsAreReportedAtStartBeforeAnyLease) {
+  // What an earlier run left: trial 31 still leased to this agent, trial 32
+  // no longer (refused, then removed), and an unreadable entry (moved
+  // aside, not fatal).
+  {
+    absl::StatusOr<ResultSpool> spool = ResultSpool::Open(dir_ + "/spool");
+    ASSERT_TRUE(spool.ok()) << spool.status();
+    ASSERT_TRUE(spool->Put(31, R"({"from":"an earlier run"})").ok());
+    ASSERT_TRUE(spool->Put(32, R"({"from":"a lost lease"})").ok());
+    ASSERT_TRUE(
+        WriteFileAtomically(spool->dir() + "/trial-33.json", "{torn").ok());
+  }
+  planner_.Hold(31, {"node-a"});
+  planner_.Queue(Tiny(34, 1), {"node-a"});
+  StartAgent();
+  ASSERT_TRUE(
+      FakePlanner::WaitFor([&] { return planner_.reports().size() == 2; }));
+  const std::vector<FakePlanner::Report> reports = planner_.reports();
+  EXPECT_EQ(reports[0].trial_id, 31);  // before the trial leased afterwards
+  EXPECT_EQ(reports[0].result_json, R"({"from":"an earlier run"})");
+  EXPECT_EQ(reports[1].trial_id, 34);
+  ASSERT_TRUE(FakePlanner::WaitFor([&] {
+    return SpoolFiles() == std::set<std::string>{"trial-33.json.bad"};
+  }));
+  StopAndJoin();
+  EXPECT_EQ(agent_->trials_reported(), 2);
 }
 
 }  // namespace

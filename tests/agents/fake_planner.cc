@@ -66,6 +66,16 @@ void FakePlanner::ForgetAgents() {
   agents_.clear();
 }
 
+void FakePlanner::FailReports(grpc::StatusCode code) {
+  absl::MutexLock lock(&mutex_);
+  fail_reports_ = code;
+}
+
+int64_t FakePlanner::report_attempts() const {
+  absl::MutexLock lock(&mutex_);
+  return report_attempts_;
+}
+
 std::vector<FakePlanner::Report> FakePlanner::reports() const {
   absl::MutexLock lock(&mutex_);
   return reports_;
@@ -183,6 +193,10 @@ grpc::Status FakePlanner::ReportTrial(grpc::ServerContext*,
                                       const v1::ReportTrialRequest* request,
                                       v1::ReportTrialResponse*) {
   absl::MutexLock lock(&mutex_);
+  ++report_attempts_;
+  if (fail_reports_ != grpc::StatusCode::OK) {
+    return grpc::Status(fail_reports_, "reports are failing (test)");
+  }
   if (reported_.count(request->trial_id()) > 0) {
     return grpc::Status(grpc::StatusCode::ALREADY_EXISTS, "already reported");
   }

@@ -62,6 +62,11 @@ class FakePlanner final : public v1::AgentService::Service {
   void Cancel(int64_t trial_id);
   // Forgets every registered agent (their next call is NOT_FOUND).
   void ForgetAgents();
+  // Every ReportTrial fails with `code` until FailReports(OK) (a planner
+  // whose store is read-only answers UNAVAILABLE); each is still counted.
+  void FailReports(grpc::StatusCode code);
+  // ReportTrial calls so far, failed ones included.
+  int64_t report_attempts() const;
 
   struct Report {
     std::string agent_id;
@@ -124,6 +129,8 @@ class FakePlanner final : public v1::AgentService::Service {
   std::map<int64_t, std::set<std::string>> holders_ ABSL_GUARDED_BY(mutex_);
   std::map<std::string, std::set<int64_t>> cancels_ ABSL_GUARDED_BY(mutex_);
   std::vector<Report> reports_ ABSL_GUARDED_BY(mutex_);
+  grpc::StatusCode fail_reports_ ABSL_GUARDED_BY(mutex_) = grpc::StatusCode::OK;
+  int64_t report_attempts_ ABSL_GUARDED_BY(mutex_) = 0;
   std::set<int64_t> reported_ ABSL_GUARDED_BY(mutex_);
   std::vector<v1::ReleaseTrialRequest> releases_ ABSL_GUARDED_BY(mutex_);
   std::map<int64_t, std::string> rendezvous_ ABSL_GUARDED_BY(mutex_);
