@@ -156,8 +156,8 @@ absl::StatusOr<Study> SqliteTrialStore::CreateStudy(const NewStudy& s) {
         Statement insert,
         db.Prepare("INSERT INTO studies (name, spec_json, model, gpu, nodes, "
                    "gpus_per_node, trial_budget, time_budget_s, status, "
-                   "created_at_us, updated_at_us) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)"));
+                   "created_at_us, updated_at_us, owner) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)"));
     insert.BindText(1, s.name)
         .BindText(2, s.spec_json)
         .BindText(3, s.model)
@@ -167,7 +167,8 @@ absl::StatusOr<Study> SqliteTrialStore::CreateStudy(const NewStudy& s) {
         .BindInt(7, s.trial_budget)
         .BindDouble(8, s.time_budget_s)
         .BindInt(9, now_us)
-        .BindInt(10, now_us);
+        .BindInt(10, now_us)
+        .BindText(11, s.owner);
     TESSERA_RETURN_IF_ERROR(insert.Run());
     TESSERA_ASSIGN_OR_RETURN(created, LoadStudy(db, db.LastInsertRowId()));
     return absl::OkStatus();

@@ -82,6 +82,9 @@ struct NewStudy {
   int64_t gpus_per_node = 1;
   int64_t trial_budget = 0;  // trials the study may run; 0 = no limit
   double time_budget_s = 0;  // wall time the study may take; 0 = no limit
+  // Who submitted it (a principal name); "" when the planner does not tell
+  // callers apart.
+  std::string owner;
 };
 
 struct Study {
@@ -99,6 +102,7 @@ struct Study {
   std::string recommendation_json;  // "" until SetRecommendation
   absl::Time created_at;
   absl::Time updated_at;
+  std::string owner;  // NewStudy::owner
 };
 
 struct StudyFilter {

@@ -123,9 +123,9 @@ absl::StatusOr<GpuSpec> GpuFromSpec(const v1::GpuSpec& spec) {
   TESSERA_RETURN_IF_ERROR(ApplyNumber("cluster.gpu.idle_w", spec.has_idle_w(),
                                       spec.idle_w(), true, &g.idle_w,
                                       &changed));
-  TESSERA_RETURN_IF_ERROR(ApplyNumber(
-      "cluster.gpu.peak_fp8_tflops", spec.has_peak_fp8_tflops(),
-      spec.peak_fp8_tflops(), true, &g.peak_fp8_tflops, &changed));
+  TESSERA_RETURN_IF_ERROR(
+      ApplyNumber("cluster.gpu.peak_fp8_tflops", spec.has_peak_fp8_tflops(),
+                  spec.peak_fp8_tflops(), true, &g.peak_fp8_tflops, &changed));
   if (spec.has_architecture()) {
     if (!IsKnownArchitecture(spec.architecture())) {
       return FieldError(

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -12,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "core/file_io.h"
 #include "grpcpp/security/auth_metadata_processor.h"
+#include "proto/principals.h"
 
 namespace tessera {
 namespace {
@@ -38,44 +40,41 @@ absl::StatusOr<std::string> ReadPem(absl::string_view path,
   return text;
 }
 
-// Equal without an early exit, so that the time taken says nothing about
-// how much of a guess was right.
-bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
-  }
-  return diff == 0;
-}
-
-// Lets a call through only with "authorization: Bearer <token>".
-class BearerTokenCheck : public grpc::AuthMetadataProcessor {
+// Lets a call through only with "authorization: Bearer <token>" of a
+// principal `callers` knows, or (with --tls-client-ca) a verified client
+// certificate. It leaves the header in the call's metadata: the services
+// read who calls from it (Callers::Of).
+class CallerCheck : public grpc::AuthMetadataProcessor {
  public:
-  explicit BearerTokenCheck(std::string token)
-      : expected_(absl::StrCat("Bearer ", token)) {}
+  explicit CallerCheck(std::shared_ptr<const Callers> callers)
+      : callers_(std::move(callers)) {}
 
   bool IsBlocking() const override { return false; }
 
-  grpc::Status Process(const InputMetadata& metadata, grpc::AuthContext*,
-                       OutputMetadata* consumed, OutputMetadata*) override {
+  grpc::Status Process(const InputMetadata& metadata,
+                       grpc::AuthContext* context, OutputMetadata*,
+                       OutputMetadata*) override {
     const auto it = metadata.find("authorization");
-    if (it == metadata.end()) {
-      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                          "this planner needs a token (--auth-token-file)");
+    if (it != metadata.end()) {
+      if (callers_->ByAuthorization(absl::string_view(
+              it->second.data(), it->second.size())) == nullptr) {
+        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                            "the token is not one this planner knows "
+                            "(--auth-token-file)");
+      }
+      return grpc::Status::OK;
     }
-    const absl::string_view got(it->second.data(), it->second.size());
-    if (!ConstantTimeEquals(got, expected_)) {
-      return grpc::Status(
-          grpc::StatusCode::UNAUTHENTICATED,
-          "the token is not this planner's (--auth-token-file)");
-    }
-    consumed->insert(
-        {std::string(it->first.data(), it->first.size()), std::string(got)});
-    return grpc::Status::OK;
+    if (callers_->ByCertificate(context).has_value()) return grpc::Status::OK;
+    return grpc::Status(
+        grpc::StatusCode::UNAUTHENTICATED,
+        callers_->client_certificates()
+            ? "this planner needs a token (--auth-token-file) or an agent's "
+              "client certificate (--tls-cert/--tls-key)"
+            : "this planner needs a token (--auth-token-file)");
   }
 
  private:
-  const std::string expected_;
+  const std::shared_ptr<const Callers> callers_;
 };
 
 }  // namespace
@@ -125,16 +124,29 @@ absl::StatusOr<std::string> ReadTokenFile(absl::string_view path,
   return std::string(token);
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
-ServerCredentialsFromFiles(const ServerSecurityFiles& files) {
+absl::StatusOr<ServerSecurity> ServerSecurityFromFiles(
+    const ServerSecurityFiles& files) {
   const bool tls = !files.cert_file.empty() || !files.key_file.empty();
   if (!tls) {
-    if (!files.token_file.empty()) {
-      return absl::InvalidArgumentError(
-          "--auth-token-file: needs TLS (--tls-cert and --tls-key): a token "
-          "sent in plaintext is anyone's");
+    for (const auto& [path, flag] :
+         {std::pair<const std::string*, const char*>{&files.token_file,
+                                                     "--auth-token-file"},
+          {&files.principals_file, "--principals-file"},
+          {&files.client_ca_file, "--tls-client-ca"}}) {
+      if (!path->empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            flag,
+            ": needs TLS (--tls-cert and --tls-key): a credential sent in "
+            "plaintext is anyone's"));
+      }
     }
-    return grpc::InsecureServerCredentials();
+    return ServerSecurity{.credentials = grpc::InsecureServerCredentials(),
+                          .callers = nullptr};
+  }
+  if (!files.token_file.empty() && !files.principals_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--auth-token-file: give it or --principals-file, not both (the "
+        "principals file names a token for each caller)");
   }
   if (files.cert_file.empty() || files.key_file.empty()) {
     return absl::InvalidArgumentError(
@@ -151,18 +163,51 @@ ServerCredentialsFromFiles(const ServerSecurityFiles& files) {
   }
   absl::StatusOr<std::string> key = ReadPem(files.key_file, "--tls-key");
   if (!key.ok()) return key.status();
-  grpc::SslServerCredentialsOptions options;
-  options.pem_key_cert_pairs.push_back({*std::move(key), *std::move(cert)});
-  std::shared_ptr<grpc::ServerCredentials> credentials =
-      grpc::SslServerCredentials(options);
+  PrincipalTable principals;
   if (!files.token_file.empty()) {
+    // One token for every caller: they are not told apart.
     absl::StatusOr<std::string> token =
         ReadTokenFile(files.token_file, "--auth-token-file");
     if (!token.ok()) return token.status();
-    credentials->SetAuthMetadataProcessor(
-        std::make_shared<BearerTokenCheck>(*std::move(token)));
+    principals.emplace(*std::move(token),
+                       Principal{.name = "", .role = Role::kAnyone});
   }
-  return credentials;
+  if (!files.principals_file.empty()) {
+    absl::StatusOr<PrincipalTable> table =
+        ReadPrincipalsFile(files.principals_file, "--principals-file");
+    if (!table.ok()) return table.status();
+    principals = *std::move(table);
+  }
+  grpc::SslServerCredentialsOptions options(
+      files.client_ca_file.empty()
+          ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+          // Users come with tokens and no certificate; a certificate that
+          // is presented must verify.
+          : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+  if (!files.client_ca_file.empty()) {
+    absl::StatusOr<std::string> ca =
+        ReadPem(files.client_ca_file, "--tls-client-ca");
+    if (!ca.ok()) return ca.status();
+    options.pem_root_certs = *std::move(ca);
+  }
+  options.pem_key_cert_pairs.push_back({*std::move(key), *std::move(cert)});
+  std::shared_ptr<grpc::ServerCredentials> credentials =
+      grpc::SslServerCredentials(options);
+  ServerSecurity out{.credentials = std::move(credentials), .callers = nullptr};
+  if (!principals.empty() || !files.client_ca_file.empty()) {
+    out.callers = std::make_shared<const Callers>(
+        std::move(principals), !files.client_ca_file.empty());
+    out.credentials->SetAuthMetadataProcessor(
+        std::make_shared<CallerCheck>(out.callers));
+  }
+  return out;
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
+ServerCredentialsFromFiles(const ServerSecurityFiles& files) {
+  absl::StatusOr<ServerSecurity> security = ServerSecurityFromFiles(files);
+  if (!security.ok()) return security.status();
+  return security->credentials;
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>>
@@ -173,12 +218,35 @@ ChannelCredentialsFromFiles(const ClientSecurityFiles& files) {
           "--auth-token-file: needs --tls-ca: a token sent in plaintext is "
           "anyone's");
     }
+    if (!files.cert_file.empty() || !files.key_file.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(files.cert_file.empty() ? "--tls-key" : "--tls-cert",
+                       ": a client certificate needs --tls-ca"));
+    }
     return grpc::InsecureChannelCredentials();
   }
   absl::StatusOr<std::string> ca = ReadPem(files.ca_file, "--tls-ca");
   if (!ca.ok()) return ca.status();
   grpc::SslCredentialsOptions options;
   options.pem_root_certs = *std::move(ca);
+  if (files.cert_file.empty() != files.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(files.cert_file.empty() ? "--tls-key" : "--tls-cert",
+                     ": give --tls-cert and --tls-key together"));
+  }
+  if (!files.cert_file.empty()) {
+    // The agent's client certificate: its common name is its agent id.
+    if (absl::Status s = CheckPrivateFile(files.key_file, "--tls-key");
+        !s.ok()) {
+      return s;
+    }
+    absl::StatusOr<std::string> cert = ReadPem(files.cert_file, "--tls-cert");
+    if (!cert.ok()) return cert.status();
+    absl::StatusOr<std::string> key = ReadPem(files.key_file, "--tls-key");
+    if (!key.ok()) return key.status();
+    options.pem_cert_chain = *std::move(cert);
+    options.pem_private_key = *std::move(key);
+  }
   std::shared_ptr<grpc::ChannelCredentials> credentials =
       grpc::SslCredentials(options);
   if (files.token_file.empty()) return credentials;

@@ -21,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/security/server_credentials.h"
+#include "proto/principals.h"
 
 namespace tessera {
 
@@ -28,14 +29,30 @@ namespace tessera {
 struct ServerSecurityFiles {
   std::string cert_file;   // --tls-cert: PEM certificate chain
   std::string key_file;    // --tls-key: PEM private key
-  std::string token_file;  // --auth-token-file
+  std::string token_file;  // --auth-token-file: one token, callers alike
+  // --principals-file: named callers, their roles and tokens (principals.h)
+  std::string principals_file;
+  // --tls-client-ca: PEM certificates that sign agents' client
+  // certificates; an agent's common name is its agent id
+  std::string client_ca_file;
 };
 
-// Plaintext credentials when no file is given; TLS (and the token check)
-// otherwise. INVALID_ARGUMENT naming the flag: one of --tls-cert / --tls-key
-// without the other, a token without TLS, a file that cannot be read, is
-// not PEM, or holds no token or a short one; the key and the token file
-// readable by others (CheckPrivateFile).
+// Plaintext credentials when no file is given; TLS otherwise, with every
+// call resolved to a principal (principals.h) when a token, a principals
+// file or a client CA is given. INVALID_ARGUMENT naming the flag: one of
+// --tls-cert / --tls-key without the other, a credential without TLS, both
+// --auth-token-file and --principals-file, a file that cannot be read, is
+// not PEM, or holds no token or a short one; the key, the token file and
+// the principals file readable by others (CheckPrivateFile).
+struct ServerSecurity {
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  // Who each call is (principals.h); null when callers are not told apart
+  // (no TLS, or TLS without a token, principals file or client CA).
+  std::shared_ptr<const Callers> callers;
+};
+absl::StatusOr<ServerSecurity> ServerSecurityFromFiles(
+    const ServerSecurityFiles& files);
+// ServerSecurityFromFiles' credentials alone.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>>
 ServerCredentialsFromFiles(const ServerSecurityFiles& files);
 
@@ -43,12 +60,18 @@ ServerCredentialsFromFiles(const ServerSecurityFiles& files);
 struct ClientSecurityFiles {
   std::string ca_file;     // --tls-ca: PEM certificates that sign the planner's
   std::string token_file;  // --auth-token-file
+  // An agent's client certificate (--tls-cert) and its key (--tls-key,
+  // which others may not read): the planner takes its common name as the
+  // agent id when it serves --tls-client-ca.
+  std::string cert_file;
+  std::string key_file;
 };
 
 // Plaintext when no file is given; TLS checked against the CA, with the
-// token on every call when given. INVALID_ARGUMENT naming the flag: a token
-// without --tls-ca, a file that cannot be read, is not PEM, or holds no
-// token.
+// token on every call and the client certificate when given.
+// INVALID_ARGUMENT naming the flag: a token without --tls-ca, one of
+// --tls-cert / --tls-key without the other, a file that cannot be read, is
+// not PEM, or holds no token.
 absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>>
 ChannelCredentialsFromFiles(const ClientSecurityFiles& files);
 

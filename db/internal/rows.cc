@@ -16,7 +16,7 @@ namespace tessera::db::internal {
 const char kStudyColumns[] =
     "id, name, spec_json, model, gpu, nodes, gpus_per_node, trial_budget, "
     "time_budget_s, status, status_reason, recommendation_json, "
-    "created_at_us, updated_at_us";
+    "created_at_us, updated_at_us, owner";
 
 // The lease holders come as "rank:agent,rank:agent" (group_concat's order is
 // unspecified, so each carries its gang rank).
@@ -165,6 +165,7 @@ absl::StatusOr<Study> ReadStudy(const Statement& row) {
   s.recommendation_json = row.ColumnText(11);
   s.created_at = FromMicros(row.ColumnInt(12));
   s.updated_at = FromMicros(row.ColumnInt(13));
+  s.owner = row.ColumnText(14);
   return s;
 }
 

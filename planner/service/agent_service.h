@@ -2,11 +2,12 @@
 // fetches finish when the data arrives or their wait runs out, without
 // holding a server thread meanwhile.
 //
-//   AgentServiceImpl service(planner.get());
+//   AgentServiceImpl service(planner.get(), callers.get());
 //   builder.RegisterService(&service);
 #pragma once
 
 #include "planner/service/planner.h"
+#include "proto/principals.h"
 #include "tessera/v1/service.grpc.pb.h"
 
 namespace tessera::service {
@@ -14,7 +15,10 @@ namespace tessera::service {
 class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
   // `planner` must outlive the service.
-  explicit AgentServiceImpl(Planner* planner) : planner_(planner) {}
+  // `callers` (null: callers are not told apart) says who each call is
+  // (proto/principals.h); each call may act only as itself (access.h).
+  AgentServiceImpl(Planner* planner, const Callers* callers)
+      : planner_(planner), callers_(callers) {}
 
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
                                      const v1::RegisterRequest* request,
@@ -48,7 +52,12 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
       v1::RendezvousResponse* response) override;
 
  private:
+  // OK when the call's principal may act as `agent_id` (access.h).
+  absl::Status MayAct(const grpc::CallbackServerContext* context,
+                      const std::string& agent_id) const;
+
   Planner* const planner_;
+  const Callers* const callers_;
 };
 
 }  // namespace tessera::service

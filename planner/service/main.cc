@@ -81,7 +81,8 @@ int InvalidateTrial(const std::string& db_path, int64_t trial_id,
 
 int Run(const std::vector<std::string>& args) {
   std::optional<std::string> listen, db, log_level, tls_cert, tls_key,
-      token_file, metrics_listen, backup, invalidation_reason;
+      token_file, metrics_listen, backup, invalidation_reason, principals_file,
+      client_ca;
   std::optional<int64_t> heartbeat_ms, invalidate_trial;
   std::optional<double> lease_timeout_s, agent_timeout_s;
   std::optional<int64_t> plan_threads, plan_queue;
@@ -157,8 +158,19 @@ int Run(const std::vector<std::string>& args) {
                   &tls_key);
   flags.AddString("auth-token-file", "FILE",
                   "accept only calls that carry this file's token (needs "
-                  "TLS)",
+                  "TLS); every holder may do everything",
                   &token_file);
+  flags.AddString("principals-file", "FILE",
+                  "instead of one token: 'ROLE NAME TOKEN' lines (roles "
+                  "agent, user, admin; an agent's name is its agent id), so "
+                  "that agents act only as themselves and users cancel only "
+                  "their own studies (proto/principals.h; needs TLS; 0600)",
+                  &principals_file);
+  flags.AddString("tls-client-ca", "FILE",
+                  "also accept agents by client certificate: PEM "
+                  "certificates that sign them; the certificate's common "
+                  "name is the agent's id",
+                  &client_ca);
   if (FlagSet::WantsVersion(args)) {
     std::cout << tessera::VersionLine("tessera-planner") << "\n";
     return 0;
@@ -243,16 +255,19 @@ int Run(const std::vector<std::string>& args) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   // After the mask: making credentials starts gRPC's threads.
-  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      tessera::ServerCredentialsFromFiles(
+  absl::StatusOr<tessera::ServerSecurity> security =
+      tessera::ServerSecurityFromFiles(
           {.cert_file = tls_cert.value_or(""),
            .key_file = tls_key.value_or(""),
-           .token_file = token_file.value_or("")});
-  if (!credentials.ok()) {
-    std::cerr << "tessera-planner: " << credentials.status().message() << "\n";
+           .token_file = token_file.value_or(""),
+           .principals_file = principals_file.value_or(""),
+           .client_ca_file = client_ca.value_or("")});
+  if (!security.ok()) {
+    std::cerr << "tessera-planner: " << security.status().message() << "\n";
     return 2;
   }
-  options.credentials = *std::move(credentials);
+  options.credentials = security->credentials;
+  options.callers = security->callers;
 
   const Log log = options.log;
   absl::StatusOr<std::unique_ptr<PlannerServer>> server =

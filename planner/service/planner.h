@@ -81,10 +81,11 @@ class Planner {
   // and imported for the study's GPU before the study is stored.
   // `*agent_note` (when given) says when no registered agent can run the
   // study's trials yet (Planner::AgentShortage); the study waits for one.
+  // `owner` is the submitting caller's principal name ("" for none).
   absl::StatusOr<int64_t> SubmitStudy(
       const v1::StudySpec& spec,
       const v1::ImportCalibrationRequest* calibration = nullptr,
-      std::string* agent_note = nullptr);
+      std::string* agent_note = nullptr, const std::string& owner = "");
   // The read-only queries (study_queries.h). The recommendation is updated
   // after every report and final once the study ends; FAILED_PRECONDITION
   // while an "agents" study has no GPU yet.

@@ -11,6 +11,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "planner/service/background_pool.h"
 #include "planner/service/log.h"
+#include "proto/principals.h"
 
 namespace tessera::service {
 
@@ -51,6 +52,9 @@ struct PlannerOptions {
   // How the server's port is secured (proto/transport_security.h); null:
   // plaintext, no token.
   std::shared_ptr<grpc::ServerCredentials> credentials;
+  // Who each call is, from the same files (ServerSecurityFromFiles); null:
+  // callers are not told apart and each may do everything.
+  std::shared_ptr<const Callers> callers;
   // Where PlannerServer serves Prometheus metrics (GET /metrics, HOST:PORT;
   // port 0 picks a free one); empty: nowhere.
   std::string metrics_listen;

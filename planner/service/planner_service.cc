@@ -1,20 +1,45 @@
 #include "planner/service/planner_service.h"
 
+#include "core/status_macros.h"
+#include "planner/service/access.h"
 #include "planner/service/unary.h"
 #include "planner/service/watch_reactor.h"
+#include "proto/principals.h"
 
 namespace tessera::service {
+namespace {
+
+// A WatchStudy stream refused before it starts.
+class RefusedWatch final : public grpc::ServerWriteReactor<v1::StudyEvent> {
+ public:
+  explicit RefusedWatch(const absl::Status& why) { Finish(ToGrpcStatus(why)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+Principal PlannerServiceImpl::Caller(
+    const grpc::CallbackServerContext* context) const {
+  return CallerOf(callers_, *context);
+}
+
+absl::Status PlannerServiceImpl::MayUse(
+    const grpc::CallbackServerContext* context, absl::string_view rpc) const {
+  return MayUsePlannerService(Caller(context), rpc);
+}
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::SubmitStudy(
     grpc::CallbackServerContext* context, const v1::SubmitStudyRequest* request,
     v1::SubmitStudyResponse* response) {
   return FinishUnary(
       context, response, [&]() -> absl::StatusOr<v1::SubmitStudyResponse> {
+        const Principal caller = Caller(context);
+        TESSERA_RETURN_IF_ERROR(MayUsePlannerService(caller, "SubmitStudy"));
         std::string note;
         absl::StatusOr<int64_t> id = planner_->SubmitStudy(
             request->spec(),
             request->has_calibration() ? &request->calibration() : nullptr,
-            &note);
+            &note, caller.name);
         if (!id.ok()) return id.status();
         v1::SubmitStudyResponse out;
         out.set_study_id(*id);
@@ -27,12 +52,18 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::GetStudy(
     grpc::CallbackServerContext* context, const v1::GetStudyRequest* request,
     v1::GetStudyResponse* response) {
   return FinishUnary(context, response,
-                     [&] { return planner_->GetStudy(request->study_id()); });
+                     [&]() -> absl::StatusOr<v1::GetStudyResponse> {
+                       TESSERA_RETURN_IF_ERROR(MayUse(context, "GetStudy"));
+                       return planner_->GetStudy(request->study_id());
+                     });
 }
 
 grpc::ServerWriteReactor<v1::StudyEvent>* PlannerServiceImpl::WatchStudy(
     grpc::CallbackServerContext* context,
     const v1::WatchStudyRequest* request) {
+  if (absl::Status may = MayUse(context, "WatchStudy"); !may.ok()) {
+    return new RefusedWatch(may);
+  }
   return WatchReactor::Start(planner_, request->study_id());
 }
 
@@ -40,41 +71,58 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::ListStudies(
     grpc::CallbackServerContext* context, const v1::ListStudiesRequest* request,
     v1::ListStudiesResponse* response) {
   return FinishUnary(context, response,
-                     [&] { return planner_->ListStudies(*request); });
+                     [&]() -> absl::StatusOr<v1::ListStudiesResponse> {
+                       TESSERA_RETURN_IF_ERROR(MayUse(context, "ListStudies"));
+                       return planner_->ListStudies(*request);
+                     });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::ListTrials(
     grpc::CallbackServerContext* context, const v1::ListTrialsRequest* request,
     v1::ListTrialsResponse* response) {
   return FinishUnary(context, response,
-                     [&] { return planner_->ListTrials(*request); });
+                     [&]() -> absl::StatusOr<v1::ListTrialsResponse> {
+                       TESSERA_RETURN_IF_ERROR(MayUse(context, "ListTrials"));
+                       return planner_->ListTrials(*request);
+                     });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::GetRecommendation(
     grpc::CallbackServerContext* context,
     const v1::GetRecommendationRequest* request, v1::Recommendation* response) {
-  return FinishUnary(context, response, [&] {
-    return planner_->GetRecommendation(request->study_id());
-  });
+  return FinishUnary(
+      context, response, [&]() -> absl::StatusOr<v1::Recommendation> {
+        TESSERA_RETURN_IF_ERROR(MayUse(context, "GetRecommendation"));
+        return planner_->GetRecommendation(request->study_id());
+      });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::CancelStudy(
     grpc::CallbackServerContext* context, const v1::CancelStudyRequest* request,
     v1::CancelStudyResponse* response) {
-  return FinishUnary(context, response,
-                     [&]() -> absl::StatusOr<v1::CancelStudyResponse> {
-                       absl::StatusOr<v1::StudySummary> s =
-                           planner_->CancelStudy(request->study_id());
-                       if (!s.ok()) return s.status();
-                       v1::CancelStudyResponse out;
-                       *out.mutable_study() = *std::move(s);
-                       return out;
-                     });
+  return FinishUnary(
+      context, response, [&]() -> absl::StatusOr<v1::CancelStudyResponse> {
+        TESSERA_RETURN_IF_ERROR(MayUse(context, "CancelStudy"));
+        // The owner never changes once submitted: read, check, cancel.
+        TESSERA_ASSIGN_OR_RETURN(const v1::GetStudyResponse study,
+                                 planner_->GetStudy(request->study_id()));
+        TESSERA_RETURN_IF_ERROR(MayCancelStudy(
+            Caller(context), request->study_id(), study.study().owner()));
+        absl::StatusOr<v1::StudySummary> s =
+            planner_->CancelStudy(request->study_id());
+        if (!s.ok()) return s.status();
+        v1::CancelStudyResponse out;
+        *out.mutable_study() = *std::move(s);
+        return out;
+      });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::Plan(
     grpc::CallbackServerContext* context, const v1::PlanRequest* request,
     v1::PlanResponse* response) {
+  if (absl::Status may = MayUse(context, "Plan"); !may.ok()) {
+    return FinishUnaryStatus(context, [&] { return may; });
+  }
   return FinishUnaryInPool(
       *search_pool_, "Plan and Predict", context, response,
       [this, request] { return planner_->Plan(*request); });
@@ -83,6 +131,9 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Plan(
 grpc::ServerUnaryReactor* PlannerServiceImpl::Predict(
     grpc::CallbackServerContext* context, const v1::PredictRequest* request,
     v1::PredictResponse* response) {
+  if (absl::Status may = MayUse(context, "Predict"); !may.ok()) {
+    return FinishUnaryStatus(context, [&] { return may; });
+  }
   return FinishUnaryInPool(
       *search_pool_, "Plan and Predict", context, response,
       [this, request] { return planner_->Predict(*request); });
@@ -93,15 +144,23 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::ImportCalibration(
     const v1::ImportCalibrationRequest* request,
     v1::ImportCalibrationResponse* response) {
   return FinishUnary(context, response,
-                     [&] { return planner_->ImportCalibration(*request); });
+                     [&]() -> absl::StatusOr<v1::ImportCalibrationResponse> {
+                       TESSERA_RETURN_IF_ERROR(MayChangeCalibrations(
+                           Caller(context), "ImportCalibration"));
+                       return planner_->ImportCalibration(*request);
+                     });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::ExportCalibration(
     grpc::CallbackServerContext* context,
     const v1::ExportCalibrationRequest* request,
     v1::ExportCalibrationResponse* response) {
-  return FinishUnary(context, response,
-                     [&] { return planner_->ExportCalibration(*request); });
+  return FinishUnary(
+      context, response,
+      [&]() -> absl::StatusOr<v1::ExportCalibrationResponse> {
+        TESSERA_RETURN_IF_ERROR(MayUse(context, "ExportCalibration"));
+        return planner_->ExportCalibration(*request);
+      });
 }
 
 }  // namespace tessera::service

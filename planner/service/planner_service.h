@@ -4,7 +4,7 @@
 // Predict, the expensive searches, run on the service's own bounded pool
 // (background_pool.h): RESOURCE_EXHAUSTED when it is full.
 //
-//   PlannerServiceImpl service(planner.get(), {.threads = 2});
+//   PlannerServiceImpl service(planner.get(), callers.get(), {.threads = 2});
 //   builder.RegisterService(&service);
 #pragma once
 
@@ -12,6 +12,7 @@
 
 #include "planner/service/background_pool.h"
 #include "planner/service/planner.h"
+#include "proto/principals.h"
 #include "tessera/v1/service.grpc.pb.h"
 
 namespace tessera::service {
@@ -19,8 +20,12 @@ namespace tessera::service {
 class PlannerServiceImpl final : public v1::PlannerService::CallbackService {
  public:
   // `planner` must outlive the service.
-  PlannerServiceImpl(Planner* planner, BackgroundPoolOptions search_pool)
+  // `callers` (null: callers are not told apart) says who each call is
+  // (proto/principals.h) for the role checks (access.h).
+  PlannerServiceImpl(Planner* planner, const Callers* callers,
+                     BackgroundPoolOptions search_pool)
       : planner_(planner),
+        callers_(callers),
         search_pool_(std::make_unique<BackgroundPool>(search_pool)) {}
 
   grpc::ServerUnaryReactor* SubmitStudy(
@@ -65,7 +70,13 @@ class PlannerServiceImpl final : public v1::PlannerService::CallbackService {
       v1::ExportCalibrationResponse* response) override;
 
  private:
+  Principal Caller(const grpc::CallbackServerContext* context) const;
+  // OK when the call's principal may call `rpc` (access.h).
+  absl::Status MayUse(const grpc::CallbackServerContext* context,
+                      absl::string_view rpc) const;
+
   Planner* const planner_;
+  const Callers* const callers_;
   // Plan and Predict. Destroyed (its accepted calls answered) after the
   // server that owns the service has shut down.
   std::unique_ptr<BackgroundPool> search_pool_;

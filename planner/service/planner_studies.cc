@@ -22,7 +22,7 @@ namespace tessera::service {
 
 absl::StatusOr<int64_t> Planner::SubmitStudy(
     const v1::StudySpec& spec, const v1::ImportCalibrationRequest* calibration,
-    std::string* agent_note) {
+    std::string* agent_note, const std::string& owner) {
   TESSERA_ASSIGN_OR_RETURN(CheckedStudy checked, CheckStudySpec(spec));
   std::optional<CheckedImport> import;
   if (calibration != nullptr && !calibration->calibration_json().empty()) {
@@ -72,6 +72,7 @@ absl::StatusOr<int64_t> Planner::SubmitStudy(
   s.gpus_per_node = checked.workload.cluster.gpus_per_node;
   s.trial_budget = checked.trials.max_trials;
   s.time_budget_s = checked.trials.time_budget_s;
+  s.owner = owner;
   if (agent_note != nullptr && checked.trials.max_trials != 0) {
     absl::StatusOr<std::string> note = AgentShortage(
         checked.trials.backend, checked.workload.cluster.gpus_per_node);

@@ -171,6 +171,7 @@ v1::StudySummary StudySummaryOf(const db::Study& s,
   out.set_name(s.name);
   out.set_state(StudyStateToProto(s.status));
   out.set_state_reason(s.status_reason);
+  out.set_owner(s.owner);
   out.set_model(s.model);
   out.set_gpu(s.gpu);
   out.set_nodes(s.nodes);

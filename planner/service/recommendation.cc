@@ -130,9 +130,9 @@ v1::RecommendedLayout Recommend(const RecommendationInput& in,
   // MFU: the trial's own where it ran at the study's scale (so that the
   // recommendation and the trial table print one number), else the
   // prediction's at the measured (or predicted) tokens/s.
-  const bool trial_mfu = c.measured != nullptr && !scaled &&
-                         c.measured->trial.measured->mfu > 0;
-  r.set_mfu(trial_mfu ? c.measured->trial.measured->mfu
+  const bool trial_mfu =
+      c.measured != nullptr && !scaled && c.measured->trial.measured->mfu > 0;
+  r.set_mfu(trial_mfu            ? c.measured->trial.measured->mfu
             : p.tokens_per_s > 0 ? p.mfu * tokens_per_s / p.tokens_per_s
                                  : 0);
   r.set_exposed_comm_s(exposed_comm_s);

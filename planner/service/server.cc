@@ -35,11 +35,13 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
   s->store_ = *std::move(store);
   const std::string metrics_listen = options.metrics_listen;
   const BackgroundPoolOptions search_pool = options.search_pool;
+  s->callers_ = options.callers;
   TESSERA_ASSIGN_OR_RETURN(
       s->planner_, Planner::Create(s->store_.get(), std::move(options)));
-  s->planner_service_ =
-      std::make_unique<PlannerServiceImpl>(s->planner_.get(), search_pool);
-  s->agent_service_ = std::make_unique<AgentServiceImpl>(s->planner_.get());
+  s->planner_service_ = std::make_unique<PlannerServiceImpl>(
+      s->planner_.get(), s->callers_.get(), search_pool);
+  s->agent_service_ =
+      std::make_unique<AgentServiceImpl>(s->planner_.get(), s->callers_.get());
   EnableHealthService();
   grpc::ServerBuilder builder;
   builder.experimental().SetInterceptorCreators(

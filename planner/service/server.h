@@ -65,6 +65,7 @@ class PlannerServer {
   // Before server_: it must outlive the server's interceptors.
   metrics::RpcMetrics rpc_metrics_;
   std::unique_ptr<Planner> planner_;
+  std::shared_ptr<const Callers> callers_;  // the services' (null: none)
   std::unique_ptr<PlannerServiceImpl> planner_service_;
   std::unique_ptr<AgentServiceImpl> agent_service_;
   std::unique_ptr<grpc::Server> server_;

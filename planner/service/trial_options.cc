@@ -97,8 +97,9 @@ absl::StatusOr<TrialOptions> ResolveTrialOptions(const v1::TrialOptions& p,
     return FieldError(
         "command",
         absl::StrCat("only backend \"command\" runs a command; backend is ",
-                     p.backend().empty() ? "\"\" (cpu or cuda)"
-                                         : absl::StrCat("'", p.backend(), "'")));
+                     p.backend().empty()
+                         ? "\"\" (cpu or cuda)"
+                         : absl::StrCat("'", p.backend(), "'")));
   }
   if (runs_command) {
     if (absl::Status s = CheckCommandTemplate(p.command()); !s.ok()) {
