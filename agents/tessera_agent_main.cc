@@ -34,9 +34,9 @@
 #include "agents/event_log.h"
 #include "agents/files.h"
 #include "agents/hardware.h"
-#include "core/trial_backend.h"
 #include "agents/planner_client.h"
 #include "core/flags.h"
+#include "core/trial_backend.h"
 #include "core/version.h"
 #include "proto/transport_security.h"
 
@@ -49,7 +49,7 @@ namespace {
 
 struct AgentFlags {
   std::optional<std::string> planner, id, backend, address, work_dir, spool_dir,
-      trial_binary, log, tls_ca, token_file;
+      trial_binary, log, tls_ca, token_file, tls_cert, tls_key;
   std::optional<int64_t> cpu_ranks;
   std::optional<double> drain_timeout_s;
 
@@ -98,6 +98,13 @@ struct AgentFlags {
     f.AddString("auth-token-file", "FILE",
                 "send this file's token on every call (needs --tls-ca)",
                 &token_file);
+    f.AddString("tls-cert", "FILE",
+                "present this client certificate (its common name must be "
+                "the agent id) to a planner serving --tls-client-ca; needs "
+                "--tls-ca",
+                &tls_cert);
+    f.AddString("tls-key", "FILE",
+                "the client certificate's PEM private key (0600)", &tls_key);
   }
 };
 
@@ -203,7 +210,9 @@ int Main(const std::vector<std::string>& args) {
   PlannerClientOptions client_options;
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
       ChannelCredentialsFromFiles({.ca_file = f.tls_ca.value_or(""),
-                                   .token_file = f.token_file.value_or("")});
+                                   .token_file = f.token_file.value_or(""),
+                                   .cert_file = f.tls_cert.value_or(""),
+                                   .key_file = f.tls_key.value_or("")});
   if (!credentials.ok()) {
     std::cerr << credentials.status().message() << "\n";
     return 2;
@@ -284,11 +293,10 @@ int Main(const std::vector<std::string>& args) {
                                   "/tessera-agent-", info.agent_id(), "-spool");
     options.spool_dir = temp_spool_dir;
   }
-  log.Log(absl::StrCat("trials: ", trial_backend, "; hardware: ", hw->backend,
-                       ", ", hw->ranks, " x ",
-                       hw->device_name, ", ", hw->memory_bytes, " bytes each",
-                       hw->note.empty() ? "" : " (", hw->note,
-                       hw->note.empty() ? "" : ")"));
+  log.Log(absl::StrCat(
+      "trials: ", trial_backend, "; hardware: ", hw->backend, ", ", hw->ranks,
+      " x ", hw->device_name, ", ", hw->memory_bytes, " bytes each",
+      hw->note.empty() ? "" : " (", hw->note, hw->note.empty() ? "" : ")"));
 
   std::unique_ptr<PlannerClient> planner =
       PlannerClient::Connect(*f.planner, client_options);
