@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "core/status_macros.h"
 #include "planner/service/measured_layouts.h"
@@ -99,6 +100,26 @@ absl::Time Planner::Now() const {
   return options_.clock ? options_.clock() : absl::Now();
 }
 
+void Planner::TellStudiesOfLostAgents(
+    const std::vector<std::shared_ptr<StudyRun>>& runs,
+    const std::vector<std::string>& lost) {
+  const std::string which = absl::StrCat(
+      lost.size() == 1 ? "agent " : "agents ", absl::StrJoin(lost, ", "),
+      " sent no heartbeat for ", absl::FormatDuration(options_.agent_timeout),
+      " and ", lost.size() == 1 ? "was" : "were", " marked gone");
+  for (const std::shared_ptr<StudyRun>& run : runs) {
+    // The spec's backend and ranks, not the study's lock (a refit holds it).
+    absl::StatusOr<std::string> shortage =
+        AgentShortage(run->options().backend, run->gpus_per_node());
+    if (!shortage.ok()) continue;
+    Emit(run->id,
+         shortage->empty()
+             ? absl::StrCat(which, "; its trials run again on the others")
+             : absl::StrCat(which,
+                            "; the study is short of agents: ", *shortage));
+  }
+}
+
 void Planner::RunReaper() {
   while (true) {
     {
@@ -125,6 +146,7 @@ void Planner::Reap() {
   // Agents that stopped heartbeating.
   absl::StatusOr<std::vector<db::Agent>> stale =
       store_->ListStaleAgents(now, options_.agent_timeout);
+  std::vector<std::string> lost;
   if (stale.ok()) {
     for (const db::Agent& agent : *stale) {
       const std::string& id = agent.info.id;
@@ -138,6 +160,7 @@ void Planner::Reap() {
         for (int64_t t : requeued->requeued) touched.insert(t);
         for (int64_t t : requeued->crashed) touched.insert(t);
       }
+      lost.push_back(id);
       absl::MutexLock lock(&mu_);
       idle_since_poll_.erase(id);
       pending_.erase(id);
@@ -166,6 +189,7 @@ void Planner::Reap() {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, run] : runs_) runs.push_back(run);
   }
+  if (!lost.empty()) TellStudiesOfLostAgents(runs, lost);
   for (const std::shared_ptr<StudyRun>& run : runs) {
     const double budget_s = run->options().time_budget_s;
     if (budget_s > 0 && now - run->created_at >= absl::Seconds(budget_s)) {

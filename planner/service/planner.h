@@ -173,6 +173,11 @@ class Planner {
 
   absl::Time Now() const;
   void RunReaper();
+  // Tells each study in `runs` (watch events) that the agents `lost` were
+  // marked gone, and whether any agent left can run its trials.
+  void TellStudiesOfLostAgents(
+      const std::vector<std::shared_ptr<StudyRun>>& runs,
+      const std::vector<std::string>& lost);
 
   // ---- Studies (planner_studies.cc, study_progress.cc) ----
   void ResumeStudies();

@@ -1,8 +1,11 @@
 // WatchStudy: the current state first, then the study's events in order;
 // the stream ends after the final event, at once for a final study, and a
 // client that goes away is unsubscribed.
+#include <atomic>
 #include <thread>
+#include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "tests/service/planner/test_harness.h"
 
@@ -133,6 +136,73 @@ TEST(WatchTest, ShutdownEndsOpenStreams) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
   EXPECT_FALSE(reader->Read(&e));
   EXPECT_FALSE(reader->Finish().ok());
+}
+
+}  // namespace
+}  // namespace tessera::service::testing
+
+namespace tessera::service::testing {
+namespace {
+
+// The review: a study that lost its agents mid-study said nothing in watch.
+TEST(WatchTest, AStudyThatLosesItsAgentsSaysSo) {
+  TempDir dir;
+  ManualClock clock;
+  PlannerOptions options = TestOptions(dir.File("t.db"), clock);
+  TestServer s = StartServer(options);
+  ScriptedAgent a(s, "cpu-a");
+  ScriptedAgent b(s, "cpu-b");
+  ASSERT_TRUE(a.Register().ok());
+  ASSERT_TRUE(b.Register().ok());
+  v1::StudySpec spec = TinySpec(1, 2);
+  spec.mutable_trials()->set_max_trials(4);
+  spec.mutable_trials()->set_first_rung(4);
+  const int64_t id = Submit(s, spec);
+
+  std::vector<v1::StudyEvent> events;
+  absl::Mutex mu;
+  grpc::ClientContext context;
+  std::atomic<bool> subscribed{false};
+  std::thread watcher([&] {
+    v1::WatchStudyRequest r;
+    r.set_study_id(id);
+    auto reader = s.planner->WatchStudy(&context, r);
+    v1::StudyEvent e;
+    while (reader->Read(&e)) {
+      absl::MutexLock lock(&mu);
+      events.push_back(e);
+      subscribed = true;
+    }
+    (void)reader->Finish();
+  });
+  while (!subscribed) absl::SleepFor(absl::Milliseconds(5));
+  const auto Saw = [&](absl::string_view text) {
+    for (int i = 0; i < 400; ++i) {
+      {
+        absl::MutexLock lock(&mu);
+        if (AnyMessageHas(events, text)) return true;
+      }
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return false;
+  };
+  ASSERT_TRUE(a.Lease().has_value());
+  // cpu-a goes silent; cpu-b heartbeats: the others can run the trials.
+  clock.Advance(options.agent_timeout / 2);
+  ASSERT_TRUE(b.Heartbeat({}).ok());
+  clock.Advance(options.agent_timeout / 2 + absl::Seconds(1));
+  s.Reap();
+  EXPECT_TRUE(Saw("agent cpu-a sent no heartbeat for"));
+  EXPECT_TRUE(Saw("marked gone; its trials run again on the others"));
+  // Then cpu-b too: nothing left can run them.
+  clock.Advance(options.agent_timeout + absl::Seconds(1));
+  s.Reap();
+  EXPECT_TRUE(Saw("agent cpu-b sent no heartbeat"));
+  EXPECT_TRUE(
+      Saw("the study is short of agents: no registered agent can run "
+          "its trials"));
+  context.TryCancel();
+  watcher.join();
 }
 
 }  // namespace
