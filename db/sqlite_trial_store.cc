@@ -21,6 +21,7 @@
 #include "db/internal/rows.h"
 #include "db/migrations.h"
 #include "db/validation.h"
+#include "db/wal_check.h"
 
 namespace tessera::db {
 
@@ -82,6 +83,11 @@ absl::StatusOr<std::unique_ptr<SqliteTrialStore>> SqliteTrialStore::Open(
   options.database.read_only = options.read_only;
   if (!options.read_only) {
     TESSERA_RETURN_IF_ERROR(CreateOwnerOnly(std::string(path)));
+  }
+  if (options.check_integrity) {
+    // Before SQLite replays the log (opening does), and drops what follows
+    // a damaged frame without a word.
+    TESSERA_RETURN_IF_ERROR(CheckWriteAheadLog(std::string(path)));
   }
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Database> writer,
                            Database::Open(path, options.database));

@@ -97,7 +97,8 @@ TEST(StoreIntegrityTest, ABackupWhileWritingIsAConsistentRestorableStore) {
   // study with at least the 10 trials there before the backup began.
   fs::copy_file(dir.File("backup.db"), dir.File("restored.db"));
   auto restored = OpenStore(dir.File("restored.db"), clock);
-  absl::StatusOr<std::vector<Trial>> trials = restored->ListTrials(TrialFilter{.study_id = study});
+  absl::StatusOr<std::vector<Trial>> trials =
+      restored->ListTrials(TrialFilter{.study_id = study});
   ASSERT_TRUE(trials.ok()) << trials.status();
   EXPECT_GE(trials->size(), 10u);
 
@@ -107,6 +108,78 @@ TEST(StoreIntegrityTest, ABackupWhileWritingIsAConsistentRestorableStore) {
   EXPECT_EQ(BackupStore(dir.File("none.db"), dir.File("b2.db")).code(),
             absl::StatusCode::kNotFound);
   EXPECT_FALSE(fs::exists(dir.File("b2.db")));
+}
+
+// The review: a corrupt WAL silently rolled back two finished trials.
+// SQLite replays the log up to the first frame that fails its checksum and
+// drops every frame after it, committed or not; the store refuses to open
+// on such a log, names it, and accepts a torn tail (the transaction being
+// written at the crash, never committed).
+TEST(StoreIntegrityTest, ADamagedWriteAheadLogIsRefusedATornTailIsNot) {
+  TempDir dir;
+  ManualClock clock;
+  const std::string path = dir.File("t.db");
+  auto store = OpenStore(path, clock);
+  const int64_t study = Fill(*store, 3);
+  for (int i = 0; i < 6; ++i) {  // six more commits in the log
+    std::vector<NewTrial> one(1, SampleTrial());
+    ASSERT_TRUE(store->AddTrials(study, one).ok());
+  }
+  // The files as a crash leaves them: the log not checkpointed.
+  const auto Crash = [&](const std::string& name) {
+    fs::copy_file(path, dir.File(name));
+    fs::copy_file(path + "-wal", dir.File(name + "-wal"));
+    return dir.File(name);
+  };
+  const std::string intact = Crash("intact.db");
+  const std::string damaged = Crash("damaged.db");
+  const std::string torn = Crash("torn.db");
+  const std::string unchecked = Crash("unchecked.db");
+  const int64_t wal_bytes = static_cast<int64_t>(fs::file_size(path + "-wal"));
+  const int64_t frame_bytes = 24 + 4096;
+  ASSERT_GE((wal_bytes - 32) / frame_bytes, 8) << "too few frames in the log";
+  // One byte of the second frame's page flipped (a bad disk block).
+  for (const std::string& p : {damaged, unchecked}) {
+    std::fstream f(p + "-wal", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(32 + frame_bytes + 24 + 100);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x40);
+    f.seekp(32 + frame_bytes + 24 + 100);
+    f.write(&c, 1);
+  }
+  // The last frame half written.
+  fs::resize_file(torn + "-wal",
+                  static_cast<uintmax_t>(wal_bytes - frame_bytes / 2));
+
+  const auto Trials = [&](const std::string& p,
+                          SqliteTrialStoreOptions options) -> int64_t {
+    absl::StatusOr<std::unique_ptr<SqliteTrialStore>> s =
+        SqliteTrialStore::Open(p, options);
+    if (!s.ok()) return -1;
+    absl::StatusOr<std::vector<Trial>> t =
+        (*s)->ListTrials(TrialFilter{.study_id = study});
+    return t.ok() ? static_cast<int64_t>(t->size()) : -1;
+  };
+  EXPECT_EQ(Trials(intact, {}), 9);
+  EXPECT_GE(Trials(torn, {}), 3);
+
+  absl::StatusOr<std::unique_ptr<SqliteTrialStore>> refused =
+      SqliteTrialStore::Open(damaged, SqliteTrialStoreOptions{});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(
+      refused.status().message().find(damaged + "-wal is damaged: frame 2 of "),
+      std::string::npos)
+      << refused.status();
+  EXPECT_NE(refused.status().message().find("committed transaction(s) after "
+                                            "it would be dropped"),
+            std::string::npos)
+      << refused.status();
+  // What SQLite does unchecked: it opens, with committed trials gone.
+  SqliteTrialStoreOptions no_check;
+  no_check.check_integrity = false;
+  EXPECT_LT(Trials(unchecked, no_check), 9);
 }
 
 }  // namespace
