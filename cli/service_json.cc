@@ -65,6 +65,7 @@ json StudyJson(const v1::StudySummary& s) {
       {"name", s.name()},
       {"state", std::string(StudyStateName(s.state()))},
       {"state_reason", s.state_reason()},
+      {"owner", s.owner()},
       {"model", s.model()},
       {"gpu", s.gpu()},
       {"nodes", s.nodes()},
