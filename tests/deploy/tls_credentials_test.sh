@@ -4,7 +4,9 @@
 # planner serving with them is reached by `tessera studies --tls-ca ...
 # --auth-token-file ...` at both names, and refused with another CA's
 # certificate, with a wrong token and without one. Bad arguments are refused
-# with a message, and existing files are kept without --force.
+# with a message, and existing files are kept without --force. An agent's
+# client certificate (make-agent-certificate.sh) registers it with a planner
+# serving --principals-file and --tls-client-ca as its own id only.
 #   tls_credentials_test.sh SOURCE_DIR BIN_DIR
 set -euo pipefail
 src=$1
@@ -69,6 +71,50 @@ refused() {  # what... -- tessera studies flags...
 refused "another CA" --tls-ca "$d/other/ca.pem" --auth-token-file "$d/creds/token"
 refused "a wrong token" --tls-ca "$d/creds/ca.pem" --auth-token-file "$d/other/token"
 refused "plaintext"
+
+# Named principals and an agent's client certificate: the planner serves
+# --principals-file and --tls-client-ca; a user's token reaches it, the
+# agent registers by certificate as its own id and is refused as another.
+"$src/deploy/tls/make-agent-certificate.sh" "$d/creds" node-7
+for f in node-7.pem node-7.key; do
+  mode=$(stat -c %a "$d/creds/agents/$f")
+  [ "$mode" = 600 ] || fail "agents/$f has mode $mode, want 600"
+done
+openssl verify -CAfile "$d/creds/ca.pem" -purpose sslclient \
+  "$d/creds/agents/node-7.pem" > /dev/null || fail "node-7.pem is not a client certificate of ca.pem"
+alice=$(openssl rand -hex 32)
+(umask 077; printf 'user alice %s\n' "$alice" > "$d/principals"
+ printf '%s\n' "$alice" > "$d/alice-token")
+"$bin/tessera-planner" --listen 127.0.0.1:0 --db "$d/roles.db" \
+  --tls-cert "$d/creds/planner.pem" --tls-key "$d/creds/planner.key" \
+  --principals-file "$d/principals" --tls-client-ca "$d/creds/ca.pem" \
+  > "$d/roles.out" 2> "$d/roles.log" &
+pids+=($!)
+roles=""
+for _ in $(seq 100); do
+  roles=$(sed -n 's/^listening on //p' "$d/roles.out" | head -n 1)
+  [ -n "$roles" ] && break
+  sleep 0.1
+done
+[ -n "$roles" ] || fail "the planner did not start with principals: $(cat "$d/roles.log")"
+"$bin/tessera" studies --planner "$roles" --tls-ca "$d/creds/ca.pem" \
+  --auth-token-file "$d/alice-token" > /dev/null 2>&1 ||
+  fail "alice's token did not reach the planner with principals"
+agent_as() {  # id -- runs tessera-agent with node-7's certificate for 3 s
+  local id=$1
+  timeout -s TERM 3 "$bin/tessera-agent" --planner "$roles" --id "$id" \
+    --backend cpu --cpu-ranks 1 --work-dir "$d/agent-$id" \
+    --tls-ca "$d/creds/ca.pem" --tls-cert "$d/creds/agents/node-7.pem" \
+    --tls-key "$d/creds/agents/node-7.key" > "$d/agent-$id.log" 2>&1 || true
+}
+agent_as node-7
+grep -q "agent node-7 registered" "$d/roles.log" ||
+  fail "the agent's certificate did not register node-7: $(tail -n 3 "$d/agent-node-7.log")"
+echo "agent node-7 registered by its client certificate"
+agent_as node-8
+grep -q "may act only as agent node-7, not as agent 'node-8'" "$d/agent-node-8.log" ||
+  fail "node-7's certificate was not refused as node-8: $(tail -n 3 "$d/agent-node-8.log")"
+echo "refused node-7's certificate as node-8: $(grep -m1 -o "agent node-7 may act only as[^)]*" "$d/agent-node-8.log")"
 
 expect_error() {  # exit fragment -- args...
   local want=$1 fragment=$2 out status=0
