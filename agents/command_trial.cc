@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -15,6 +16,7 @@
 #include "agents/command_metrics.h"
 #include "agents/files.h"
 #include "agents/rendezvous_relay.h"
+#include "agents/result_assembly.h"
 #include "core/model_flops.h"
 #include "core/trial_backend.h"
 #include "proto/convert.h"
@@ -335,6 +337,15 @@ CommandTrialRun RunCommandTrial(const v1::TrialAssignment& a,
   if (metrics.ok()) end.metrics_text = *std::move(metrics);
   end.stdout_text = ReadFileTail(launch->spec.stdout_path, kOutputReadBytes);
   end.stderr_text = ReadFileTail(launch->spec.stderr_path, kOutputReadBytes);
+  if (std::optional<std::string> outside =
+          KilledFromOutside(end.process, "the command");
+      outside.has_value()) {
+    // Not the layout's fault (an operator, the OOM killer, a node going
+    // down): run it again rather than record a crash.
+    run.end = TrialEnd::kInfrastructureFailure;
+    run.summary = *std::move(outside);
+    return run;
+  }
   if (gang > 1 && a.node_rank() != 0 && end.process.exit.success()) {
     // Rank 0's command reports the steps; this part only had to run.
     run.end = TrialEnd::kPartDone;

@@ -144,13 +144,21 @@ std::optional<std::string> OutsideKill(const std::vector<RankRun>& unsorted) {
     return a.local_rank < b.local_rank;
   });
   for (const RankRun& run : runs) {
-    const ExitStatus& exit = run.outcome.exit;
-    if (run.outcome.kill != KillReason::kNone || exit.exited) continue;
-    if (exit.signal == SIGKILL || exit.signal == SIGTERM ||
-        exit.signal == SIGINT || exit.signal == SIGHUP) {
-      return absl::StrCat(Who(run), " ", exit.Describe(),
-                          ", a signal neither it nor the agent sent");
-    }
+    std::optional<std::string> killed =
+        KilledFromOutside(run.outcome, Who(run));
+    if (killed.has_value()) return killed;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> KilledFromOutside(const ProcessOutcome& outcome,
+                                             absl::string_view who) {
+  const ExitStatus& exit = outcome.exit;
+  if (outcome.kill != KillReason::kNone || exit.exited) return std::nullopt;
+  if (exit.signal == SIGKILL || exit.signal == SIGTERM ||
+      exit.signal == SIGINT || exit.signal == SIGHUP) {
+    return absl::StrCat(who, " ", exit.Describe(),
+                        ", a signal neither it nor the agent sent");
   }
   return std::nullopt;
 }

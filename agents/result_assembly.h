@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "agents/process_runner.h"
 #include "core/trial_result.h"
 
@@ -54,5 +55,9 @@ std::string AssembleTrialResult(const std::vector<RankRun>& runs,
 // (Killed)"); nullopt when none was. A process that brought itself down
 // (SIGSEGV, SIGABRT, SIGBUS, ...) is the trial's own crash, not this.
 std::optional<std::string> OutsideKill(const std::vector<RankRun>& runs);
+// The same for one process, described as `who` ("the command killed by
+// signal 9 (Killed), a signal neither it nor the agent sent").
+std::optional<std::string> KilledFromOutside(const ProcessOutcome& outcome,
+                                             absl::string_view who);
 
 }  // namespace tessera::agents

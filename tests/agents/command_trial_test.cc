@@ -217,6 +217,21 @@ TEST_F(CommandTrialTest, AMissingCommandIsACrashThatSaysSo) {
       << r.reason;
 }
 
+// The review: a killed trial process was stored as the layout's crash.
+// SIGKILL that neither the command nor the agent sent (the OOM killer, an
+// operator) hands the trial back to run again; a command that brings
+// itself down (SIGSEGV) is the layout's crash.
+TEST_F(CommandTrialTest, AKillFromOutsideIsAnInfrastructureFailure) {
+  const TrialOutcome killed = RunTrialAssignment(
+      Trial(Steps("5/1") + "; kill -KILL $$"), options_, nullptr);
+  EXPECT_EQ(killed.end, TrialEnd::kInfrastructureFailure) << killed.summary;
+  EXPECT_EQ(killed.summary,
+            "the command killed by signal 9 (Killed), a signal neither it "
+            "nor the agent sent");
+  const TrialResult crashed = Run(Trial(Steps("5/1") + "; kill -SEGV $$"));
+  EXPECT_EQ(crashed.status, TrialStatus::kCrash);
+}
+
 TEST_F(CommandTrialTest, ACommandThatReportsNothingIsACrash) {
   const TrialResult r = Run(Trial("echo training done"));
   EXPECT_EQ(r.status, TrialStatus::kCrash);
