@@ -18,6 +18,13 @@ namespace tessera::agents {
 namespace {
 
 constexpr int kProbeReportAttempts = 3;
+// How long a gang member whose trial crashed waits for the planner to end
+// the lease because another member was lost: 8 heartbeat intervals, at
+// least 10 s (the planner's reaper ends it after 3 intervals of silence, at
+// least 5 s, Planner::GangMemberSilence; a heartbeat then carries the
+// cancel).
+constexpr int kGangLossWaitHeartbeats = 8;
+constexpr absl::Duration kGangLossMinWait = absl::Seconds(10);
 constexpr int kReleaseAttempts = 3;
 
 // A duration for the log, to the millisecond ("1.234s", "100ms").
@@ -360,6 +367,21 @@ void Agent::Release(int64_t trial_id, absl::string_view reason,
   }
 }
 
+bool Agent::GangMemberWasLost(int64_t trial_id) {
+  absl::MutexLock lock(&mutex_);
+  const absl::Duration wait =
+      std::max(kGangLossWaitHeartbeats * heartbeat_interval_, kGangLossMinWait);
+  log_->Log(absl::StrCat("trial ", trial_id,
+                         " crashed in a gang: waiting up to ", Show(wait),
+                         " for the planner to say whether a member was lost"));
+  const auto cancelled_or_done =
+      [this, trial_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
+        return cancelled_.count(trial_id) > 0 || done_;
+      };
+  mutex_.AwaitWithTimeout(absl::Condition(&cancelled_or_done), wait);
+  return cancelled_.count(trial_id) > 0;
+}
+
 void Agent::RunLeasedTrial(const v1::TrialAssignment& a) {
   const int64_t id = a.trial_id();
   {
@@ -399,6 +421,14 @@ void Agent::RunLeasedTrial(const v1::TrialAssignment& a) {
       break;
     case TrialEnd::kResult: {
       log_->Log(absl::StrCat("trial ", id, " ", outcome.summary));
+      if (a.gang_size() > 1 && outcome.crash && GangMemberWasLost(id)) {
+        log_->Log(absl::StrCat(
+            "trial ", id,
+            ": the planner ended its lease after the crash (a gang member "
+            "was lost): the crash followed that loss and is not reported; "
+            "the trial runs again"));
+        break;
+      }
       // On disk before the first report: a result the planner has not
       // taken survives the agent's stop, crash or restart.
       const absl::Status spooled = spool_->Put(id, outcome.result_json);

@@ -117,6 +117,12 @@ class Agent {
   // A cluster probe's share on this agent; node rank 0 reports the sweep.
   void RunLeasedProbe(const v1::TrialAssignment& a);
   void RunLeasedTrial(const v1::TrialAssignment& assignment);
+  // After a gang trial crashed here: true when the planner cancels it within
+  // 8 heartbeat intervals, at least 10 s (it ended the lease because
+  // a gang member was lost: the crash echoed that loss and is not the
+  // layout's), false when it did not (the crash stands). The trial stays
+  // in the heartbeats' running set meanwhile.
+  bool GangMemberWasLost(int64_t trial_id);
   // Reports one result, retrying what is worth retrying until the drain is
   // over. kDropped: the planner refused it for good, `*refusal` says why.
   ReportEnd Report(int64_t trial_id, const std::string& result_json,

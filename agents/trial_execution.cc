@@ -64,7 +64,9 @@ TrialOutcome ResultOutcome(const TrialResult& result) {
   TrialOutcome outcome;
   outcome.result_json = TrialResultToJson(result).dump(
       2, ' ', false, nlohmann::json::error_handler_t::replace);
-  outcome.summary = Summarize(outcome.result_json, &outcome.ok);
+  std::optional<TrialStatus> status;
+  outcome.summary = Summarize(outcome.result_json, &outcome.ok, &status);
+  outcome.crash = status == TrialStatus::kCrash;
   return outcome;
 }
 
@@ -173,6 +175,7 @@ TrialOutcome RunTrialAssignment(const v1::TrialAssignment& a,
     outcome.result_json = AssembleTrialResult(runs, base, assembly);
     std::optional<TrialStatus> status;
     outcome.summary = Summarize(outcome.result_json, &outcome.ok, &status);
+    outcome.crash = status == TrialStatus::kCrash;
     const std::optional<std::string> outside = OutsideKill(runs);
     if (outside.has_value() && status == TrialStatus::kCrash) {
       // Not the layout's fault: run it again rather than record a crash.

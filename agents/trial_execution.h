@@ -69,6 +69,7 @@ struct TrialOutcome {
                          // "oom: ...", "stopped", "lease gone: ...")
   std::string work_dir;  // the trial's folder ("" when none was made)
   bool ok = false;       // the result's status is ok
+  bool crash = false;    // the result's status is crash
 };
 
 // The limit the agent enforces for a trial whose tessera-trial limit is

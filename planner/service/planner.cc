@@ -100,6 +100,39 @@ absl::Time Planner::Now() const {
   return options_.clock ? options_.clock() : absl::Now();
 }
 
+std::vector<int64_t> Planner::EndGangsWithASilentMember(absl::Time now) {
+  std::vector<int64_t> ended;
+  db::TrialFilter leased;
+  leased.statuses = {db::TrialState::kLeased};
+  absl::StatusOr<std::vector<db::Trial>> trials = store_->ListTrials(leased);
+  if (!trials.ok()) return ended;
+  std::map<std::string, absl::Time> heard;  // agent id: last heartbeat
+  const absl::Duration silence = GangMemberSilence();
+  for (const db::Trial& t : *trials) {
+    if (t.gang_size < 2) continue;
+    if (heard.empty()) {
+      absl::StatusOr<std::vector<db::Agent>> agents =
+          store_->ListAgents(std::nullopt);
+      if (!agents.ok()) return ended;
+      for (const db::Agent& a : *agents) heard[a.info.id] = a.last_heartbeat_at;
+    }
+    for (const std::string& member : t.lease_agent_ids) {
+      const auto it = heard.find(member);
+      if (it == heard.end() || now - it->second <= silence) continue;
+      const absl::StatusOr<db::RequeueResult> end =
+          store_->EndLeaseByInfrastructureFailure(
+              t.id, member,
+              absl::StrCat("gang member ", member, " sent no heartbeat for ",
+                           absl::FormatDuration(absl::Trunc(
+                               now - it->second, absl::Milliseconds(100))),
+                           " (the others cannot go on without it)"));
+      if (end.ok()) ended.push_back(t.id);
+      break;
+    }
+  }
+  return ended;
+}
+
 void Planner::TellStudiesOfLostAgents(
     const std::vector<std::shared_ptr<StudyRun>>& runs,
     const std::vector<std::string>& lost) {
@@ -143,6 +176,8 @@ void Planner::Reap() {
     for (int64_t id : expired->requeued) touched.insert(id);
     for (int64_t id : expired->crashed) touched.insert(id);
   }
+  // Gangs with a silent member: the others cannot go on without it.
+  for (int64_t id : EndGangsWithASilentMember(now)) touched.insert(id);
   // Agents that stopped heartbeating.
   absl::StatusOr<std::vector<db::Agent>> stale =
       store_->ListStaleAgents(now, options_.agent_timeout);

@@ -30,6 +30,7 @@
 //   TESSERA_ASSIGN_OR_RETURN(int64_t id, planner->SubmitStudy(spec));
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -173,6 +174,17 @@ class Planner {
 
   absl::Time Now() const;
   void RunReaper();
+  // A gang member silent this long (GangMemberSilence: 3 heartbeat
+  // intervals, at least 5 s) ends its gang's lease: the other members'
+  // processes crash or hang without it, and such a crash is not the
+  // layout's (the agents hold a gang crash back that long, agents/agent.h).
+  absl::Duration GangMemberSilence() const {
+    return std::max(3 * options_.heartbeat_interval, absl::Seconds(5));
+  }
+  // Ends, as infrastructure failures (an attempt counted, queued again),
+  // the leases of gang trials with a member silent for GangMemberSilence;
+  // their ids.
+  std::vector<int64_t> EndGangsWithASilentMember(absl::Time now);
   // Tells each study in `runs` (watch events) that the agents `lost` were
   // marked gone, and whether any agent left can run its trials.
   void TellStudiesOfLostAgents(
@@ -285,6 +297,14 @@ class Planner {
   // Tries to lease the next fitting trial to `agent`; nullopt: nothing now.
   absl::StatusOr<std::optional<v1::TrialAssignment>> LeaseNext(
       const db::Agent& agent, absl::Time now);
+  // Of `held` (the trials `agent_id` holds), ends the leases of gang trials
+  // it does not run (not in `running`) though they started more than
+  // GangMemberSilence ago and have no assignment waiting for it; the rest.
+  absl::StatusOr<std::vector<db::Trial>> EndGangsThisAgentLeft(
+      const std::string& agent_id, std::vector<db::Trial> held,
+      const std::set<int64_t>& running, absl::Time now);
+  // Whether a gang assignment of `trial_id` waits for `agent_id`'s poll.
+  bool AssignmentPending(const std::string& agent_id, int64_t trial_id);
   // After a trial left the leased state (reported, re-queued, released).
   void TrialLeaseEnded(int64_t trial_id);
   // Removes the undelivered gang assignments `drop` selects.

@@ -155,10 +155,15 @@ absl::StatusOr<v1::HeartbeatResponse> Planner::Heartbeat(
   const absl::Time expires_at = now + options_.lease_timeout;
   db::TrialFilter held_filter;
   held_filter.leased_to = agent_id;
-  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Trial> held,
+  TESSERA_ASSIGN_OR_RETURN(std::vector<db::Trial> held,
                            store_->ListTrials(held_filter));
   const std::set<int64_t> running(request.running_trials().begin(),
                                   request.running_trials().end());
+  // A gang trial it holds but no longer runs (it restarted) cannot go on:
+  // the other members wait for it or crash. Ended at once (once it had
+  // time to start), as an infrastructure failure.
+  TESSERA_ASSIGN_OR_RETURN(held,
+                           EndGangsThisAgentLeft(agent_id, held, running, now));
   // Only the leases of trials the agent runs are extended: one it forgot
   // (it restarted) expires and runs again elsewhere.
   bool runs_all_it_holds = true;
@@ -189,6 +194,52 @@ absl::StatusOr<v1::HeartbeatResponse> Planner::Heartbeat(
     if (stop) out.add_cancel_trials(trial_id);
   }
   return out;
+}
+
+absl::StatusOr<std::vector<db::Trial>> Planner::EndGangsThisAgentLeft(
+    const std::string& agent_id, std::vector<db::Trial> held,
+    const std::set<int64_t>& running, absl::Time now) {
+  std::vector<db::Trial> kept;
+  for (db::Trial& t : held) {
+    const bool left = t.gang_size > 1 && running.count(t.id) == 0 &&
+                      t.started_at.has_value() &&
+                      now - *t.started_at > GangMemberSilence() &&
+                      !AssignmentPending(agent_id, t.id);
+    if (!left) {
+      kept.push_back(std::move(t));
+      continue;
+    }
+    absl::StatusOr<db::RequeueResult> ended =
+        store_->EndLeaseByInfrastructureFailure(
+            t.id, agent_id,
+            absl::StrCat("gang member ", agent_id,
+                         " no longer runs it (the agent restarted)"));
+    if (!ended.ok()) {
+      kept.push_back(std::move(t));
+      continue;
+    }
+    TrialLeaseEnded(t.id);
+    absl::StatusOr<db::Trial> now_trial = store_->GetTrial(t.id);
+    if (now_trial.ok()) {
+      Emit(now_trial->study_id,
+           absl::StrCat("trial ", t.id, " ",
+                        db::TrialStateName(now_trial->status), ": ",
+                        now_trial->reason),
+           &*now_trial);
+      RequestAdvance(now_trial->study_id);
+    }
+  }
+  return kept;
+}
+
+bool Planner::AssignmentPending(const std::string& agent_id, int64_t trial_id) {
+  absl::MutexLock lock(&mu_);
+  const auto it = pending_.find(agent_id);
+  if (it == pending_.end()) return false;
+  for (const v1::TrialAssignment& a : it->second) {
+    if (a.collective_probe_id() == 0 && a.trial_id() == trial_id) return true;
+  }
+  return false;
 }
 
 absl::Status Planner::ReportProbes(const v1::ReportProbesRequest& request) {

@@ -305,3 +305,39 @@ TEST_F(AgentTest, SpooledResultsAreReportedAtStartBeforeAnyLease) {
 
 }  // namespace
 }  // namespace tessera::agents
+
+namespace tessera::agents {
+namespace {
+
+// A gang trial that crashes here because another member was lost is not
+// the layout's crash: the agent holds the crash back until the planner has
+// had time to end the lease (it does when a member goes silent); cancelled
+// meanwhile, it reports nothing. Not cancelled, the crash is reported.
+TEST_F(AgentTest,
+       AGangCrashIsHeldBackUntilThePlannerSaysWhetherAMemberWasLost) {
+  options_.trial_binary = "/nonexistent/tessera-trial";  // crashes at once
+  v1::TrialAssignment lost = Tiny(41, 1);
+  lost.set_gang_size(2);
+  lost.set_world_size(4);
+  planner_.Queue(lost, {"node-a"});
+  StartAgent();
+  // It crashed and waits, still running it as far as heartbeats say.
+  ASSERT_TRUE(FakePlanner::WaitFor([&] { return HeartbeatShows(41); }));
+  absl::SleepFor(absl::Milliseconds(500));
+  EXPECT_EQ(planner_.report_attempts(), 0);
+  planner_.Cancel(41);  // the planner ended the lease: a member was lost
+  ASSERT_TRUE(FakePlanner::WaitFor([&] { return !HeartbeatShows(41); }));
+
+  v1::TrialAssignment crashed = Tiny(42, 1);
+  crashed.set_gang_size(2);
+  crashed.set_world_size(4);
+  planner_.Queue(crashed, {"node-a"});
+  ASSERT_TRUE(FakePlanner::WaitFor(
+      [&] { return planner_.reports().size() == 1; }, absl::Seconds(30)));
+  EXPECT_EQ(planner_.reports()[0].trial_id, 42);
+  StopAndJoin();
+  EXPECT_EQ(planner_.reports().size(), 1u);  // never trial 41
+}
+
+}  // namespace
+}  // namespace tessera::agents

@@ -159,3 +159,65 @@ TEST_F(GangTest, AFetchWithNothingPublishedRunsOutOfTime) {
 
 }  // namespace
 }  // namespace tessera::service::testing
+
+namespace tessera::service::testing {
+namespace {
+
+// The review: a lost gang member was stored as the layout's crash (the
+// others' processes crash without it, and their report came first). The
+// planner now ends the gang's lease as an infrastructure failure (run
+// again, an attempt counted) when a member goes silent for
+// GangMemberSilence (5 s here) or, having restarted, no longer runs it; the
+// members still there are told to stop by their next heartbeat.
+TEST_F(GangTest, ASilentMemberEndsTheGangsLeaseAsAnInfrastructureFailure) {
+  ASSERT_FALSE(a_->Lease().has_value());  // waits for the gang
+  ASSERT_TRUE(b_->Lease().has_value());
+  ASSERT_TRUE(a_->Lease().has_value());
+  const int64_t id = trial_.id();
+  for (int i = 0; i < 2; ++i) {  // a runs it; b says nothing
+    clock_.Advance(absl::Seconds(2));
+    ASSERT_TRUE(a_->Heartbeat({id}).ok());
+    s_.Reap();
+    EXPECT_EQ(ListTrials(s_, study_)[0].state(), v1::TRIAL_LEASED);
+  }
+  clock_.Advance(absl::Seconds(2));  // b silent for 6 s
+  ASSERT_TRUE(a_->Heartbeat({id}).ok());
+  s_.Reap();
+  const v1::Trial t = ListTrials(s_, study_)[0];
+  EXPECT_EQ(t.state(), v1::TRIAL_QUEUED);
+  EXPECT_EQ(t.attempts(), 1);
+  EXPECT_NE(t.reason().find("gang member agent-b sent no heartbeat for 6s"),
+            std::string::npos)
+      << t.reason();
+  v1::HeartbeatResponse told;
+  ASSERT_TRUE(a_->Heartbeat({id}, &told).ok());
+  ASSERT_EQ(told.cancel_trials_size(), 1);
+  EXPECT_EQ(told.cancel_trials(0), id);
+}
+
+TEST_F(GangTest, AMemberThatRestartedEndsTheGangsLease) {
+  ASSERT_FALSE(a_->Lease().has_value());  // waits for the gang
+  ASSERT_TRUE(b_->Lease().has_value());
+  ASSERT_TRUE(a_->Lease().has_value());
+  const int64_t id = trial_.id();
+  // Just leased, b has not started it yet: nothing ends.
+  ASSERT_TRUE(b_->Heartbeat({}).ok());
+  EXPECT_EQ(ListTrials(s_, study_)[0].state(), v1::TRIAL_LEASED);
+  clock_.Advance(absl::Seconds(3));
+  ASSERT_TRUE(a_->Heartbeat({id}).ok());
+  ASSERT_TRUE(b_->Heartbeat({id}).ok());
+  clock_.Advance(absl::Seconds(3));
+  ASSERT_TRUE(a_->Heartbeat({id}).ok());
+  // b restarted: it registers again and heartbeats without the trial.
+  ASSERT_TRUE(b_->Register().ok());
+  ASSERT_TRUE(b_->Heartbeat({}).ok());
+  s_.core().WaitForAdvances();
+  const v1::Trial t = ListTrials(s_, study_)[0];
+  EXPECT_EQ(t.state(), v1::TRIAL_QUEUED);
+  EXPECT_NE(t.reason().find("gang member agent-b no longer runs it"),
+            std::string::npos)
+      << t.reason();
+}
+
+}  // namespace
+}  // namespace tessera::service::testing
