@@ -51,14 +51,17 @@ void Planner::QueueClusterProbesLocked(StudyRun& run) {
                              run.backend),
       *stored, ranks);
   std::vector<int64_t> queued;
+  // Copied while run.mu is held: the lambda below is analysed on its own.
+  const std::string cluster = run.gpu_name;
+  const std::string backend = run.backend;
   {
     absl::MutexLock lock(&mu_);
     for (int64_t nodes : missing) {
       const bool already =
           std::any_of(probes_.begin(), probes_.end(), [&](const auto& entry) {
             const ProbeJob& j = entry.second;
-            return j.cluster == run.gpu_name && j.nodes == nodes &&
-                   j.ranks_per_node == ranks && j.backend == run.backend;
+            return j.cluster == cluster && j.nodes == nodes &&
+                   j.ranks_per_node == ranks && j.backend == backend;
           });
       if (already) continue;
       ProbeJob job;

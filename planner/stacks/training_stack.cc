@@ -43,8 +43,9 @@ class StackReader {
                         std::initializer_list<const char*> allowed) const {
     if (!object.is_object()) return Error(path, "must be an object");
     for (const auto& [key, value] : object.items()) {
+      // Bound by name: clang before 16 cannot capture a structured binding.
       if (std::none_of(allowed.begin(), allowed.end(),
-                       [&](const char* a) { return key == a; })) {
+                       [&name = key](const char* a) { return name == a; })) {
         return Error(path.empty() ? key : absl::StrCat(path, ".", key),
                      absl::StrCat("unknown field (known: ",
                                   absl::StrJoin(allowed, ", "), ")"));
