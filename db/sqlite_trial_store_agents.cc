@@ -323,8 +323,8 @@ absl::StatusOr<Calibration> SqliteTrialStore::LatestCalibration(
                    "calibration_id = ? ORDER BY trial_id"));
     members.BindInt(1, calibration.id);
     while (true) {
-      TESSERA_ASSIGN_OR_RETURN(const bool row, members.Step());
-      if (!row) break;
+      TESSERA_ASSIGN_OR_RETURN(const bool member, members.Step());
+      if (!member) break;
       (members.ColumnInt(1) != 0 ? calibration.excluded_trial_ids
                                  : calibration.trial_ids)
           .push_back(members.ColumnInt(0));

@@ -82,8 +82,8 @@ absl::Status BackupStore(const std::string& store_path,
   TESSERA_RETURN_IF_ERROR(CreateOwnerOnly(backup_path));
   absl::Status status = Copy(store_path, backup_path);
   if (status.ok()) {
-    absl::StatusOr<std::unique_ptr<Database>> check =
-        Database::Open(backup_path, DatabaseOptions{.read_only = true});
+    absl::StatusOr<std::unique_ptr<Database>> check = Database::Open(
+        backup_path, DatabaseOptions{.read_only = true, .retry = {}});
     status = check.ok() ? QuickCheck(**check, backup_path) : check.status();
   }
   if (!status.ok()) fs::remove(backup_path, ec);
