@@ -24,6 +24,7 @@ absl::Status MayActAsAgent(const Principal& caller,
                        ", not as agent '", agent_id, "'"));
     case Role::kUser:
     case Role::kAdmin:
+    case Role::kUnknown:
       break;
   }
   return absl::PermissionDeniedError(
@@ -35,7 +36,10 @@ absl::Status MayActAsAgent(const Principal& caller,
 
 absl::Status MayUsePlannerService(const Principal& caller,
                                   absl::string_view rpc) {
-  if (caller.role != Role::kAgent) return absl::OkStatus();
+  if (caller.role == Role::kUser || caller.role == Role::kAdmin ||
+      caller.role == Role::kAnyone) {
+    return absl::OkStatus();
+  }
   return absl::PermissionDeniedError(
       absl::StrCat(Who(caller), " may not call ", rpc,
                    " (PlannerService is for users and admins)"));
