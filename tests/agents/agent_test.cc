@@ -337,6 +337,7 @@ TEST_F(AgentTest,
   EXPECT_EQ(planner_.reports()[0].trial_id, 42);
   StopAndJoin();
   EXPECT_EQ(planner_.reports().size(), 1u);  // never trial 41
+  EXPECT_EQ(planner_.report_attempts(), 1);  // not even tried
 }
 
 }  // namespace

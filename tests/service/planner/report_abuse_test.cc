@@ -102,6 +102,28 @@ TEST_F(ReportAbuseTest, AFabricatedBestIsStoredInvalidAndChangesNothing) {
   EXPECT_GT(GetStudy(s_, study_).study().best_tokens_per_s(), 0);
 }
 
+// Consistent in itself (tokens/s agrees with the step time) but beyond
+// what the study's GPUs can do for the model's FLOPs: the check needs the
+// study's workload, and reads it without waiting for a refit.
+TEST_F(ReportAbuseTest, FasterThanThePeakOfTheStudysGpusIsRefused) {
+  std::optional<v1::TrialAssignment> a = agent_->Lease();
+  ASSERT_TRUE(a.has_value());
+  const grpc::Status refused = agent_->Report(
+      a->trial_id(), Edited(*a, [](TrialResult& r) {
+        const double step_s = 1e-9;
+        r.step_time_s = {step_s, step_s, step_s};
+        r.step_times_s.assign(r.step_times_s.size(), step_s);
+        r.tokens_per_s = static_cast<double>(r.global_batch) *
+                         static_cast<double>(r.seq_len) / step_s;
+        r.tokens_per_s_per_gpu = r.tokens_per_s / static_cast<double>(r.ranks);
+      }));
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(refused.error_message().find("of model FLOPs per GPU, above"),
+            std::string::npos)
+      << refused.error_message();
+  EXPECT_EQ(TrialById(a->trial_id()).state(), v1::TRIAL_INVALID);
+}
+
 TEST_F(ReportAbuseTest, NegativeNumbersAreNotStoredAsOk) {
   std::optional<v1::TrialAssignment> a = agent_->Lease();
   ASSERT_TRUE(a.has_value());
