@@ -48,6 +48,11 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
       s->rpc_metrics_.InterceptorFactories());
   int port = 0;
   builder.AddListeningPort(std::string(listen), credentials, &port);
+  // Bounded both ways: a request past kMaxRequestBytes is refused before it
+  // is parsed, a reply past kMaxReplyBytes fails its call instead of
+  // reaching the client (RESOURCE_EXHAUSTED either way).
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxRequestBytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(kMaxReplyBytes));
   builder.RegisterService(s->planner_service_.get());
   builder.RegisterService(s->agent_service_.get());
   s->server_ = builder.BuildAndStart();

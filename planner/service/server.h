@@ -13,6 +13,7 @@
 //   server->Shutdown();
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,13 @@
 #include "planner/service/planner_service.h"
 
 namespace tessera::service {
+
+// The largest request the planner reads (gRPC's default, stated: a study
+// with an imported calibration fits many times over; a trial's report is
+// capped lower, kMaxReportBytes) and the largest reply it sends (a Plan of
+// the 1000 candidates it answers at most is about 1 MB).
+inline constexpr size_t kMaxRequestBytes = size_t{4} << 20;
+inline constexpr size_t kMaxReplyBytes = size_t{64} << 20;
 
 class PlannerServer {
  public:

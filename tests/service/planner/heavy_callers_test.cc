@@ -87,5 +87,22 @@ TEST(HeavyCallersTest, PlansPastThePoolAreRefusedAndHeartbeatsServed) {
   EXPECT_TRUE(s.planner->Plan(Context().get(), MaximalPlan(), &out).ok());
 }
 
+// A request past kMaxRequestBytes is refused before the planner parses it.
+TEST(HeavyCallersTest, ARequestPastTheLimitIsRefusedUnread) {
+  TempDir dir;
+  ManualClock clock;
+  TestServer s = StartServer(TestOptions(dir.File("t.db"), clock));
+  v1::SubmitStudyRequest r;
+  *r.mutable_spec() = TinySpec(1, 2);
+  r.mutable_spec()->set_name(std::string(kMaxRequestBytes + 1, 'x'));
+  v1::SubmitStudyResponse out;
+  const grpc::Status st = s.planner->SubmitStudy(Context().get(), r, &out);
+  EXPECT_EQ(st.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << st.error_message();
+  v1::ListStudiesResponse studies;
+  ASSERT_TRUE(s.planner->ListStudies(Context().get(), {}, &studies).ok());
+  EXPECT_EQ(studies.studies_size(), 0);
+}
+
 }  // namespace
 }  // namespace tessera::service::testing
