@@ -368,12 +368,17 @@ void Agent::Release(int64_t trial_id, absl::string_view reason,
 }
 
 bool Agent::GangMemberWasLost(int64_t trial_id) {
-  absl::MutexLock lock(&mutex_);
-  const absl::Duration wait =
-      std::max(kGangLossWaitHeartbeats * heartbeat_interval_, kGangLossMinWait);
+  absl::Duration wait;
+  {
+    absl::MutexLock lock(&mutex_);
+    wait = std::max(kGangLossWaitHeartbeats * heartbeat_interval_,
+                    kGangLossMinWait);
+  }
+  // Logged outside the agent's lock, which the heartbeat thread needs.
   log_->Log(absl::StrCat("trial ", trial_id,
                          " crashed in a gang: waiting up to ", Show(wait),
                          " for the planner to say whether a member was lost"));
+  absl::MutexLock lock(&mutex_);
   const auto cancelled_or_done =
       [this, trial_id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_) {
         return cancelled_.count(trial_id) > 0 || done_;
