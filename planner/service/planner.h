@@ -93,6 +93,13 @@ class Planner {
   absl::StatusOr<v1::GetStudyResponse> GetStudy(int64_t study_id) {
     return queries_.GetStudy(study_id);
   }
+  // Who submitted the study ("" when not known): one row read, for the
+  // cancel check (GetStudy also counts and ranks its trials).
+  absl::StatusOr<std::string> StudyOwner(int64_t study_id) {
+    absl::StatusOr<db::Study> study = store_->GetStudy(study_id);
+    if (!study.ok()) return study.status();
+    return study->owner;
+  }
   absl::StatusOr<v1::ListStudiesResponse> ListStudies(
       const v1::ListStudiesRequest& request) {
     return queries_.ListStudies(request);
