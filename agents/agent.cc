@@ -21,7 +21,7 @@ constexpr int kProbeReportAttempts = 3;
 // How long a gang member whose trial crashed waits for the planner to end
 // the lease because another member was lost: 8 heartbeat intervals, at
 // least 10 s (the planner's reaper ends it after 3 intervals of silence, at
-// least 5 s, Planner::GangMemberSilence; a heartbeat then carries the
+// least 5 s, Leases::GangMemberSilence; a heartbeat then carries the
 // cancel).
 constexpr int kGangLossWaitHeartbeats = 8;
 constexpr absl::Duration kGangLossMinWait = absl::Seconds(10);

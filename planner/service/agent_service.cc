@@ -1,11 +1,48 @@
 #include "planner/service/agent_service.h"
 
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "planner/service/access.h"
 #include "planner/service/unary.h"
 #include "proto/principals.h"
 
 namespace tessera::service {
+namespace {
+
+db::AgentRegistration RegistrationOf(const v1::AgentInfo& a) {
+  db::AgentRegistration r;
+  r.id = a.agent_id();
+  r.hostname = a.hostname();
+  r.backend = a.backend();
+  r.gpu_name = a.gpu_name();
+  r.gpu_count = a.gpu_count();
+  r.memory_bytes = a.memory_bytes();
+  r.driver = a.driver();
+  r.interconnect = a.interconnect();
+  r.cpu_ranks = a.backend() == "cpu" ? a.gpu_count() : 0;
+  r.address = a.address();
+  return r;
+}
+
+std::vector<db::Probe> ProbesOf(const v1::ReportProbesRequest& request) {
+  std::vector<db::Probe> probes;
+  for (const v1::Probe& p : request.probes()) {
+    db::Probe probe;
+    probe.kind = p.kind();
+    probe.group_size = p.group_size();
+    probe.bytes = p.bytes();
+    probe.value = p.value();
+    probe.unit = p.unit();
+    probes.push_back(std::move(probe));
+  }
+  return probes;
+}
+
+}  // namespace
 
 absl::Status AgentServiceImpl::MayAct(
     const grpc::CallbackServerContext* context,
@@ -18,8 +55,22 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Register(
     v1::RegisterResponse* response) {
   return FinishUnary(
       context, response, [&]() -> absl::StatusOr<v1::RegisterResponse> {
-        TESSERA_RETURN_IF_ERROR(MayAct(context, request->agent().agent_id()));
-        return planner_->Register(*request);
+        const v1::AgentInfo& a = request->agent();
+        TESSERA_RETURN_IF_ERROR(MayAct(context, a.agent_id()));
+        if (a.gpu_count() < 1) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "agent.gpu_count: must offer at least one GPU or CPU rank, got ",
+              a.gpu_count()));
+        }
+        TESSERA_ASSIGN_OR_RETURN(const db::Agent agent,
+                                 leases_->Register(RegistrationOf(a)));
+        v1::RegisterResponse out;
+        out.set_heartbeat_interval_ms(
+            absl::ToInt64Milliseconds(leases_->options().heartbeat_interval));
+        out.set_lease_poll_interval_ms(
+            absl::ToInt64Milliseconds(leases_->options().lease_poll_interval));
+        out.set_agent_id(agent.info.id);
+        return out;
       });
 }
 
@@ -29,7 +80,14 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Heartbeat(
   return FinishUnary(
       context, response, [&]() -> absl::StatusOr<v1::HeartbeatResponse> {
         TESSERA_RETURN_IF_ERROR(MayAct(context, request->agent_id()));
-        return planner_->Heartbeat(*request);
+        TESSERA_ASSIGN_OR_RETURN(
+            const std::vector<int64_t> stop,
+            leases_->Heartbeat(request->agent_id(),
+                               {request->running_trials().begin(),
+                                request->running_trials().end()}));
+        v1::HeartbeatResponse out;
+        for (int64_t trial_id : stop) out.add_cancel_trials(trial_id);
+        return out;
       });
 }
 
@@ -39,7 +97,7 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReportProbes(
     v1::ReportProbesResponse* /*response*/) {
   return FinishUnaryStatus(context, [&]() -> absl::Status {
     TESSERA_RETURN_IF_ERROR(MayAct(context, request->agent_id()));
-    return planner_->ReportProbes(*request);
+    return leases_->ReportProbes(request->agent_id(), ProbesOf(*request));
   });
 }
 
@@ -49,7 +107,11 @@ grpc::ServerUnaryReactor* AgentServiceImpl::LeaseTrial(
   return FinishUnary(
       context, response, [&]() -> absl::StatusOr<v1::LeaseTrialResponse> {
         TESSERA_RETURN_IF_ERROR(MayAct(context, request->agent_id()));
-        return planner_->LeaseTrial(*request);
+        TESSERA_ASSIGN_OR_RETURN(std::optional<v1::TrialAssignment> next,
+                                 leases_->LeaseTrial(request->agent_id()));
+        v1::LeaseTrialResponse out;
+        if (next.has_value()) *out.mutable_assignment() = *std::move(next);
+        return out;
       });
 }
 
@@ -58,7 +120,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReportTrial(
     v1::ReportTrialResponse* /*response*/) {
   return FinishUnaryStatus(context, [&]() -> absl::Status {
     TESSERA_RETURN_IF_ERROR(MayAct(context, request->agent_id()));
-    return planner_->ReportTrial(*request);
+    return leases_->ReportTrial(request->agent_id(), request->trial_id(),
+                                request->result_json());
   });
 }
 
@@ -68,7 +131,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReleaseTrial(
     v1::ReleaseTrialResponse* /*response*/) {
   return FinishUnaryStatus(context, [&]() -> absl::Status {
     TESSERA_RETURN_IF_ERROR(MayAct(context, request->agent_id()));
-    return planner_->ReleaseTrial(*request);
+    return leases_->ReleaseTrial(request->agent_id(), request->trial_id(),
+                                 request->reason(),
+                                 request->infrastructure_failure());
   });
 }
 
@@ -78,7 +143,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReportCollectiveProbe(
     v1::ReportCollectiveProbeResponse* /*response*/) {
   return FinishUnaryStatus(context, [&]() -> absl::Status {
     TESSERA_RETURN_IF_ERROR(MayAct(context, request->agent_id()));
-    return planner_->ReportCollectiveProbe(*request);
+    return leases_->ReportCollectiveProbe(request->agent_id(),
+                                          request->collective_probe_id(),
+                                          request->result_json());
   });
 }
 
@@ -91,11 +158,17 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Rendezvous(
     return reactor;
   }
   // The request and response live until Finish.
-  planner_->Rendezvous(*request,
-                       [reactor, response](absl::StatusOr<std::string> data) {
-                         if (data.ok()) response->set_data(*std::move(data));
-                         reactor->Finish(ToGrpcStatus(data.status()));
-                       });
+  RendezvousCall call;
+  call.agent_id = request->agent_id();
+  call.trial_id = request->trial_id();
+  call.collective_probe_id = request->collective_probe_id();
+  call.data = request->data();
+  call.wait = absl::Milliseconds(request->wait_ms());
+  leases_->Rendezvous(call,
+                      [reactor, response](absl::StatusOr<std::string> data) {
+                        if (data.ok()) response->set_data(*std::move(data));
+                        reactor->Finish(ToGrpcStatus(data.status()));
+                      });
   return reactor;
 }
 

@@ -1,12 +1,14 @@
-// tessera.v1.AgentService over the Planner (callback API). Rendezvous
-// fetches finish when the data arrives or their wait runs out, without
-// holding a server thread meanwhile.
+// tessera.v1.AgentService over the leases (leases.h; callback API): each
+// handler checks that the caller may act as the agent it names (access.h),
+// translates the request into the leases' terms and the answer back.
+// Rendezvous fetches finish when the data arrives or their wait runs out,
+// without holding a server thread meanwhile.
 //
-//   AgentServiceImpl service(planner.get(), callers.get());
+//   AgentServiceImpl service(&planner->leases(), callers.get());
 //   builder.RegisterService(&service);
 #pragma once
 
-#include "planner/service/planner.h"
+#include "planner/service/leases.h"
 #include "proto/principals.h"
 #include "tessera/v1/service.grpc.pb.h"
 
@@ -14,11 +16,11 @@ namespace tessera::service {
 
 class AgentServiceImpl final : public v1::AgentService::CallbackService {
  public:
-  // `planner` must outlive the service.
+  // `leases` must outlive the service.
   // `callers` (null: callers are not told apart) says who each call is
   // (proto/principals.h); each call may act only as itself (access.h).
-  AgentServiceImpl(Planner* planner, const Callers* callers)
-      : planner_(planner), callers_(callers) {}
+  AgentServiceImpl(Leases* leases, const Callers* callers)
+      : leases_(leases), callers_(callers) {}
 
   grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* context,
                                      const v1::RegisterRequest* request,
@@ -56,7 +58,7 @@ class AgentServiceImpl final : public v1::AgentService::CallbackService {
   absl::Status MayAct(const grpc::CallbackServerContext* context,
                       const std::string& agent_id) const;
 
-  Planner* const planner_;
+  Leases* const leases_;
   const Callers* const callers_;
 };
 

@@ -27,7 +27,7 @@ struct PlannerOptions {
   absl::Duration lease_timeout = absl::Seconds(10);
   // An agent silent this long is marked gone and its trials re-queued.
   absl::Duration agent_timeout = absl::Seconds(30);
-  // The reaper thread's period; zero: no thread (call Planner::Reap).
+  // The reaper thread's period; zero: no thread (call Leases::Reap).
   absl::Duration reaper_period = absl::Seconds(1);
   // The longest a rendezvous fetch waits, whatever it asks for.
   absl::Duration max_rendezvous_wait = absl::Seconds(60);

@@ -4,6 +4,7 @@
 #include "planner/service/access.h"
 #include "planner/service/unary.h"
 #include "planner/service/watch_reactor.h"
+#include "proto/convert.h"
 #include "proto/principals.h"
 
 namespace tessera::service {
@@ -36,7 +37,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::SubmitStudy(
         const Principal caller = Caller(context);
         TESSERA_RETURN_IF_ERROR(MayUsePlannerService(caller, "SubmitStudy"));
         std::string note;
-        absl::StatusOr<int64_t> id = planner_->SubmitStudy(
+        absl::StatusOr<int64_t> id = studies_->SubmitStudy(
             request->spec(),
             request->has_calibration() ? &request->calibration() : nullptr,
             &note, caller.name);
@@ -54,7 +55,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::GetStudy(
   return FinishUnary(context, response,
                      [&]() -> absl::StatusOr<v1::GetStudyResponse> {
                        TESSERA_RETURN_IF_ERROR(MayUse(context, "GetStudy"));
-                       return planner_->GetStudy(request->study_id());
+                       return studies_->queries().GetStudy(request->study_id());
                      });
 }
 
@@ -64,7 +65,7 @@ grpc::ServerWriteReactor<v1::StudyEvent>* PlannerServiceImpl::WatchStudy(
   if (absl::Status may = MayUse(context, "WatchStudy"); !may.ok()) {
     return new RefusedWatch(may);
   }
-  return WatchReactor::Start(planner_, request->study_id());
+  return WatchReactor::Start(&studies_->events(), request->study_id());
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::ListStudies(
@@ -73,7 +74,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::ListStudies(
   return FinishUnary(context, response,
                      [&]() -> absl::StatusOr<v1::ListStudiesResponse> {
                        TESSERA_RETURN_IF_ERROR(MayUse(context, "ListStudies"));
-                       return planner_->ListStudies(*request);
+                       return studies_->queries().ListStudies(*request);
                      });
 }
 
@@ -83,7 +84,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::ListTrials(
   return FinishUnary(context, response,
                      [&]() -> absl::StatusOr<v1::ListTrialsResponse> {
                        TESSERA_RETURN_IF_ERROR(MayUse(context, "ListTrials"));
-                       return planner_->ListTrials(*request);
+                       return studies_->queries().ListTrials(*request);
                      });
 }
 
@@ -93,7 +94,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::GetRecommendation(
   return FinishUnary(
       context, response, [&]() -> absl::StatusOr<v1::Recommendation> {
         TESSERA_RETURN_IF_ERROR(MayUse(context, "GetRecommendation"));
-        return planner_->GetRecommendation(request->study_id());
+        return studies_->queries().GetRecommendation(request->study_id());
       });
 }
 
@@ -105,11 +106,11 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::CancelStudy(
         TESSERA_RETURN_IF_ERROR(MayUse(context, "CancelStudy"));
         // The owner never changes once submitted: read, check, cancel.
         TESSERA_ASSIGN_OR_RETURN(const std::string owner,
-                                 planner_->StudyOwner(request->study_id()));
+                                 studies_->StudyOwner(request->study_id()));
         TESSERA_RETURN_IF_ERROR(
             MayCancelStudy(Caller(context), request->study_id(), owner));
         absl::StatusOr<v1::StudySummary> s =
-            planner_->CancelStudy(request->study_id());
+            studies_->CancelStudy(request->study_id());
         if (!s.ok()) return s.status();
         v1::CancelStudyResponse out;
         *out.mutable_study() = *std::move(s);
@@ -125,7 +126,13 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Plan(
   }
   return FinishUnaryInPool(
       *search_pool_, "Plan and Predict", context, response,
-      [this, request] { return planner_->Plan(*request); });
+      [this, request]() -> absl::StatusOr<v1::PlanResponse> {
+        TESSERA_ASSIGN_OR_RETURN(const StudyPlan plan,
+                                 studies_->Plan(request->study()));
+        v1::PlanResponse out = PlanResponseFromResult(plan.result);
+        *out.mutable_uncertainty() = PlanUncertaintyToProto(plan.uncertainty);
+        return out;
+      });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::Predict(
@@ -136,7 +143,19 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::Predict(
   }
   return FinishUnaryInPool(
       *search_pool_, "Plan and Predict", context, response,
-      [this, request] { return planner_->Predict(*request); });
+      [this, request]() -> absl::StatusOr<v1::PredictResponse> {
+        TESSERA_ASSIGN_OR_RETURN(const Layout layout,
+                                 LayoutFromProto(request->layout()));
+        TESSERA_ASSIGN_OR_RETURN(const StudyPrediction p,
+                                 studies_->Predict(request->study(), layout));
+        v1::PredictResponse out;
+        *out.mutable_evaluation() = EvaluationToProto(p.evaluation);
+        if (p.step_time.has_value()) {
+          *out.mutable_step_time_interval() = IntervalToProto(*p.step_time);
+        }
+        out.set_uncertainty_source(p.uncertainty_source);
+        return out;
+      });
 }
 
 grpc::ServerUnaryReactor* PlannerServiceImpl::ImportCalibration(
@@ -147,7 +166,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::ImportCalibration(
                      [&]() -> absl::StatusOr<v1::ImportCalibrationResponse> {
                        TESSERA_RETURN_IF_ERROR(MayChangeCalibrations(
                            Caller(context), "ImportCalibration"));
-                       return planner_->ImportCalibration(*request);
+                       return studies_->ImportCalibration(*request);
                      });
 }
 
@@ -159,7 +178,7 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::ExportCalibration(
       context, response,
       [&]() -> absl::StatusOr<v1::ExportCalibrationResponse> {
         TESSERA_RETURN_IF_ERROR(MayUse(context, "ExportCalibration"));
-        return planner_->ExportCalibration(*request);
+        return studies_->ExportCalibration(*request);
       });
 }
 

@@ -1,17 +1,19 @@
-// tessera.v1.PlannerService over the Planner (callback API): each handler
-// translates the request, calls the planner and finishes with its status
+// tessera.v1.PlannerService over the studies (studies.h; callback API): each
+// handler checks the caller's role (access.h), translates the request,
+// calls the studies and finishes with its status
 // (grpc_status.h); WatchStudy streams through a WatchReactor. Plan and
 // Predict, the expensive searches, run on the service's own bounded pool
 // (background_pool.h): RESOURCE_EXHAUSTED when it is full.
 //
-//   PlannerServiceImpl service(planner.get(), callers.get(), {.threads = 2});
+//   PlannerServiceImpl service(&planner->studies(), callers.get(),
+//                              {.threads = 2});
 //   builder.RegisterService(&service);
 #pragma once
 
 #include <memory>
 
 #include "planner/service/background_pool.h"
-#include "planner/service/planner.h"
+#include "planner/service/studies.h"
 #include "proto/principals.h"
 #include "tessera/v1/service.grpc.pb.h"
 
@@ -19,12 +21,12 @@ namespace tessera::service {
 
 class PlannerServiceImpl final : public v1::PlannerService::CallbackService {
  public:
-  // `planner` must outlive the service.
+  // `studies` must outlive the service.
   // `callers` (null: callers are not told apart) says who each call is
   // (proto/principals.h) for the role checks (access.h).
-  PlannerServiceImpl(Planner* planner, const Callers* callers,
+  PlannerServiceImpl(Studies* studies, const Callers* callers,
                      BackgroundPoolOptions search_pool)
-      : planner_(planner),
+      : studies_(studies),
         callers_(callers),
         search_pool_(std::make_unique<BackgroundPool>(search_pool)) {}
 
@@ -75,7 +77,7 @@ class PlannerServiceImpl final : public v1::PlannerService::CallbackService {
   absl::Status MayUse(const grpc::CallbackServerContext* context,
                       absl::string_view rpc) const;
 
-  Planner* const planner_;
+  Studies* const studies_;
   const Callers* const callers_;
   // Plan and Predict. Destroyed (its accepted calls answered) after the
   // server that owns the service has shut down.

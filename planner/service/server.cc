@@ -39,9 +39,9 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
   TESSERA_ASSIGN_OR_RETURN(
       s->planner_, Planner::Create(s->store_.get(), std::move(options)));
   s->planner_service_ = std::make_unique<PlannerServiceImpl>(
-      s->planner_.get(), s->callers_.get(), search_pool);
-  s->agent_service_ =
-      std::make_unique<AgentServiceImpl>(s->planner_.get(), s->callers_.get());
+      &s->planner_->studies(), s->callers_.get(), search_pool);
+  s->agent_service_ = std::make_unique<AgentServiceImpl>(&s->planner_->leases(),
+                                                         s->callers_.get());
   EnableHealthService();
   grpc::ServerBuilder builder;
   builder.experimental().SetInterceptorCreators(
@@ -84,7 +84,7 @@ void PlannerServer::Shutdown(absl::Duration grace) {
   }
   if (server_ == nullptr) return;
   SetServing(*server_, false);
-  planner_->StopWaits();
+  planner_->leases().StopWaits();
   server_->Shutdown(std::chrono::system_clock::now() +
                     absl::ToChronoMilliseconds(grace));
   server_->Wait();

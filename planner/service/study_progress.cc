@@ -1,4 +1,4 @@
-// Planner: a study's progress. Starting it (resolve the GPU, wait for
+// Studies: a study's progress. Starting it (resolve the GPU, wait for
 // agents), advancing it after every change of its trials (refit, re-rank,
 // successive halving, recommendation) and ending it. Every decision reads
 // the study's trials from the store.
@@ -17,13 +17,14 @@
 #include "core/trial_backend.h"
 #include "planner/calibration/calibration_fit.h"
 #include "planner/calibration/prediction_uncertainty.h"
+#include "planner/service/agent_roster.h"
 #include "planner/service/agents_gpu.h"
 #include "planner/service/calibration_exchange.h"
 #include "planner/service/halving.h"
 #include "planner/service/measured_layouts.h"
-#include "planner/service/planner.h"
 #include "planner/service/recalibration.h"
 #include "planner/service/recommendation.h"
+#include "planner/service/studies.h"
 #include "planner/service/trial_geometry.h"
 
 namespace tessera::service {
@@ -37,7 +38,7 @@ int64_t CountOk(const std::vector<db::Trial>& trials) {
 
 }  // namespace
 
-void Planner::Start(const std::shared_ptr<StudyRun>& run) {
+void Studies::Start(const std::shared_ptr<StudyRun>& run) {
   absl::MutexLock lock(&run->mu);
   if (run->finished) return;
   const absl::Status s = StartLocked(*run);
@@ -47,7 +48,7 @@ void Planner::Start(const std::shared_ptr<StudyRun>& run) {
   }
 }
 
-void Planner::Advance(const std::shared_ptr<StudyRun>& run) {
+void Studies::Advance(const std::shared_ptr<StudyRun>& run) {
   absl::MutexLock lock(&run->mu);
   if (run->finished) return;
   absl::Status s =
@@ -58,13 +59,10 @@ void Planner::Advance(const std::shared_ptr<StudyRun>& run) {
   }
 }
 
-absl::Status Planner::StartLocked(StudyRun& run) {
+absl::Status Studies::StartLocked(StudyRun& run) {
   TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->GetStudy(run.id));
   if (db::IsFinal(study.status)) {
-    run.finished = true;
-    absl::MutexLock lock(&mu_);
-    runs_.erase(run.id);
-    runnable_.erase(run.id);
+    ForgetLocked(run);
     return absl::OkStatus();
   }
   TESSERA_ASSIGN_OR_RETURN(const bool resolved, ResolveLocked(run));
@@ -84,7 +82,7 @@ absl::Status Planner::StartLocked(StudyRun& run) {
     if (study.status_reason != reason) {
       TESSERA_RETURN_IF_ERROR(
           store_->SetStudyStatus(run.id, db::StudyStatus::kQueued, reason));
-      Emit(run.id, reason);
+      events_->Emit(run.id, reason);
     }
     return absl::OkStatus();
   }
@@ -103,7 +101,7 @@ absl::Status Planner::StartLocked(StudyRun& run) {
                            TrialsOf(run.id));
   if (trials.empty()) {
     TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Agent> agents,
-                             SuitableAgents(run.backend, gpn));
+                             SuitableAgents(*store_, run.backend, gpn));
     if (agents.empty()) {
       if (study.recommendation_json.empty()) {
         absl::StatusOr<TrialPool> pool = PoolLocked(run, 0);
@@ -114,7 +112,8 @@ absl::Status Planner::StartLocked(StudyRun& run) {
         TESSERA_RETURN_IF_ERROR(
             StoreRecommendationLocked(run, *pool, trials, /*final=*/false));
       }
-      absl::StatusOr<std::string> shortage = AgentShortage(run.backend, gpn);
+      absl::StatusOr<std::string> shortage =
+          AgentShortage(*store_, run.backend, gpn);
       const std::string reason =
           shortage.ok() && !shortage->empty()
               ? absl::StrCat("waiting for agents: ", *shortage)
@@ -126,17 +125,16 @@ absl::Status Planner::StartLocked(StudyRun& run) {
       if (study.status_reason != reason) {
         TESSERA_RETURN_IF_ERROR(
             store_->SetStudyStatus(run.id, db::StudyStatus::kQueued, reason));
-        Emit(run.id, reason);
+        events_->Emit(run.id, reason);
       }
       return absl::OkStatus();
     }
   }
-  MarkRunnableLocked(run);
-  QueueClusterProbesLocked(run);
+  OpenForLeasingLocked(run);
   return AdvanceLocked(run);
 }
 
-absl::StatusOr<bool> Planner::ResolveLocked(StudyRun& run) {
+absl::StatusOr<bool> Studies::ResolveLocked(StudyRun& run) {
   if (run.workload.has_value()) return true;
   const CheckedStudy& c = run.checked;
   if (!c.agents_gpu) {
@@ -159,7 +157,7 @@ absl::StatusOr<bool> Planner::ResolveLocked(StudyRun& run) {
     if (!run.workload.has_value()) {
       TESSERA_ASSIGN_OR_RETURN(
           const std::vector<db::Agent> agents,
-          SuitableAgents(run.options().backend, run.gpus_per_node()));
+          SuitableAgents(*store_, run.options().backend, run.gpus_per_node()));
       for (const db::Agent& agent : agents) {
         db::ProbeFilter probes_of;
         probes_of.agent_id = agent.info.id;
@@ -179,17 +177,18 @@ absl::StatusOr<bool> Planner::ResolveLocked(StudyRun& run) {
         run.workload = *std::move(w);
         run.gpu_name = AgentsGpuName(agent);
         if (run.backend.empty()) run.backend = agent.info.backend;
-        Emit(run.id,
-             absl::StrFormat(
-                 "the 'agents' GPU is %s: %.4g TFLOP/s, %.3g GiB, %.4g GB/s "
-                 "copy, %.4g GB/s between agents (from agent %s's probes; "
-                 "power is a nominal %g W per rank)",
-                 run.gpu_name, run.workload->cluster.gpu.peak_dense_tflops,
-                 static_cast<double>(run.workload->cluster.gpu.memory_bytes) /
-                     (1024.0 * 1024 * 1024),
-                 run.workload->cluster.gpu.nvlink_gbs,
-                 run.workload->cluster.gpu.inter_node_gbs, agent.info.id,
-                 run.workload->cluster.gpu.tdp_w));
+        events_->Emit(
+            run.id,
+            absl::StrFormat(
+                "the 'agents' GPU is %s: %.4g TFLOP/s, %.3g GiB, %.4g GB/s "
+                "copy, %.4g GB/s between agents (from agent %s's probes; "
+                "power is a nominal %g W per rank)",
+                run.gpu_name, run.workload->cluster.gpu.peak_dense_tflops,
+                static_cast<double>(run.workload->cluster.gpu.memory_bytes) /
+                    (1024.0 * 1024 * 1024),
+                run.workload->cluster.gpu.nvlink_gbs,
+                run.workload->cluster.gpu.inter_node_gbs, agent.info.id,
+                run.workload->cluster.gpu.tdp_w));
         break;
       }
     }
@@ -201,7 +200,7 @@ absl::StatusOr<bool> Planner::ResolveLocked(StudyRun& run) {
   return true;
 }
 
-std::string Planner::ChooseBackendLocked(StudyRun& run) {
+std::string Studies::ChooseBackendLocked(StudyRun& run) {
   if (!run.options().backend.empty()) return run.options().backend;
   absl::StatusOr<std::vector<db::Trial>> trials = TrialsOf(run.id);
   if (trials.ok()) {
@@ -212,7 +211,7 @@ std::string Planner::ChooseBackendLocked(StudyRun& run) {
     }
   }
   absl::StatusOr<std::vector<db::Agent>> agents =
-      SuitableAgents("", run.gpus_per_node());
+      SuitableAgents(*store_, "", run.gpus_per_node());
   if (!agents.ok() || agents->empty()) return "";
   // The backend most suitable agents have; on a tie the one that runs on
   // GPUs (the cost model's own hardware).
@@ -230,8 +229,8 @@ std::string Planner::ChooseBackendLocked(StudyRun& run) {
   return best;
 }
 
-void Planner::MarkRunnableLocked(StudyRun& run) {
-  Runnable r;
+void Studies::OpenForLeasingLocked(StudyRun& run) {
+  LeasableStudy r;
   r.backend = run.backend;
   r.ranks_per_agent = run.gpus_per_node();
   r.model = run.checked.spec.model();
@@ -240,11 +239,19 @@ void Planner::MarkRunnableLocked(StudyRun& run) {
   r.stack = run.workload->training.stack;
   r.precision = std::string(PrecisionName(run.workload->training.precision));
   r.options = run.options();
-  absl::MutexLock lock(&mu_);
-  runnable_[run.id] = std::move(r);
+  r.cluster = run.gpu_name;
+  r.agents_gpu = run.checked.agents_gpu;
+  leases_->OpenStudy(run.id, std::move(r));
 }
 
-absl::StatusOr<TrialPool> Planner::PoolLocked(StudyRun& run, int64_t agents) {
+void Studies::ForgetLocked(StudyRun& run) {
+  run.finished = true;
+  leases_->CloseStudy(run.id);
+  absl::MutexLock lock(&mu_);
+  runs_.erase(run.id);
+}
+
+absl::StatusOr<TrialPool> Studies::PoolLocked(StudyRun& run, int64_t agents) {
   planner::SearchOptions search = run.checked.search;
   // Enough candidates for the budget's rung 0 and its replacements.
   if (search.top != 0) {
@@ -272,13 +279,10 @@ absl::StatusOr<TrialPool> Planner::PoolLocked(StudyRun& run, int64_t agents) {
   return pool;
 }
 
-absl::Status Planner::AdvanceLocked(StudyRun& run) {
+absl::Status Studies::AdvanceLocked(StudyRun& run) {
   TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->GetStudy(run.id));
   if (db::IsFinal(study.status)) {
-    run.finished = true;
-    absl::MutexLock lock(&mu_);
-    runs_.erase(run.id);
-    runnable_.erase(run.id);
+    ForgetLocked(run);
     return absl::OkStatus();
   }
   TESSERA_ASSIGN_OR_RETURN(std::vector<db::Trial> trials, TrialsOf(run.id));
@@ -292,8 +296,9 @@ absl::Status Planner::AdvanceLocked(StudyRun& run) {
                                         refit.message()));
     }
   }
-  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Agent> agents,
-                           SuitableAgents(run.backend, run.gpus_per_node()));
+  TESSERA_ASSIGN_OR_RETURN(
+      const std::vector<db::Agent> agents,
+      SuitableAgents(*store_, run.backend, run.gpus_per_node()));
   absl::StatusOr<TrialPool> pool =
       PoolLocked(run, static_cast<int64_t>(agents.size()));
   if (!pool.ok()) {
@@ -308,7 +313,7 @@ absl::Status Planner::AdvanceLocked(StudyRun& run) {
   input.time_up =
       budget_s > 0 && Now() - run.created_at >= absl::Seconds(budget_s);
   const HalvingDecision decision = DecideNextTrials(input);
-  for (const std::string& note : decision.notes) Emit(run.id, note);
+  for (const std::string& note : decision.notes) events_->Emit(run.id, note);
   if (!decision.queue.empty()) {
     TESSERA_ASSIGN_OR_RETURN(const std::vector<int64_t> ids,
                              store_->AddTrials(run.id, decision.queue));
@@ -317,12 +322,13 @@ absl::Status Planner::AdvanceLocked(StudyRun& run) {
       if (!t.ok()) continue;
       const std::string note =
           TrialScaleNote(*t, *run.workload, run.options().layers);
-      Emit(run.id,
-           absl::StrCat("trial ", id, " queued at rung ", t->rung, " (",
-                        t->steps, " steps, ", t->gang_size, " agent",
-                        t->gang_size == 1 ? "" : "s", note.empty() ? "" : "; ",
-                        note, "): ", LayoutKey(t->layout)),
-           &*t);
+      events_->Emit(
+          run.id,
+          absl::StrCat("trial ", id, " queued at rung ", t->rung, " (",
+                       t->steps, " steps, ", t->gang_size, " agent",
+                       t->gang_size == 1 ? "" : "s", note.empty() ? "" : "; ",
+                       note, "): ", LayoutKey(t->layout)),
+          &*t);
       trials.push_back(*std::move(t));
     }
   }
@@ -330,7 +336,7 @@ absl::Status Planner::AdvanceLocked(StudyRun& run) {
       study.status == db::StudyStatus::kQueued) {
     TESSERA_RETURN_IF_ERROR(
         store_->SetStudyStatus(run.id, db::StudyStatus::kRunning, ""));
-    Emit(run.id, "running");
+    events_->Emit(run.id, "running");
   }
   switch (decision.outcome) {
     case HalvingDecision::Outcome::kContinue:
@@ -343,7 +349,7 @@ absl::Status Planner::AdvanceLocked(StudyRun& run) {
   return absl::OkStatus();
 }
 
-absl::Status Planner::FinishLocked(StudyRun& run, db::StudyStatus status,
+absl::Status Studies::FinishLocked(StudyRun& run, db::StudyStatus status,
                                    const std::string& reason) {
   TESSERA_RETURN_IF_ERROR(store_->CancelQueuedTrials(run.id).status());
   std::string best;
@@ -354,7 +360,8 @@ absl::Status Planner::FinishLocked(StudyRun& run, db::StudyStatus status,
     if (pool.ok()) {
       TESSERA_RETURN_IF_ERROR(
           StoreRecommendationLocked(run, *pool, trials, /*final=*/true));
-      absl::StatusOr<v1::Recommendation> r = GetRecommendation(run.id);
+      absl::StatusOr<v1::Recommendation> r =
+          queries_->GetRecommendation(run.id);
       if (r.ok() && r->has_best_throughput()) {
         const v1::RecommendedLayout& b = r->best_throughput();
         best = absl::StrFormat(
@@ -364,17 +371,13 @@ absl::Status Planner::FinishLocked(StudyRun& run, db::StudyStatus status,
     }
   }
   TESSERA_RETURN_IF_ERROR(store_->SetStudyStatus(run.id, status, reason));
-  run.finished = true;
-  {
-    absl::MutexLock lock(&mu_);
-    runs_.erase(run.id);
-    runnable_.erase(run.id);
-  }
-  Emit(run.id, absl::StrCat(db::StudyStatusName(status), ": ", reason, best));
+  ForgetLocked(run);
+  events_->Emit(run.id,
+                absl::StrCat(db::StudyStatusName(status), ": ", reason, best));
   return absl::OkStatus();
 }
 
-absl::Status Planner::StoreRecommendationLocked(
+absl::Status Studies::StoreRecommendationLocked(
     StudyRun& run, const TrialPool& pool, const std::vector<db::Trial>& trials,
     bool final) {
   RecommendationInput in;
@@ -397,7 +400,7 @@ absl::Status Planner::StoreRecommendationLocked(
   return store_->SetRecommendation(run.id, RecommendationToJson(r));
 }
 
-absl::Status Planner::RefitLocked(StudyRun& run,
+absl::Status Studies::RefitLocked(StudyRun& run,
                                   const std::vector<db::Trial>& trials) {
   std::vector<db::Trial> ok;
   if (run.checked.agents_gpu) {
@@ -487,7 +490,7 @@ absl::Status Planner::RefitLocked(StudyRun& run,
                         run.gpu_name, kMinGpuCalibrationTrials,
                         100 * kMaxGpuCalibrationMape));
   }
-  Emit(run.id, event);
+  events_->Emit(run.id, event);
   return absl::OkStatus();
 }
 

@@ -1,8 +1,9 @@
 // The planner's read-only answers about stored studies: a study, the study
 // list, the trial list, the recommendation. They read only the store, so
-// the planner serves them (Planner delegates here) and the history commands
-// answer them from a SQLite file with no planner running (`tessera studies
-// --db FILE`, cli/study_source.h): both print the same thing.
+// the planner serves them (PlannerService asks Studies::queries) and the
+// history commands answer them from a SQLite file with no planner running
+// (`tessera studies --db FILE`, cli/study_source.h): both print the same
+// thing.
 //
 //   StudyQueries queries(store.get());
 //   TESSERA_ASSIGN_OR_RETURN(v1::ListTrialsResponse trials,

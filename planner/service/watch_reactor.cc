@@ -13,12 +13,12 @@ bool IsFinalState(v1::StudyState state) {
 }  // namespace
 
 grpc::ServerWriteReactor<v1::StudyEvent>* WatchReactor::Start(
-    Planner* planner, int64_t study_id) {
-  auto* r = new WatchReactor(planner, study_id);
+    StudyEvents* events, int64_t study_id) {
+  auto* r = new WatchReactor(events);
   // Subscribe first, so that nothing published after the snapshot is lost.
-  r->subscription_ = planner->events().Subscribe(
+  r->subscription_ = events->hub().Subscribe(
       study_id, [r](const v1::StudyEvent& event) { r->Enqueue(event); });
-  absl::StatusOr<v1::StudyEvent> first = planner->CurrentEvent(study_id);
+  absl::StatusOr<v1::StudyEvent> first = events->CurrentEvent(study_id);
   if (!first.ok()) {
     r->End(ToGrpcStatus(first.status()));
     return r;
@@ -91,12 +91,12 @@ void WatchReactor::End(const grpc::Status& status) {
     ending_ = true;
   }
   // After Unsubscribe returns the hub never calls Enqueue again.
-  planner_->events().Unsubscribe(subscription_);
+  events_->hub().Unsubscribe(subscription_);
   Finish(status);
 }
 
 void WatchReactor::OnDone() {
-  planner_->events().Unsubscribe(subscription_);
+  events_->hub().Unsubscribe(subscription_);
   delete this;
 }
 

@@ -13,7 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "grpcpp/support/server_callback.h"
-#include "planner/service/planner.h"
+#include "planner/service/study_events.h"
 #include "tessera/v1/service.pb.h"
 
 namespace tessera::service {
@@ -22,7 +22,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::StudyEvent> {
  public:
   // Subscribes, then writes the current state; the reactor deletes itself
   // when the RPC is done.
-  static grpc::ServerWriteReactor<v1::StudyEvent>* Start(Planner* planner,
+  static grpc::ServerWriteReactor<v1::StudyEvent>* Start(StudyEvents* events,
                                                          int64_t study_id);
 
   void OnWriteDone(bool ok) override;
@@ -30,8 +30,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::StudyEvent> {
   void OnDone() override;
 
  private:
-  WatchReactor(Planner* planner, int64_t study_id)
-      : planner_(planner), study_id_(study_id) {}
+  explicit WatchReactor(StudyEvents* events) : events_(events) {}
 
   // The hub's sink.
   void Enqueue(const v1::StudyEvent& event);
@@ -41,8 +40,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::StudyEvent> {
   // Drops the subscription and finishes once.
   void End(const grpc::Status& status);
 
-  Planner* const planner_;
-  const int64_t study_id_;
+  StudyEvents* const events_;
   int64_t subscription_ = 0;  // set before any event can arrive
 
   absl::Mutex mu_;

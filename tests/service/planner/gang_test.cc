@@ -143,7 +143,7 @@ TEST_F(GangTest, RendezvousRelaysRankZerosDataToTheGang) {
   const v1::Trial done = ListTrials(s_, study_)[0];
   EXPECT_EQ(done.state(), v1::TRIAL_OK);
   // The rendezvous data went with the trial.
-  EXPECT_FALSE(s_.core().events().HasSubscribers(study_));
+  EXPECT_FALSE(s_.core().studies().events().hub().HasSubscribers(study_));
   EXPECT_EQ(a_->Fetch(id, 0, nullptr).error_code(),
             grpc::StatusCode::FAILED_PRECONDITION);
 }
@@ -211,7 +211,7 @@ TEST_F(GangTest, AMemberThatRestartedEndsTheGangsLease) {
   // b restarted: it registers again and heartbeats without the trial.
   ASSERT_TRUE(b_->Register().ok());
   ASSERT_TRUE(b_->Heartbeat({}).ok());
-  s_.core().WaitForAdvances();
+  s_.core().studies().WaitForAdvances();
   const v1::Trial t = ListTrials(s_, study_)[0];
   EXPECT_EQ(t.state(), v1::TRIAL_QUEUED);
   EXPECT_NE(t.reason().find("gang member agent-b no longer runs it"),

@@ -174,7 +174,7 @@ TEST(MetricsTest, CountsMatchTheStoreAndTheCallsMade) {
   }
   ScriptedAgent agent(s, "agent-a");
   ASSERT_TRUE(agent.Register().ok());
-  s.core().WaitForAdvances();
+  s.core().studies().WaitForAdvances();
 
   const auto [code, body] =
       HttpGet(s.server->metrics_address(), "GET", "/metrics");

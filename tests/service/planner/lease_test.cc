@@ -172,5 +172,24 @@ TEST_F(LeaseTest, CancellingTheStudyStopsItsRunningTrials) {
   ASSERT_TRUE(s_.planner->CancelStudy(Context().get(), cr, &cancelled).ok());
 }
 
+// A trial handed back as an infrastructure failure after its study ended
+// would be queued again (an attempt counted) with nothing left to run it:
+// the study hears of it and cancels it, as the reaper's re-queues are.
+TEST_F(LeaseTest, AnInfrastructureFailureAfterTheStudyEndedQueuesNothing) {
+  Start();
+  std::optional<v1::TrialAssignment> a = agent_->Lease();
+  ASSERT_TRUE(a.has_value());
+  v1::CancelStudyRequest cr;
+  cr.set_study_id(study_);
+  v1::CancelStudyResponse cancelled;
+  ASSERT_TRUE(s_.planner->CancelStudy(Context().get(), cr, &cancelled).ok());
+  ASSERT_TRUE(agent_
+                  ->Release(a->trial_id(), "the node lost its GPU",
+                            /*infrastructure_failure=*/true)
+                  .ok());
+  EXPECT_EQ(Only().state(), v1::TRIAL_CANCELLED) << Only().reason();
+  EXPECT_FALSE(agent_->Lease().has_value());
+}
+
 }  // namespace
 }  // namespace tessera::service::testing

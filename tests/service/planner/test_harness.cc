@@ -151,7 +151,7 @@ grpc::Status ScriptedAgent::Report(int64_t trial_id,
   r.set_result_json(result_json);
   v1::ReportTrialResponse response;
   const grpc::Status s = stub_->ReportTrial(Context().get(), r, &response);
-  planner_->WaitForAdvances();
+  planner_->studies().WaitForAdvances();
   return s;
 }
 
@@ -164,7 +164,7 @@ grpc::Status ScriptedAgent::Release(int64_t trial_id, const std::string& reason,
   r.set_infrastructure_failure(infrastructure_failure);
   v1::ReleaseTrialResponse response;
   const grpc::Status s = stub_->ReleaseTrial(Context().get(), r, &response);
-  planner_->WaitForAdvances();
+  planner_->studies().WaitForAdvances();
   return s;
 }
 
@@ -201,7 +201,7 @@ grpc::Status ScriptedAgent::ReportSweep(int64_t probe_id,
   v1::ReportCollectiveProbeResponse response;
   const grpc::Status s =
       stub_->ReportCollectiveProbe(Context().get(), r, &response);
-  planner_->WaitForAdvances();
+  planner_->studies().WaitForAdvances();
   return s;
 }
 

@@ -55,8 +55,8 @@ struct TestServer {
   Planner& core() { return server->planner(); }
   // One reaper pass and the study advances it asked for.
   void Reap() {
-    core().Reap();
-    core().WaitForAdvances();
+    core().leases().Reap();
+    core().studies().WaitForAdvances();
   }
 };
 

@@ -84,7 +84,7 @@ TEST(WatchTest, StreamsTheStudyUntilItIsDone) {
   for (size_t i = 0; i + 1 < events.size(); ++i) {
     EXPECT_NE(events[i].study().state(), v1::STUDY_DONE) << i;
   }
-  EXPECT_FALSE(s.core().events().HasSubscribers(id));
+  EXPECT_FALSE(s.core().studies().events().hub().HasSubscribers(id));
 
   // Watching a final study: its state, then the end.
   grpc::ClientContext context;
@@ -110,14 +110,15 @@ TEST(WatchTest, AWatcherThatLeavesIsUnsubscribed) {
   v1::StudyEvent e;
   ASSERT_TRUE(reader->Read(&e));
   EXPECT_EQ(e.study().state(), v1::STUDY_QUEUED);
-  EXPECT_TRUE(s.core().events().HasSubscribers(id));
+  EXPECT_TRUE(s.core().studies().events().hub().HasSubscribers(id));
   context.TryCancel();
   EXPECT_FALSE(reader->Read(&e));
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
-  for (int i = 0; i < 200 && s.core().events().HasSubscribers(id); ++i) {
+  for (int i = 0;
+       i < 200 && s.core().studies().events().hub().HasSubscribers(id); ++i) {
     absl::SleepFor(absl::Milliseconds(10));
   }
-  EXPECT_FALSE(s.core().events().HasSubscribers(id));
+  EXPECT_FALSE(s.core().studies().events().hub().HasSubscribers(id));
 }
 
 TEST(WatchTest, ShutdownEndsOpenStreams) {

@@ -1,5 +1,9 @@
-// Planner: the PlannerService side (submitting, reading, cancelling studies;
-// the offline ranking) and resuming studies after a restart.
+// Studies: submitting, cancelling and resuming studies, the offline ranking
+// (Plan, Predict), calibration files, the advancer thread, and what the
+// lease side tells the studies (study_desk.h). A study's progress is in
+// study_progress.cc.
+#include "planner/service/studies.h"
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -9,18 +13,155 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "planner/search/plan_uncertainty.h"
+#include "planner/service/agent_roster.h"
 #include "planner/service/agents_gpu.h"
 #include "planner/service/calibration_exchange.h"
-#include "planner/service/planner.h"
 #include "planner/service/proto_mapping.h"
 #include "planner/service/recalibration.h"
-#include "planner/service/recommendation.h"
 #include "planner/service/trial_geometry.h"
 #include "proto/convert.h"
 
 namespace tessera::service {
 
-absl::StatusOr<int64_t> Planner::SubmitStudy(
+Studies::Studies(db::TrialStore* store, PlannerOptions options,
+                 const StudyQueries* queries, StudyEvents* events,
+                 Leases* leases)
+    : store_(store),
+      options_(std::move(options)),
+      queries_(queries),
+      events_(events),
+      leases_(leases) {}
+
+Studies::~Studies() { StopAdvancer(); }
+
+absl::Time Studies::Now() const {
+  return options_.clock ? options_.clock() : absl::Now();
+}
+
+void Studies::StartAdvancer() {
+  if (advancer_.joinable()) return;
+  advancer_ = std::thread([this] { RunAdvancer(); });
+}
+
+void Studies::StopAdvancer() {
+  {
+    absl::MutexLock lock(&advance_mu_);
+    advance_stopping_ = true;
+  }
+  if (advancer_.joinable()) advancer_.join();
+}
+
+void Studies::RequestAdvance(int64_t study_id) {
+  absl::MutexLock lock(&advance_mu_);
+  if (advance_stopping_) return;
+  if (advance_queued_.insert(study_id).second) {
+    advance_queue_.push_back(study_id);
+  }
+}
+
+void Studies::RunAdvancer() {
+  while (true) {
+    int64_t study_id = 0;
+    {
+      absl::MutexLock lock(&advance_mu_);
+      advance_mu_.Await(absl::Condition(this, &Studies::AdvancerHasWork));
+      if (advance_stopping_) return;
+      study_id = advance_queue_.front();
+      advance_queue_.pop_front();
+      advance_queued_.erase(study_id);
+      advance_busy_ = true;
+    }
+    std::shared_ptr<StudyRun> run = FindRun(study_id);
+    if (run != nullptr) Advance(run);
+    absl::MutexLock lock(&advance_mu_);
+    advance_busy_ = false;
+  }
+}
+
+void Studies::WaitForAdvances() {
+  absl::MutexLock lock(&advance_mu_);
+  advance_mu_.Await(absl::Condition(this, &Studies::AdvancerIdle));
+}
+
+std::optional<Workload> Studies::TrialWorkload(const db::Trial& trial) {
+  std::shared_ptr<StudyRun> run = FindRun(trial.study_id);
+  if (run == nullptr) return std::nullopt;
+  std::optional<Workload> study;
+  {
+    absl::MutexLock lock(&run->resolved_mu);
+    study = run->resolved_workload;
+  }
+  if (!study) return std::nullopt;
+  absl::StatusOr<Workload> ran =
+      WorkloadTrialRan(trial, *study, run->options().layers);
+  if (!ran.ok()) return std::nullopt;
+  return *std::move(ran);
+}
+
+void Studies::TrialChanged(int64_t study_id) {
+  if (FindRun(study_id) == nullptr) {
+    // Its study ended while the trial ran: nothing may run it again.
+    (void)store_->CancelQueuedTrials(study_id);
+    return;
+  }
+  RequestAdvance(study_id);
+}
+
+void Studies::AgentsLost(const std::vector<std::string>& lost,
+                         absl::Duration silence) {
+  const std::string which = absl::StrCat(
+      lost.size() == 1 ? "agent " : "agents ", absl::StrJoin(lost, ", "),
+      " sent no heartbeat for ", absl::FormatDuration(silence), " and ",
+      lost.size() == 1 ? "was" : "were", " marked gone");
+  for (const std::shared_ptr<StudyRun>& run : Runs()) {
+    // The spec's backend and ranks, not the study's lock (a refit holds it).
+    absl::StatusOr<std::string> shortage =
+        AgentShortage(*store_, run->options().backend, run->gpus_per_node());
+    if (!shortage.ok()) continue;
+    events_->Emit(
+        run->id,
+        shortage->empty()
+            ? absl::StrCat(which, "; its trials run again on the others")
+            : absl::StrCat(which,
+                           "; the study is short of agents: ", *shortage));
+  }
+}
+
+void Studies::ClusterProbed(const std::string& cluster,
+                            const std::string& message) {
+  for (const std::shared_ptr<StudyRun>& run : Runs()) {
+    bool same = false;
+    {
+      absl::MutexLock lock(&run->mu);
+      same = run->gpu_name == cluster;
+    }
+    if (same) events_->Emit(run->id, message);
+  }
+}
+
+void Studies::Tick(absl::Time now) {
+  for (const std::shared_ptr<StudyRun>& run : Runs()) {
+    const double budget_s = run->options().time_budget_s;
+    if (budget_s > 0 && now - run->created_at >= absl::Seconds(budget_s)) {
+      RequestAdvance(run->id);
+    }
+  }
+  StartWaitingStudies();
+}
+
+std::vector<std::shared_ptr<StudyRun>> Studies::Runs() {
+  std::vector<std::shared_ptr<StudyRun>> runs;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, run] : runs_) runs.push_back(run);
+  return runs;
+}
+
+absl::StatusOr<std::string> Studies::StudyOwner(int64_t study_id) {
+  TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->GetStudy(study_id));
+  return study.owner;
+}
+
+absl::StatusOr<int64_t> Studies::SubmitStudy(
     const v1::StudySpec& spec, const v1::ImportCalibrationRequest* calibration,
     std::string* agent_note, const std::string& owner) {
   TESSERA_ASSIGN_OR_RETURN(CheckedStudy checked, CheckStudySpec(spec));
@@ -74,8 +215,9 @@ absl::StatusOr<int64_t> Planner::SubmitStudy(
   s.time_budget_s = checked.trials.time_budget_s;
   s.owner = owner;
   if (agent_note != nullptr && checked.trials.max_trials != 0) {
-    absl::StatusOr<std::string> note = AgentShortage(
-        checked.trials.backend, checked.workload.cluster.gpus_per_node);
+    absl::StatusOr<std::string> note =
+        AgentShortage(*store_, checked.trials.backend,
+                      checked.workload.cluster.gpus_per_node);
     *agent_note = note.ok() ? *note : "";
   }
   TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->CreateStudy(s));
@@ -85,13 +227,14 @@ absl::StatusOr<int64_t> Planner::SubmitStudy(
     absl::MutexLock lock(&mu_);
     runs_[study.id] = run;
   }
-  Emit(study.id, absl::StrCat("submitted: ", s.name, " (", s.model, " on ",
-                              s.nodes, "x", s.gpus_per_node, " ", s.gpu, ")"));
+  events_->Emit(study.id,
+                absl::StrCat("submitted: ", s.name, " (", s.model, " on ",
+                             s.nodes, "x", s.gpus_per_node, " ", s.gpu, ")"));
   Start(run);
   return study.id;
 }
 
-void Planner::ResumeStudies() {
+void Studies::ResumeStudies() {
   db::StudyFilter filter;
   filter.statuses = {db::StudyStatus::kQueued, db::StudyStatus::kRunning};
   absl::StatusOr<std::vector<db::Study>> studies = store_->ListStudies(filter);
@@ -133,32 +276,29 @@ void Planner::ResumeStudies() {
   }
 }
 
-std::shared_ptr<StudyRun> Planner::FindRun(int64_t study_id) {
+std::shared_ptr<StudyRun> Studies::FindRun(int64_t study_id) {
   absl::MutexLock lock(&mu_);
   auto it = runs_.find(study_id);
   return it == runs_.end() ? nullptr : it->second;
 }
 
-void Planner::StartWaitingStudies() {
-  std::vector<std::shared_ptr<StudyRun>> waiting;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [id, run] : runs_) {
-      if (runnable_.count(id) == 0) waiting.push_back(run);
-    }
+void Studies::StartWaitingStudies() {
+  for (const std::shared_ptr<StudyRun>& run : Runs()) {
+    if (!leases_->IsOpen(run->id)) Start(run);
   }
-  for (const std::shared_ptr<StudyRun>& run : waiting) Start(run);
 }
 
-absl::StatusOr<std::vector<db::Trial>> Planner::TrialsOf(int64_t study_id) {
+absl::StatusOr<std::vector<db::Trial>> Studies::TrialsOf(int64_t study_id) {
   db::TrialFilter filter;
   filter.study_id = study_id;
   return store_->ListTrials(filter);
 }
 
-absl::StatusOr<v1::StudySummary> Planner::CancelStudy(int64_t study_id) {
+absl::StatusOr<v1::StudySummary> Studies::CancelStudy(int64_t study_id) {
   TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->GetStudy(study_id));
-  if (study.status == db::StudyStatus::kCancelled) return Summary(study_id);
+  if (study.status == db::StudyStatus::kCancelled) {
+    return queries_->Summary(study_id);
+  }
   if (db::IsFinal(study.status)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "study ", study_id, " is ", db::StudyStatusName(study.status),
@@ -176,16 +316,16 @@ absl::StatusOr<v1::StudySummary> Planner::CancelStudy(int64_t study_id) {
     TESSERA_RETURN_IF_ERROR(store_->SetStudyStatus(
         study_id, db::StudyStatus::kCancelled, "cancelled by the user"));
   }
-  return Summary(study_id);
+  return queries_->Summary(study_id);
 }
 
-absl::StatusOr<Workload> Planner::WorkloadForRequest(
+absl::StatusOr<Workload> Studies::WorkloadForRequest(
     const v1::StudySpec& spec) {
   TESSERA_ASSIGN_OR_RETURN(const CheckedStudy checked, CheckStudySpec(spec));
   if (!checked.agents_gpu) return checked.workload;
   TESSERA_ASSIGN_OR_RETURN(
       const std::vector<db::Agent> agents,
-      SuitableAgents(checked.trials.backend,
+      SuitableAgents(*store_, checked.trials.backend,
                      checked.workload.cluster.gpus_per_node));
   for (const db::Agent& agent : agents) {
     db::ProbeFilter probes_of;
@@ -205,14 +345,13 @@ absl::StatusOr<Workload> Planner::WorkloadForRequest(
       " ranks has reported its probes yet"));
 }
 
-absl::StatusOr<v1::PlanResponse> Planner::Plan(const v1::PlanRequest& request) {
-  TESSERA_ASSIGN_OR_RETURN(const Workload workload,
-                           WorkloadForRequest(request.study()));
+absl::StatusOr<StudyPlan> Studies::Plan(const v1::StudySpec& study) {
+  TESSERA_ASSIGN_OR_RETURN(const Workload workload, WorkloadForRequest(study));
   TESSERA_ASSIGN_OR_RETURN(
       const planner::SearchOptions search,
       [&]() -> absl::StatusOr<planner::SearchOptions> {
         absl::StatusOr<planner::SearchOptions> o =
-            SearchOptionsFromSpec(request.study().search());
+            SearchOptionsFromSpec(study.search());
         if (!o.ok()) return InStudy(o.status());
         if (o->top == 0 || o->top > kMaxPlanCandidates) {
           return absl::InvalidArgumentError(absl::StrCat(
@@ -233,36 +372,32 @@ absl::StatusOr<v1::PlanResponse> Planner::Plan(const v1::PlanRequest& request) {
   absl::StatusOr<planner::SearchResult> result =
       planner::SearchLayouts(workload, calibration, search);
   if (!result.ok()) return InStudy(result.status());
-  v1::PlanResponse out = PlanResponseFromResult(*result);
-  *out.mutable_uncertainty() = PlanUncertaintyToProto(
-      planner::AssessPlan(workload, *result, calibration, spreads));
+  StudyPlan out;
+  out.uncertainty =
+      planner::AssessPlan(workload, *result, calibration, spreads);
+  out.result = *std::move(result);
   return out;
 }
 
-absl::StatusOr<v1::PredictResponse> Planner::Predict(
-    const v1::PredictRequest& request) {
-  TESSERA_ASSIGN_OR_RETURN(const Workload workload,
-                           WorkloadForRequest(request.study()));
-  TESSERA_ASSIGN_OR_RETURN(const Layout layout,
-                           LayoutFromProto(request.layout()));
+absl::StatusOr<StudyPrediction> Studies::Predict(const v1::StudySpec& study,
+                                                 const Layout& layout) {
+  TESSERA_ASSIGN_OR_RETURN(const Workload workload, WorkloadForRequest(study));
   double mape = 0;
   int64_t samples = 0;
   planner::PredictionUncertainty spreads;
   const planner::Calibration calibration = LatestGpuCalibration(
       workload.cluster.gpu.name, workload, &mape, &samples, &spreads);
-  const planner::LayoutEvaluation evaluation =
-      planner::PredictLayout(workload, layout, calibration);
-  v1::PredictResponse out;
-  *out.mutable_evaluation() = EvaluationToProto(evaluation);
-  if (evaluation.feasible) {
-    *out.mutable_step_time_interval() = IntervalToProto(
-        planner::IntervalOf(workload, evaluation, calibration, spreads));
+  StudyPrediction out;
+  out.evaluation = planner::PredictLayout(workload, layout, calibration);
+  if (out.evaluation.feasible) {
+    out.step_time =
+        planner::IntervalOf(workload, out.evaluation, calibration, spreads);
   }
-  out.set_uncertainty_source(spreads.source);
+  out.uncertainty_source = spreads.source;
   return out;
 }
 
-absl::StatusOr<v1::ImportCalibrationResponse> Planner::ImportCalibration(
+absl::StatusOr<v1::ImportCalibrationResponse> Studies::ImportCalibration(
     const v1::ImportCalibrationRequest& request) {
   TESSERA_ASSIGN_OR_RETURN(v1::ImportCalibrationResponse r,
                            service::ImportCalibration(*store_, request));
@@ -273,12 +408,12 @@ absl::StatusOr<v1::ImportCalibrationResponse> Planner::ImportCalibration(
   return r;
 }
 
-absl::StatusOr<v1::ExportCalibrationResponse> Planner::ExportCalibration(
+absl::StatusOr<v1::ExportCalibrationResponse> Studies::ExportCalibration(
     const v1::ExportCalibrationRequest& request) {
   return service::ExportCalibration(*store_, request);
 }
 
-planner::Calibration Planner::LatestGpuCalibration(
+planner::Calibration Studies::LatestGpuCalibration(
     const std::string& gpu_name, const Workload& workload, double* mape,
     int64_t* samples, planner::PredictionUncertainty* spreads) {
   *mape = 0;

@@ -1,5 +1,8 @@
-// Planner: the AgentService side. Registration, heartbeats, probes, leasing
-// (gangs included), reports, hand-backs and the rendezvous relay.
+// Leases: registration, heartbeats, probes, leasing (gangs included),
+// reports, hand-backs and the rendezvous relay. The reaper is in
+// lease_reaper.cc, the cluster probes' leases in cluster_probe_leases.cc.
+#include "planner/service/leases.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -12,11 +15,9 @@
 #include "core/trial_backend.h"
 #include "core/trial_result.h"
 #include "nlohmann/json.hpp"
+#include "planner/service/agent_roster.h"
 #include "planner/service/measurement_check.h"
-#include "planner/service/planner.h"
 #include "planner/service/proto_mapping.h"
-#include "planner/service/recalibration.h"
-#include "planner/service/trial_geometry.h"
 #include "proto/convert.h"
 
 namespace tessera::service {
@@ -48,107 +49,87 @@ bool LeaseOrder(const db::Trial& a, const db::Trial& b) {
   return a.id < b.id;
 }
 
-// Whether `agent` runs trials of `backend`: its own, or, for "" (cpu or
-// cuda), any backend of Tessera's executor (a command agent needs a study's
-// command).
-bool ServesBackend(const db::Agent& agent, absl::string_view backend) {
-  if (!backend.empty()) return agent.info.backend == backend;
-  absl::StatusOr<const TrialBackend*> kind =
-      FindTrialBackend(agent.info.backend);
-  return kind.ok() && (*kind)->launcher == TrialLauncher::kTesseraTrial;
-}
-
 }  // namespace
 
-absl::StatusOr<db::Agent> Planner::ActiveAgent(absl::string_view agent_id) {
-  TESSERA_RETURN_IF_ERROR(RequireAgentId(agent_id));
-  TESSERA_ASSIGN_OR_RETURN(db::Agent agent, store_->GetAgent(agent_id));
-  if (agent.state != db::AgentState::kActive) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "agent ", agent_id, " was marked gone (no heartbeat); register again"));
-  }
-  return agent;
+Leases::Leases(db::TrialStore* store, PlannerOptions options,
+               StudyEvents* events, StudyDesk* desk)
+    : store_(store),
+      options_(std::move(options)),
+      events_(events),
+      desk_(desk) {}
+
+Leases::~Leases() { StopReaper(); }
+
+absl::Time Leases::Now() const {
+  return options_.clock ? options_.clock() : absl::Now();
 }
 
-absl::StatusOr<std::vector<db::Agent>> Planner::SuitableAgents(
-    absl::string_view backend, int64_t ranks) {
-  TESSERA_ASSIGN_OR_RETURN(std::vector<db::Agent> agents,
-                           store_->ListAgents(db::AgentState::kActive));
-  std::vector<db::Agent> out;
-  for (db::Agent& a : agents) {
-    if (ServesBackend(a, backend) && a.info.gpu_count >= ranks) {
-      out.push_back(std::move(a));
-    }
+void Leases::OpenStudy(int64_t study_id, LeasableStudy study) {
+  const std::vector<int64_t> probes = QueueClusterProbes(study);
+  if (!probes.empty()) {
+    events_->Emit(
+        study_id,
+        absl::StrCat("cluster probe queued for ", study.cluster,
+                     ": the collectives' bus bandwidth on ",
+                     absl::StrJoin(probes, ", "), " agent",
+                     probes.size() == 1 && probes[0] == 1 ? "" : "s", " of ",
+                     study.ranks_per_agent,
+                     " ranks (run before the trials; every later plan on "
+                     "this cluster uses it)"));
   }
-  return out;
+  absl::MutexLock lock(&mu_);
+  open_[study_id] = std::move(study);
 }
 
-absl::StatusOr<std::string> Planner::AgentShortage(absl::string_view backend,
-                                                   int64_t ranks) {
-  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Agent> agents,
-                           store_->ListAgents(db::AgentState::kActive));
-  std::vector<std::string> seen;
-  for (const db::Agent& a : agents) {
-    if (ServesBackend(a, backend) && a.info.gpu_count >= ranks) return "";
-    if (seen.size() < 4) {
-      seen.push_back(absl::StrCat(a.info.id, " (", a.info.backend, ", ",
-                                  a.info.gpu_count, " ranks)"));
-    }
-  }
-  if (agents.size() > seen.size()) {
-    seen.push_back(absl::StrCat("and ", agents.size() - seen.size(), " more"));
-  }
-  return absl::StrCat(
-      "no registered agent can run its trials: each needs ", ranks, " ranks",
-      backend.empty() ? "" : absl::StrCat(" on backend ", backend),
-      "; registered: ", agents.empty() ? "none" : absl::StrJoin(seen, ", "),
-      ". It waits for one (tessera-agent --backend ",
-      backend.empty() ? "cpu|cuda" : std::string(backend), ")");
+void Leases::CloseStudy(int64_t study_id) {
+  absl::MutexLock lock(&mu_);
+  open_.erase(study_id);
 }
 
-bool Planner::Fits(const db::Agent& agent, const Runnable& r) const {
+bool Leases::IsOpen(int64_t study_id) {
+  absl::MutexLock lock(&mu_);
+  return open_.count(study_id) > 0;
+}
+
+void Leases::TellStudy(int64_t trial_id) {
+  absl::StatusOr<db::Trial> trial = store_->GetTrial(trial_id);
+  if (!trial.ok()) return;
+  std::string what = trial->reason;
+  if (trial->status == db::TrialState::kOk && trial->measured.has_value()) {
+    what = absl::StrFormat("%.4g tokens/s (%.4g per GPU)",
+                           trial->measured->tokens_per_s,
+                           trial->measured->tokens_per_s_per_gpu);
+  }
+  events_->Emit(trial->study_id,
+                absl::StrCat("trial ", trial_id, " ",
+                             trial->status == db::TrialState::kQueued
+                                 ? "re-queued"
+                                 : db::TrialStateName(trial->status),
+                             ": ", what),
+                &*trial);
+  desk_->TrialChanged(trial->study_id);
+}
+
+bool Leases::Fits(const db::Agent& agent, const LeasableStudy& r) const {
   return ServesBackend(agent, r.backend) &&
          agent.info.gpu_count >= r.ranks_per_agent;
 }
 
-absl::StatusOr<v1::RegisterResponse> Planner::Register(
-    const v1::RegisterRequest& request) {
-  const v1::AgentInfo& a = request.agent();
-  if (a.gpu_count() < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "agent.gpu_count: must offer at least one GPU or CPU rank, got ",
-        a.gpu_count()));
-  }
-  db::AgentRegistration r;
-  r.id = a.agent_id();
-  r.hostname = a.hostname();
-  r.backend = a.backend();
-  r.gpu_name = a.gpu_name();
-  r.gpu_count = a.gpu_count();
-  r.memory_bytes = a.memory_bytes();
-  r.driver = a.driver();
-  r.interconnect = a.interconnect();
-  r.cpu_ranks = a.backend() == "cpu" ? a.gpu_count() : 0;
-  r.address = a.address();
-  TESSERA_ASSIGN_OR_RETURN(const db::Agent agent, store_->UpsertAgent(r));
+absl::StatusOr<db::Agent> Leases::Register(
+    const db::AgentRegistration& registration) {
+  TESSERA_ASSIGN_OR_RETURN(const db::Agent agent,
+                           store_->UpsertAgent(registration));
   options_.log.Info(
       absl::StrCat("agent ", agent.info.id, " registered: ", agent.info.backend,
                    ", ", agent.info.gpu_count, " x ",
                    agent.info.gpu_name.empty() ? "rank" : agent.info.gpu_name,
                    " on ", agent.info.hostname));
-  v1::RegisterResponse out;
-  out.set_heartbeat_interval_ms(
-      absl::ToInt64Milliseconds(options_.heartbeat_interval));
-  out.set_lease_poll_interval_ms(
-      absl::ToInt64Milliseconds(options_.lease_poll_interval));
-  out.set_agent_id(agent.info.id);
-  StartWaitingStudies();
-  return out;
+  desk_->AgentsChanged();
+  return agent;
 }
 
-absl::StatusOr<v1::HeartbeatResponse> Planner::Heartbeat(
-    const v1::HeartbeatRequest& request) {
-  const std::string& agent_id = request.agent_id();
+absl::StatusOr<std::vector<int64_t>> Leases::Heartbeat(
+    const std::string& agent_id, const std::set<int64_t>& running) {
   TESSERA_RETURN_IF_ERROR(RequireAgentId(agent_id));
   const absl::Time now = Now();
   TESSERA_RETURN_IF_ERROR(store_->Heartbeat(agent_id, now));
@@ -157,8 +138,6 @@ absl::StatusOr<v1::HeartbeatResponse> Planner::Heartbeat(
   held_filter.leased_to = agent_id;
   TESSERA_ASSIGN_OR_RETURN(std::vector<db::Trial> held,
                            store_->ListTrials(held_filter));
-  const std::set<int64_t> running(request.running_trials().begin(),
-                                  request.running_trials().end());
   // A gang trial it holds but no longer runs (it restarted) cannot go on:
   // the other members wait for it or crash. Ended at once (once it had
   // time to start), as an infrastructure failure.
@@ -187,16 +166,16 @@ absl::StatusOr<v1::HeartbeatResponse> Planner::Heartbeat(
   // Stop what it no longer holds, and trials of studies that ended.
   std::map<int64_t, int64_t> study_of;
   for (const db::Trial& t : held) study_of[t.id] = t.study_id;
-  v1::HeartbeatResponse out;
+  std::vector<int64_t> stop;
   for (int64_t trial_id : running) {
-    const bool stop =
-        extended.count(trial_id) == 0 || FindRun(study_of[trial_id]) == nullptr;
-    if (stop) out.add_cancel_trials(trial_id);
+    if (extended.count(trial_id) == 0 || !desk_->IsActive(study_of[trial_id])) {
+      stop.push_back(trial_id);
+    }
   }
-  return out;
+  return stop;
 }
 
-absl::StatusOr<std::vector<db::Trial>> Planner::EndGangsThisAgentLeft(
+absl::StatusOr<std::vector<db::Trial>> Leases::EndGangsThisAgentLeft(
     const std::string& agent_id, std::vector<db::Trial> held,
     const std::set<int64_t>& running, absl::Time now) {
   std::vector<db::Trial> kept;
@@ -219,20 +198,12 @@ absl::StatusOr<std::vector<db::Trial>> Planner::EndGangsThisAgentLeft(
       continue;
     }
     TrialLeaseEnded(t.id);
-    absl::StatusOr<db::Trial> now_trial = store_->GetTrial(t.id);
-    if (now_trial.ok()) {
-      Emit(now_trial->study_id,
-           absl::StrCat("trial ", t.id, " ",
-                        db::TrialStateName(now_trial->status), ": ",
-                        now_trial->reason),
-           &*now_trial);
-      RequestAdvance(now_trial->study_id);
-    }
+    TellStudy(t.id);
   }
   return kept;
 }
 
-bool Planner::AssignmentPending(const std::string& agent_id, int64_t trial_id) {
+bool Leases::AssignmentPending(const std::string& agent_id, int64_t trial_id) {
   absl::MutexLock lock(&mu_);
   const auto it = pending_.find(agent_id);
   if (it == pending_.end()) return false;
@@ -242,29 +213,19 @@ bool Planner::AssignmentPending(const std::string& agent_id, int64_t trial_id) {
   return false;
 }
 
-absl::Status Planner::ReportProbes(const v1::ReportProbesRequest& request) {
-  TESSERA_RETURN_IF_ERROR(RequireAgentId(request.agent_id()));
-  std::vector<db::Probe> probes;
-  for (const v1::Probe& p : request.probes()) {
-    db::Probe probe;
-    probe.kind = p.kind();
-    probe.group_size = p.group_size();
-    probe.bytes = p.bytes();
-    probe.value = p.value();
-    probe.unit = p.unit();
-    probes.push_back(std::move(probe));
-  }
-  TESSERA_RETURN_IF_ERROR(
-      store_->AddProbes(request.agent_id(), probes).status());
-  StartWaitingStudies();
+absl::Status Leases::ReportProbes(const std::string& agent_id,
+                                  std::vector<db::Probe> probes) {
+  TESSERA_RETURN_IF_ERROR(RequireAgentId(agent_id));
+  TESSERA_RETURN_IF_ERROR(store_->AddProbes(agent_id, probes).status());
+  desk_->AgentsChanged();
   return absl::OkStatus();
 }
 
-v1::TrialAssignment Planner::Assignment(const db::Trial& trial,
-                                        const Runnable& r,
-                                        const db::Agent& agent,
-                                        int64_t node_rank,
-                                        absl::Time expires_at) const {
+v1::TrialAssignment Leases::Assignment(const db::Trial& trial,
+                                       const LeasableStudy& r,
+                                       const db::Agent& agent,
+                                       int64_t node_rank,
+                                       absl::Time expires_at) const {
   const Layout& l = trial.layout;
   v1::TrialAssignment a;
   a.set_trial_id(trial.id);
@@ -290,12 +251,12 @@ v1::TrialAssignment Planner::Assignment(const db::Trial& trial,
   return a;
 }
 
-absl::StatusOr<v1::LeaseTrialResponse> Planner::LeaseTrial(
-    const v1::LeaseTrialRequest& request) {
+absl::StatusOr<std::optional<v1::TrialAssignment>> Leases::LeaseTrial(
+    const std::string& agent_id) {
   TESSERA_ASSIGN_OR_RETURN(const db::Agent agent,
-                           ActiveAgent(request.agent_id()));
+                           ActiveAgent(*store_, agent_id));
   const absl::Time now = Now();
-  v1::LeaseTrialResponse out;
+  std::optional<v1::TrialAssignment> out;
   absl::MutexLock lease_lock(&lease_mu_);
   std::vector<v1::TrialAssignment> pending;
   {
@@ -317,17 +278,16 @@ absl::StatusOr<v1::LeaseTrialResponse> Planner::LeaseTrial(
                     agent.info.id) == job->second.agent_ids.end()) {
         continue;
       }
-      *out.mutable_assignment() = pending[i];
+      out = pending[i];
     } else {
       absl::StatusOr<db::Trial> t = store_->GetTrial(pending[i].trial_id());
       if (!t.ok() || t->status != db::TrialState::kLeased ||
           !Holds(*t, agent.info.id)) {
         continue;
       }
-      *out.mutable_assignment() = pending[i];
+      out = pending[i];
       if (t->lease_expires_at.has_value()) {
-        out.mutable_assignment()->set_lease_expiry_unix_ms(
-            UnixMillis(*t->lease_expires_at));
+        out->set_lease_expiry_unix_ms(UnixMillis(*t->lease_expires_at));
       }
     }
     absl::MutexLock lock(&mu_);
@@ -338,13 +298,10 @@ absl::StatusOr<v1::LeaseTrialResponse> Planner::LeaseTrial(
     }
     return out;
   }
-  TESSERA_ASSIGN_OR_RETURN(std::optional<v1::TrialAssignment> next,
-                           LeaseNext(agent, now));
-  if (next.has_value()) *out.mutable_assignment() = *std::move(next);
-  return out;
+  return LeaseNext(agent, now);
 }
 
-std::vector<db::Agent> Planner::IdleGang(
+std::vector<db::Agent> Leases::IdleGang(
     const db::Agent& agent, int64_t size, absl::Time now,
     const std::function<bool(const db::Agent&)>& fits) {
   std::vector<std::string> idle;
@@ -372,7 +329,7 @@ std::vector<db::Agent> Planner::IdleGang(
   return gang;
 }
 
-absl::StatusOr<std::optional<v1::TrialAssignment>> Planner::LeaseNext(
+absl::StatusOr<std::optional<v1::TrialAssignment>> Leases::LeaseNext(
     const db::Agent& agent, absl::Time now) {
   // Cluster probes first: later trials and studies plan with what they
   // measure.
@@ -381,10 +338,10 @@ absl::StatusOr<std::optional<v1::TrialAssignment>> Planner::LeaseNext(
     return std::move(probe.assignment);
   }
   // The started studies this agent can serve, oldest first.
-  std::map<int64_t, Runnable> runnable;
+  std::map<int64_t, LeasableStudy> runnable;
   {
     absl::MutexLock lock(&mu_);
-    for (const auto& [id, r] : runnable_) {
+    for (const auto& [id, r] : open_) {
       if (Fits(agent, r)) runnable.emplace(id, r);
     }
   }
@@ -418,8 +375,9 @@ absl::StatusOr<std::optional<v1::TrialAssignment>> Planner::LeaseNext(
         absl::MutexLock lock(&mu_);
         idle_since_poll_.erase(agent.info.id);
       }
-      Emit(t.study_id,
-           absl::StrCat("trial ", t.id, " leased to ", agent.info.id), &t);
+      events_->Emit(t.study_id,
+                    absl::StrCat("trial ", t.id, " leased to ", agent.info.id),
+                    &t);
       return Assignment(t, r->second, agent, 0, expires_at);
     }
     // A gang: this agent and other idle agents that fit, polled recently.
@@ -450,46 +408,32 @@ absl::StatusOr<std::optional<v1::TrialAssignment>> Planner::LeaseNext(
         }
       }
     }
-    Emit(t.study_id,
-         absl::StrCat("trial ", t.id, " leased to the gang ",
-                      absl::StrJoin(ids, ", "), " (node ranks in that order)"),
-         &t);
+    events_->Emit(
+        t.study_id,
+        absl::StrCat("trial ", t.id, " leased to the gang ",
+                     absl::StrJoin(ids, ", "), " (node ranks in that order)"),
+        &t);
     return mine;
   }
   return std::nullopt;
 }
 
-std::optional<Workload> Planner::TrialWorkload(const db::Trial& trial) {
-  std::shared_ptr<StudyRun> run = FindRun(trial.study_id);
-  if (run == nullptr) return std::nullopt;
-  std::optional<Workload> study;
-  {
-    absl::MutexLock lock(&run->resolved_mu);
-    study = run->resolved_workload;
-  }
-  if (!study) return std::nullopt;
-  absl::StatusOr<Workload> ran =
-      WorkloadTrialRan(trial, *study, run->options().layers);
-  if (!ran.ok()) return std::nullopt;
-  return *std::move(ran);
-}
-
-absl::Status Planner::ReportTrial(const v1::ReportTrialRequest& request) {
-  TESSERA_RETURN_IF_ERROR(RequireAgentId(request.agent_id()));
-  TESSERA_ASSIGN_OR_RETURN(const db::Trial leased,
-                           store_->GetTrial(request.trial_id()));
+absl::Status Leases::ReportTrial(const std::string& agent_id, int64_t trial_id,
+                                 const std::string& result_json) {
+  TESSERA_RETURN_IF_ERROR(RequireAgentId(agent_id));
+  TESSERA_ASSIGN_OR_RETURN(const db::Trial leased, store_->GetTrial(trial_id));
   // Is the report believable? An implausible one is stored as an invalid
   // trial with the reason (so that the layout is not re-run on a lie and no
   // calibration or best layout takes it) and refused to the agent.
   absl::Status plausible = absl::OkStatus();
   absl::StatusOr<TrialResult> result;
-  if (request.result_json().size() > kMaxReportBytes) {
-    plausible = absl::InvalidArgumentError(absl::StrCat(
-        "implausible report: result_json of ", request.result_json().size(),
-        " bytes (at most ", kMaxReportBytes, ")"));
+  if (result_json.size() > kMaxReportBytes) {
+    plausible = absl::InvalidArgumentError(
+        absl::StrCat("implausible report: result_json of ", result_json.size(),
+                     " bytes (at most ", kMaxReportBytes, ")"));
   } else {
     const nlohmann::json json =
-        nlohmann::json::parse(request.result_json(), nullptr, false);
+        nlohmann::json::parse(result_json, nullptr, false);
     if (json.is_discarded()) {
       return absl::InvalidArgumentError("result_json: not valid JSON");
     }
@@ -498,8 +442,8 @@ absl::Status Planner::ReportTrial(const v1::ReportTrialRequest& request) {
       return absl::InvalidArgumentError(
           absl::StrCat("result_json: ", result.status().message()));
     }
-    plausible =
-        CheckMeasurement(*result, BoundsOf(leased, TrialWorkload(leased)));
+    plausible = CheckMeasurement(
+        *result, BoundsOf(leased, desk_->TrialWorkload(leased)));
   }
   TrialResult stored;
   if (plausible.ok()) {
@@ -511,66 +455,42 @@ absl::Status Planner::ReportTrial(const v1::ReportTrialRequest& request) {
     stored.ranks = leased.layout.world_size();
     stored.backend = "unknown (report refused)";
   }
-  TESSERA_RETURN_IF_ERROR(store_->ReportTrial(
-      request.trial_id(), request.agent_id(), stored, Now()));
-  TrialLeaseEnded(request.trial_id());
-  absl::StatusOr<db::Trial> trial = store_->GetTrial(request.trial_id());
-  if (trial.ok()) {
-    std::string what;
-    if (trial->status == db::TrialState::kOk && trial->measured.has_value()) {
-      what = absl::StrFormat("%.4g tokens/s (%.4g per GPU)",
-                             trial->measured->tokens_per_s,
-                             trial->measured->tokens_per_s_per_gpu);
-    } else {
-      what = trial->reason;
-    }
-    Emit(trial->study_id,
-         absl::StrCat("trial ", trial->id, " ",
-                      db::TrialStateName(trial->status), ": ", what),
-         &*trial);
-  }
-  if (trial.ok()) RequestAdvance(trial->study_id);
+  TESSERA_RETURN_IF_ERROR(
+      store_->ReportTrial(trial_id, agent_id, stored, Now()));
+  TrialLeaseEnded(trial_id);
+  TellStudy(trial_id);
   return plausible;
 }
 
-absl::Status Planner::ReleaseTrial(const v1::ReleaseTrialRequest& request) {
-  TESSERA_RETURN_IF_ERROR(RequireAgentId(request.agent_id()));
-  if (request.infrastructure_failure()) {
+absl::Status Leases::ReleaseTrial(const std::string& agent_id, int64_t trial_id,
+                                  const std::string& reason,
+                                  bool infrastructure_failure) {
+  TESSERA_RETURN_IF_ERROR(RequireAgentId(agent_id));
+  if (infrastructure_failure) {
     // Not the layout's fault: run again (elsewhere), an attempt counted.
     TESSERA_RETURN_IF_ERROR(
-        store_
-            ->EndLeaseByInfrastructureFailure(
-                request.trial_id(), request.agent_id(), request.reason())
+        store_->EndLeaseByInfrastructureFailure(trial_id, agent_id, reason)
             .status());
   } else {
-    TESSERA_RETURN_IF_ERROR(store_->ReleaseLease(
-        request.trial_id(), request.agent_id(), request.reason()));
+    TESSERA_RETURN_IF_ERROR(store_->ReleaseLease(trial_id, agent_id, reason));
   }
-  TrialLeaseEnded(request.trial_id());
+  TrialLeaseEnded(trial_id);
   {
     absl::MutexLock lock(&mu_);
-    idle_since_poll_.erase(request.agent_id());
+    idle_since_poll_.erase(agent_id);
   }
-  absl::StatusOr<db::Trial> trial = store_->GetTrial(request.trial_id());
-  if (trial.ok()) {
-    Emit(trial->study_id,
-         absl::StrCat("trial ", trial->id, " ",
-                      db::TrialStateName(trial->status), ": ", trial->reason),
-         &*trial);
-    // A trial that gave up is final: the study may move on.
-    if (db::IsFinal(trial->status)) RequestAdvance(trial->study_id);
-  }
+  TellStudy(trial_id);
   return absl::OkStatus();
 }
 
-void Planner::TrialLeaseEnded(int64_t trial_id) {
+void Leases::TrialLeaseEnded(int64_t trial_id) {
   rendezvous_.Clear(trial_id);
   DropPendingAssignments([&](const v1::TrialAssignment& a) {
     return a.collective_probe_id() == 0 && a.trial_id() == trial_id;
   });
 }
 
-void Planner::DropPendingAssignments(
+void Leases::DropPendingAssignments(
     const std::function<bool(const v1::TrialAssignment&)>& drop) {
   absl::MutexLock lock(&mu_);
   for (auto it = pending_.begin(); it != pending_.end();) {
@@ -580,60 +500,57 @@ void Planner::DropPendingAssignments(
   }
 }
 
-void Planner::Rendezvous(const v1::RendezvousRequest& request,
-                         RendezvousDone done) {
-  absl::Status s = RequireAgentId(request.agent_id());
+void Leases::Rendezvous(const RendezvousCall& call, RendezvousDone done) {
+  absl::Status s = RequireAgentId(call.agent_id);
   if (!s.ok()) return done(s);
-  if (request.collective_probe_id() > 0) {
-    const int64_t id = request.collective_probe_id();
+  if (call.collective_probe_id > 0) {
+    const int64_t id = call.collective_probe_id;
     std::string first;
     {
       absl::MutexLock lock(&mu_);
       auto job = probes_.find(id);
       if (job == probes_.end() ||
           std::find(job->second.agent_ids.begin(), job->second.agent_ids.end(),
-                    request.agent_id()) == job->second.agent_ids.end()) {
+                    call.agent_id) == job->second.agent_ids.end()) {
         return done(absl::FailedPreconditionError(
-            absl::StrCat("cluster probe ", id, ": agent ", request.agent_id(),
+            absl::StrCat("cluster probe ", id, ": agent ", call.agent_id,
                          " does not hold its lease")));
       }
       first = job->second.agent_ids.front();
     }
-    if (!request.data().empty()) {
-      if (first != request.agent_id()) {
+    if (!call.data.empty()) {
+      if (first != call.agent_id) {
         return done(absl::FailedPreconditionError(
             absl::StrCat("cluster probe ", id, ": only node rank 0 (agent ",
                          first, ") publishes its rendezvous data")));
       }
-      probe_rendezvous_.Publish(id, request.data());
-      return done(request.data());
+      probe_rendezvous_.Publish(id, call.data);
+      return done(call.data);
     }
-    const absl::Duration wait =
-        std::clamp(absl::Milliseconds(request.wait_ms()), absl::ZeroDuration(),
-                   options_.max_rendezvous_wait);
+    const absl::Duration wait = std::clamp(call.wait, absl::ZeroDuration(),
+                                           options_.max_rendezvous_wait);
     probe_rendezvous_.Fetch(id, absl::Now() + wait, std::move(done));
     return;
   }
-  absl::StatusOr<db::Trial> trial = store_->GetTrial(request.trial_id());
+  absl::StatusOr<db::Trial> trial = store_->GetTrial(call.trial_id);
   if (!trial.ok()) return done(trial.status());
   if (trial->status != db::TrialState::kLeased ||
-      !Holds(*trial, request.agent_id())) {
+      !Holds(*trial, call.agent_id)) {
     return done(absl::FailedPreconditionError(absl::StrCat(
-        "trial ", trial->id, ": agent ", request.agent_id(),
+        "trial ", trial->id, ": agent ", call.agent_id,
         " does not hold its lease (", db::TrialStateName(trial->status), ")")));
   }
-  if (!request.data().empty()) {
-    if (trial->lease_agent_ids.front() != request.agent_id()) {
+  if (!call.data.empty()) {
+    if (trial->lease_agent_ids.front() != call.agent_id) {
       return done(absl::FailedPreconditionError(absl::StrCat(
           "trial ", trial->id, ": only node rank 0 (agent ",
           trial->lease_agent_ids.front(), ") publishes its rendezvous data")));
     }
-    rendezvous_.Publish(trial->id, request.data());
-    return done(request.data());
+    rendezvous_.Publish(trial->id, call.data);
+    return done(call.data);
   }
   const absl::Duration wait =
-      std::clamp(absl::Milliseconds(request.wait_ms()), absl::ZeroDuration(),
-                 options_.max_rendezvous_wait);
+      std::clamp(call.wait, absl::ZeroDuration(), options_.max_rendezvous_wait);
   rendezvous_.Fetch(trial->id, absl::Now() + wait, std::move(done));
 }
 

@@ -1,5 +1,5 @@
-// Planner: cluster probes (cluster_probe.h). Queued when a study starts on
-// a cluster its agents are, leased to a gang before any trial, reported by
+// Leases: cluster probes (cluster_probe.h). Queued when a study opens on a
+// cluster its agents are, leased to a gang before any trial, reported by
 // node rank 0 and stored with the cluster for every later plan.
 #include <algorithm>
 #include <utility>
@@ -9,8 +9,9 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "core/trial_backend.h"
+#include "planner/service/agent_roster.h"
 #include "planner/service/cluster_probe.h"
-#include "planner/service/planner.h"
+#include "planner/service/leases.h"
 #include "planner/service/proto_mapping.h"
 
 namespace tessera::service {
@@ -27,65 +28,53 @@ constexpr int64_t kProbeAttempts = 2;
 
 }  // namespace
 
-void Planner::QueueClusterProbesLocked(StudyRun& run) {
-  if (!options_.cluster_probes || run.backend.empty()) return;
+std::vector<int64_t> Leases::QueueClusterProbes(const LeasableStudy& study) {
+  std::vector<int64_t> queued;
+  if (!options_.cluster_probes || study.backend.empty()) return queued;
   // Only where the agents are the cluster the study plans for: an "agents"
   // study, or cuda trials on the GPUs it names. CPU agents measuring their
   // TCP links say nothing about an H100 cluster.
-  absl::StatusOr<const TrialBackend*> kind = FindTrialBackend(run.backend);
-  if (!kind.ok()) return;
-  if (!run.checked.agents_gpu && !(*kind)->runs_on_named_gpu) return;
-  const int64_t ranks = run.gpus_per_node();
+  absl::StatusOr<const TrialBackend*> kind = FindTrialBackend(study.backend);
+  if (!kind.ok()) return queued;
+  if (!study.agents_gpu && !(*kind)->runs_on_named_gpu) return queued;
+  const int64_t ranks = study.ranks_per_agent;
   absl::StatusOr<std::vector<db::Agent>> agents =
-      SuitableAgents(run.backend, ranks);
+      SuitableAgents(*store_, study.backend, ranks);
   absl::StatusOr<std::vector<db::CollectiveSample>> stored =
-      store_->ListCollectiveSamples(run.gpu_name);
+      store_->ListCollectiveSamples(study.cluster);
   if (!agents.ok() || !stored.ok()) {
     options_.log.Warning(absl::StrCat(
-        "study ", run.id, ": cluster probe not queued: ",
+        "cluster probe for ", study.cluster, " not queued: ",
         (!agents.ok() ? agents.status() : stored.status()).message()));
-    return;
+    return queued;
   }
   const std::vector<int64_t> missing = UnprobedNodeCounts(
       ClusterProbeNodeCounts(static_cast<int64_t>(agents->size()), ranks,
-                             run.backend),
+                             study.backend),
       *stored, ranks);
-  std::vector<int64_t> queued;
-  // Copied while run.mu is held: the lambda below is analysed on its own.
-  const std::string cluster = run.gpu_name;
-  const std::string backend = run.backend;
-  {
-    absl::MutexLock lock(&mu_);
-    for (int64_t nodes : missing) {
-      const bool already =
-          std::any_of(probes_.begin(), probes_.end(), [&](const auto& entry) {
-            const ProbeJob& j = entry.second;
-            return j.cluster == cluster && j.nodes == nodes &&
-                   j.ranks_per_node == ranks && j.backend == backend;
-          });
-      if (already) continue;
-      ProbeJob job;
-      job.id = next_probe_id_++;
-      job.cluster = run.gpu_name;
-      job.backend = run.backend;
-      job.nodes = nodes;
-      job.ranks_per_node = ranks;
-      probes_[job.id] = job;
-      queued.push_back(nodes);
-    }
+  absl::MutexLock lock(&mu_);
+  for (int64_t nodes : missing) {
+    const bool already =
+        std::any_of(probes_.begin(), probes_.end(), [&](const auto& entry) {
+          const ProbeJob& j = entry.second;
+          return j.cluster == study.cluster && j.nodes == nodes &&
+                 j.ranks_per_node == ranks && j.backend == study.backend;
+        });
+    if (already) continue;
+    ProbeJob job;
+    job.id = next_probe_id_++;
+    job.cluster = study.cluster;
+    job.backend = study.backend;
+    job.nodes = nodes;
+    job.ranks_per_node = ranks;
+    probes_[job.id] = job;
+    queued.push_back(nodes);
   }
-  if (queued.empty()) return;
-  Emit(run.id, absl::StrCat("cluster probe queued for ", run.gpu_name,
-                            ": the collectives' bus bandwidth on ",
-                            absl::StrJoin(queued, ", "), " agent",
-                            queued.size() == 1 && queued[0] == 1 ? "" : "s",
-                            " of ", ranks,
-                            " ranks (run before the trials; every later plan "
-                            "on this cluster uses it)"));
+  return queued;
 }
 
-absl::StatusOr<Planner::ProbeLease> Planner::LeaseProbe(const db::Agent& agent,
-                                                        absl::Time now) {
+absl::StatusOr<Leases::ProbeLease> Leases::LeaseProbe(const db::Agent& agent,
+                                                      absl::Time now) {
   // Expired leases first: queued again or dropped.
   std::vector<int64_t> ended;
   std::vector<ProbeJob> candidates;
@@ -111,8 +100,9 @@ absl::StatusOr<Planner::ProbeLease> Planner::LeaseProbe(const db::Agent& agent,
   for (int64_t id : ended) ProbeLeaseEnded(id);
   ProbeLease out;
   for (const ProbeJob& job : candidates) {
-    TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Agent> able,
-                             SuitableAgents(job.backend, job.ranks_per_node));
+    TESSERA_ASSIGN_OR_RETURN(
+        const std::vector<db::Agent> able,
+        SuitableAgents(*store_, job.backend, job.ranks_per_node));
     if (static_cast<int64_t>(able.size()) < job.nodes) {
       absl::MutexLock lock(&mu_);
       probes_.erase(job.id);
@@ -167,7 +157,7 @@ absl::StatusOr<Planner::ProbeLease> Planner::LeaseProbe(const db::Agent& agent,
   return out;
 }
 
-void Planner::ProbeAttemptFailedLocked(ProbeJob& job, const std::string& why) {
+void Leases::ProbeAttemptFailedLocked(ProbeJob& job, const std::string& why) {
   ++job.attempts;
   const bool dropped = job.attempts >= kProbeAttempts;
   options_.log.Warning(
@@ -179,52 +169,35 @@ void Planner::ProbeAttemptFailedLocked(ProbeJob& job, const std::string& why) {
   job.agent_ids.clear();
 }
 
-void Planner::ProbeLeaseEnded(int64_t probe_id) {
+void Leases::ProbeLeaseEnded(int64_t probe_id) {
   probe_rendezvous_.Clear(probe_id);
   DropPendingAssignments([&](const v1::TrialAssignment& a) {
     return a.collective_probe_id() == probe_id;
   });
 }
 
-void Planner::EmitToCluster(const std::string& cluster,
-                            const std::string& message) {
-  std::vector<std::shared_ptr<StudyRun>> runs;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [id, run] : runs_) runs.push_back(run);
-  }
-  for (const std::shared_ptr<StudyRun>& run : runs) {
-    bool same = false;
-    {
-      absl::MutexLock lock(&run->mu);
-      same = run->gpu_name == cluster;
-    }
-    if (same) Emit(run->id, message);
-  }
-}
-
-absl::Status Planner::ReportCollectiveProbe(
-    const v1::ReportCollectiveProbeRequest& request) {
-  if (request.agent_id().empty()) {
+absl::Status Leases::ReportCollectiveProbe(const std::string& agent_id,
+                                           int64_t collective_probe_id,
+                                           const std::string& result_json) {
+  if (agent_id.empty()) {
     return absl::InvalidArgumentError("agent_id: required");
   }
-  const int64_t id = request.collective_probe_id();
+  const int64_t id = collective_probe_id;
   ProbeJob job;
   {
     absl::MutexLock lock(&mu_);
     auto it = probes_.find(id);
     if (it == probes_.end() || it->second.agent_ids.empty() ||
-        it->second.agent_ids.front() != request.agent_id()) {
+        it->second.agent_ids.front() != agent_id) {
       return absl::FailedPreconditionError(
-          absl::StrCat("cluster probe ", id, ": agent ", request.agent_id(),
+          absl::StrCat("cluster probe ", id, ": agent ", agent_id,
                        " is not the node rank 0 of a leased probe"));
     }
     job = it->second;
   }
   const std::string agent_ids = absl::StrJoin(job.agent_ids, ",");
-  absl::StatusOr<std::vector<db::CollectiveSample>> samples =
-      SamplesOfSweep(request.result_json(), job.cluster, job.nodes,
-                     job.ranks_per_node, agent_ids);
+  absl::StatusOr<std::vector<db::CollectiveSample>> samples = SamplesOfSweep(
+      result_json, job.cluster, job.nodes, job.ranks_per_node, agent_ids);
   if (!samples.ok()) {
     {
       absl::MutexLock lock(&mu_);
@@ -286,7 +259,7 @@ absl::Status Planner::ReportCollectiveProbe(
       ag_gbs = s.busbw_gbs;
     }
   }
-  EmitToCluster(
+  desk_->ClusterProbed(
       job.cluster,
       absl::StrFormat("cluster probe on %d agent%s (%s): %d collective "
                       "points stored; AllGather %.3g GB/s bus bandwidth at "

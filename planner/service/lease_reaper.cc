@@ -1,0 +1,121 @@
+// Leases: the reaper. Every reaper_period it re-queues expired leases, ends
+// gangs with a silent member, marks silent agents gone (their trials run
+// again elsewhere), tells the studies of each change and gives the studies
+// their Tick (time budgets, studies waiting for agents).
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "planner/service/leases.h"
+
+namespace tessera::service {
+
+void Leases::StartReaper() {
+  if (options_.reaper_period <= absl::ZeroDuration() || reaper_.joinable()) {
+    return;
+  }
+  reaper_ = std::thread([this] { RunReaper(); });
+}
+
+void Leases::StopReaper() {
+  {
+    absl::MutexLock lock(&reaper_mu_);
+    stopping_ = true;
+    reaper_wake_.SignalAll();
+  }
+  if (reaper_.joinable()) reaper_.join();
+}
+
+void Leases::RunReaper() {
+  while (true) {
+    {
+      absl::MutexLock lock(&reaper_mu_);
+      reaper_wake_.WaitWithTimeout(&reaper_mu_, options_.reaper_period);
+      if (stopping_) return;
+    }
+    Reap();
+  }
+}
+
+std::vector<int64_t> Leases::EndGangsWithASilentMember(absl::Time now) {
+  std::vector<int64_t> ended;
+  db::TrialFilter leased;
+  leased.statuses = {db::TrialState::kLeased};
+  absl::StatusOr<std::vector<db::Trial>> trials = store_->ListTrials(leased);
+  if (!trials.ok()) return ended;
+  std::map<std::string, absl::Time> heard;  // agent id: last heartbeat
+  const absl::Duration silence = GangMemberSilence();
+  for (const db::Trial& t : *trials) {
+    if (t.gang_size < 2) continue;
+    if (heard.empty()) {
+      absl::StatusOr<std::vector<db::Agent>> agents =
+          store_->ListAgents(std::nullopt);
+      if (!agents.ok()) return ended;
+      for (const db::Agent& a : *agents) heard[a.info.id] = a.last_heartbeat_at;
+    }
+    for (const std::string& member : t.lease_agent_ids) {
+      const auto it = heard.find(member);
+      if (it == heard.end() || now - it->second <= silence) continue;
+      const absl::StatusOr<db::RequeueResult> end =
+          store_->EndLeaseByInfrastructureFailure(
+              t.id, member,
+              absl::StrCat("gang member ", member, " sent no heartbeat for ",
+                           absl::FormatDuration(absl::Trunc(
+                               now - it->second, absl::Milliseconds(100))),
+                           " (the others cannot go on without it)"));
+      if (end.ok()) ended.push_back(t.id);
+      break;
+    }
+  }
+  return ended;
+}
+
+void Leases::Reap() {
+  const absl::Time now = Now();
+  // Leases that expired: the trials run again (or crash out of attempts).
+  std::set<int64_t> touched;  // trials whose lease ended
+  absl::StatusOr<db::RequeueResult> expired = store_->RequeueExpiredLeases(now);
+  if (!expired.ok()) {
+    options_.log.Warning(absl::StrCat("reaper: re-queueing expired leases: ",
+                                      expired.status().message()));
+  } else {
+    for (int64_t id : expired->requeued) touched.insert(id);
+    for (int64_t id : expired->crashed) touched.insert(id);
+  }
+  // Gangs with a silent member: the others cannot go on without it.
+  for (int64_t id : EndGangsWithASilentMember(now)) touched.insert(id);
+  // Agents that stopped heartbeating.
+  absl::StatusOr<std::vector<db::Agent>> stale =
+      store_->ListStaleAgents(now, options_.agent_timeout);
+  std::vector<std::string> lost;
+  if (stale.ok()) {
+    for (const db::Agent& agent : *stale) {
+      const std::string& id = agent.info.id;
+      absl::Status gone = store_->MarkAgentGone(id);
+      absl::StatusOr<db::RequeueResult> requeued = store_->RequeueTrialsOf(id);
+      options_.log.Info(absl::StrCat(
+          "agent ", id, " sent no heartbeat for ",
+          absl::FormatDuration(options_.agent_timeout), ": marked gone",
+          gone.ok() ? "" : absl::StrCat(" (", gone.message(), ")")));
+      if (requeued.ok()) {
+        for (int64_t t : requeued->requeued) touched.insert(t);
+        for (int64_t t : requeued->crashed) touched.insert(t);
+      }
+      lost.push_back(id);
+      absl::MutexLock lock(&mu_);
+      idle_since_poll_.erase(id);
+      pending_.erase(id);
+    }
+  }
+  for (int64_t trial_id : touched) {
+    TrialLeaseEnded(trial_id);
+    TellStudy(trial_id);
+  }
+  if (!lost.empty()) desk_->AgentsLost(lost, options_.agent_timeout);
+  desk_->Tick(now);
+}
+
+}  // namespace tessera::service
