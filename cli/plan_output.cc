@@ -16,8 +16,6 @@
 namespace tessera::cli {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 // "rejected: memory 1200, layout.tp 300", most frequent first.
 std::string DescribeRejected(const std::map<std::string, int64_t>& rejected) {
   std::vector<std::pair<std::string, int64_t>> kinds(rejected.begin(),

@@ -13,7 +13,7 @@ Mailbox::~Mailbox() {
 
 absl::Status Mailbox::Send(const Tensor& buf, CommStats& stats) {
   MemoryOps& ops = world_->memory_ops();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (world_->aborted()) return world_->abort_status();
   const Clock::time_point start = Clock::now();
   if (posted_ != nullptr) {  // the receiver waits: copy straight into it
@@ -42,12 +42,12 @@ absl::Status Mailbox::Send(const Tensor& buf, CommStats& stats) {
 
 absl::Status Mailbox::Recv(const Tensor& buf, CommStats& stats) {
   MemoryOps& ops = world_->memory_ops();
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (world_->aborted()) return world_->abort_status();
   if (!queue_.empty()) {  // eager send: take the staged copy
     const Message message = queue_.front();
     queue_.pop_front();
-    lock.unlock();  // the message is ours now
+    lock.Unlock();  // the message is ours now
     const Clock::time_point start = Clock::now();
     absl::Status status =
         CheckRecvMatchesSend(buf, message.dtype, message.numel);
@@ -72,7 +72,7 @@ absl::Status Mailbox::Recv(const Tensor& buf, CommStats& stats) {
 }
 
 void Mailbox::WakeAll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   changed_.notify_all();
 }
 

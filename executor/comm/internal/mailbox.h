@@ -12,11 +12,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "executor/comm/comm_stats.h"
+#include "executor/comm/internal/annotated_mutex.h"
 #include "executor/comm/internal/world_state.h"
 #include "executor/tensor.h"
 
@@ -56,7 +56,7 @@ class Mailbox {
   };
 
   const WorldState* const world_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable changed_;
   std::deque<Message> queue_ ABSL_GUARDED_BY(mu_);
   // Non-null only while queue_ is empty (FIFO order).

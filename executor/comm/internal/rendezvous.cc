@@ -14,7 +14,7 @@ Rendezvous::Rendezvous(const WorldState* world, std::string group_name,
 absl::Status Rendezvous::Run(int rank, uint64_t seq, const CollectiveCall& call,
                              Work work, RankNamer name_rank, CommStats& stats) {
   const Clock::time_point arrival = Clock::now();
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (world_->aborted()) return world_->abort_status();
   std::unique_ptr<Slot>& entry = slots_[seq];
   if (entry == nullptr) entry = std::make_unique<Slot>(size_);
@@ -63,7 +63,7 @@ absl::Status Rendezvous::Run(int rank, uint64_t seq, const CollectiveCall& call,
 
   // Phase 2: this rank's share of the work. slot.all no longer changes, so
   // it is read without the lock.
-  lock.unlock();
+  lock.Unlock();
   const Clock::time_point work_start = Clock::now();
   absl::Status work_status = work(slot.all);
   stats.copy_s += SecondsSince(work_start);
@@ -71,12 +71,12 @@ absl::Status Rendezvous::Run(int rank, uint64_t seq, const CollectiveCall& call,
   // Phase 3: every rank's work is done before anyone reuses its buffers. No
   // deadline here: every rank has arrived and the work never blocks.
   const Clock::time_point done = Clock::now();
-  lock.lock();
+  lock.Lock();
   slot.work_status[rank] = std::move(work_status);
   if (++slot.finished == size_) {
     slot.changed.notify_all();
   } else {
-    slot.changed.wait(lock, [&] { return slot.finished == size_; });
+    slot.changed.wait(lock.native(), [&] { return slot.finished == size_; });
   }
   absl::Status status;
   for (int r = 0; r < size_ && status.ok(); ++r) {
@@ -97,7 +97,7 @@ void Rendezvous::Exit(uint64_t seq, Slot& slot) {
 }
 
 void Rendezvous::WakeAll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [seq, slot] : slots_) slot->changed.notify_all();
 }
 

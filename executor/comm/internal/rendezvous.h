@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +26,7 @@
 #include "absl/types/span.h"
 #include "executor/comm/comm_stats.h"
 #include "executor/comm/communicator.h"
+#include "executor/comm/internal/annotated_mutex.h"
 #include "executor/comm/internal/call_agreement.h"
 #include "executor/comm/internal/world_state.h"
 #include "executor/tensor.h"
@@ -95,7 +95,7 @@ class Rendezvous {
   const std::string group_name_;
   const int size_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::map<uint64_t, std::unique_ptr<Slot>> slots_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -58,7 +58,7 @@ TcpMesh::~TcpMesh() {
     // their connections they read first.
     std::string notice;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      comm_internal::MutexLock lock(mu_);
       notice = abort_notice_;
     }
     TellPeers(notice);
@@ -85,7 +85,7 @@ TcpMesh::~TcpMesh() {
     ::shutdown(peers_[p]->socket.fd(), SHUT_WR);
     for (;;) {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        comm_internal::MutexLock lock(mu_);
         if (peers_[p]->reader_done) break;
       }
       if (UnacknowledgedBytes(peers_[p]->socket.fd()) == 0 || Expired(linger)) {
@@ -120,7 +120,7 @@ absl::Status TcpMesh::Send(int peer, const WireHeader& header,
     return absl::OkStatus();
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    comm_internal::MutexLock lock(mu_);
     if (absl::Status gone = PeerGone(peer); !gone.ok()) return gone;
   }
   Peer& p = *peers_[peer];
@@ -152,8 +152,8 @@ absl::Status TcpMesh::Send(int peer, const WireHeader& header,
   // ends promptly on a broken connection) before naming the cause.
   std::string why;
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait_for(lock, kReaderDrain,
+    comm_internal::MutexLock lock(mu_);
+    changed_.wait_for(lock.native(), kReaderDrain,
                       [&] { return p.reader_done || aborted_.load(); });
     if (aborted_.load()) return abort_status_;
     if (p.left) return PeerGone(peer);
@@ -173,7 +173,7 @@ absl::Status TcpMesh::ReceiveEach(uint64_t group, Channel channel,
   out.resize(srcs.size());
   std::vector<bool> got(srcs.size(), false);
   size_t remaining = srcs.size();
-  std::unique_lock<std::mutex> lock(mu_);
+  comm_internal::MutexLock lock(mu_);
   for (;;) {
     // What has arrived is delivered even after an abort (a collective every
     // rank has joined completes); only waiting for more fails.
@@ -208,9 +208,9 @@ absl::Status TcpMesh::ReceiveEach(uint64_t group, Channel channel,
       return absl::DeadlineExceededError("");
     }
     if (deadline.has_value()) {
-      changed_.wait_until(lock, *deadline);
+      changed_.wait_until(lock.native(), *deadline);
     } else {
-      changed_.wait(lock);
+      changed_.wait(lock.native());
     }
   }
 }
@@ -222,17 +222,17 @@ void TcpMesh::Abort(const absl::Status& cause) {
 }
 
 absl::Status TcpMesh::abort_status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  comm_internal::MutexLock lock(mu_);
   return abort_status_;
 }
 
 bool TcpMesh::AddGroup(uint64_t group) {
-  std::lock_guard<std::mutex> lock(mu_);
+  comm_internal::MutexLock lock(mu_);
   return groups_.insert(group).second;
 }
 
 void TcpMesh::RemoveGroup(uint64_t group) {
-  std::lock_guard<std::mutex> lock(mu_);
+  comm_internal::MutexLock lock(mu_);
   groups_.erase(group);
   auto it = queues_.lower_bound(QueueKey{group, 0, Channel::kCollective});
   while (it != queues_.end() && std::get<0>(it->first) == group) {
@@ -263,7 +263,7 @@ void TcpMesh::ReadLoop(int peer) {
       if (!status.ok()) break;
     }
     if (h.kind == MessageKind::kGoodbye) {
-      std::lock_guard<std::mutex> lock(mu_);
+      comm_internal::MutexLock lock(mu_);
       peers_[peer]->left = true;
       changed_.notify_all();
     } else if (h.kind == MessageKind::kAbort) {
@@ -283,7 +283,7 @@ void TcpMesh::ReadLoop(int peer) {
       absl::StrCat(PeerName(peer), " disconnected: ", status.message());
   bool first = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    comm_internal::MutexLock lock(mu_);
     peers_[peer]->reader_done = true;
     if (!peers_[peer]->left && !closing_.load(std::memory_order_acquire)) {
       first = RecordAbort(why);
@@ -297,7 +297,7 @@ void TcpMesh::Deliver(int src, Message message) {
   const Channel channel = message.header.kind == MessageKind::kSend
                               ? Channel::kPointToPoint
                               : Channel::kCollective;
-  std::lock_guard<std::mutex> lock(mu_);
+  comm_internal::MutexLock lock(mu_);
   queues_[QueueKey{message.header.group_id, src, channel}].push_back(
       std::move(message));
   changed_.notify_all();
@@ -307,7 +307,7 @@ void TcpMesh::AbortWith(absl::Status status, std::string notice,
                         bool tell_peers) {
   bool first = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    comm_internal::MutexLock lock(mu_);
     first = RecordAbort(std::move(status), notice);
   }
   if (first && tell_peers) TellPeers(notice);

@@ -39,6 +39,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "executor/comm/internal/annotated_mutex.h"
 #include "executor/comm/internal/tcp_socket.h"
 #include "executor/comm/internal/tcp_wire.h"
 
@@ -96,7 +97,9 @@ class TcpMesh {
  private:
   struct Peer {
     Socket socket;
-    std::mutex write_mu;  // one message at a time on the connection
+    // One message at a time on the connection (guards no member: taken
+    // within a deadline, LockWithin, which the analysis cannot follow).
+    std::mutex write_mu;
     std::thread reader;
     bool left = false;         // said goodbye (guarded by mu_)
     bool reader_done = false;  // its reader has returned (guarded by mu_)
@@ -127,7 +130,7 @@ class TcpMesh {
   std::atomic<bool> aborted_{false};
   std::atomic<bool> closing_{false};
 
-  mutable std::mutex mu_;
+  mutable comm_internal::Mutex mu_;
   std::condition_variable changed_;
   absl::Status abort_status_ ABSL_GUARDED_BY(mu_);
   std::string abort_notice_ ABSL_GUARDED_BY(mu_);  // what peers are told

@@ -15,14 +15,14 @@ Deadline WorldState::DeadlineFromNow() const {
 }
 
 absl::Status WorldState::abort_status() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return abort_status_;
 }
 
 void WorldState::Abort(const absl::Status& cause) {
   std::vector<std::shared_ptr<Wakeable>> to_wake;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (abort_status_.ok()) {
       abort_status_ = absl::AbortedError(cause.ok() ? "the world was aborted"
                                                     : cause.message());
@@ -39,7 +39,7 @@ void WorldState::Abort(const absl::Status& cause) {
 }
 
 void WorldState::Register(std::weak_ptr<Wakeable> group) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // Drop dead groups now and then so that repeated splits do not grow this.
   if (groups_.size() >= 64 && groups_.size() == groups_.capacity()) {
     std::erase_if(groups_, [](const std::weak_ptr<Wakeable>& weak) {

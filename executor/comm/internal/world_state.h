@@ -3,7 +3,7 @@
 // inproc_communicator.cc and its parts.
 //
 //   auto world = std::make_shared<WorldState>(8, absl::Seconds(60), ops);
-//   std::unique_lock lock(mu);
+//   MutexLock lock(mu);
 //   if (!WaitUntil(lock, cv, world->DeadlineFromNow(),
 //                  [&] { return ready || world->aborted(); })) { ...timeout }
 #pragma once
@@ -12,13 +12,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "executor/comm/internal/annotated_mutex.h"
 #include "executor/comm/memory_ops.h"
 
 namespace tessera::executor::comm_internal {
@@ -34,13 +34,13 @@ inline double SecondsSince(Clock::time_point start) {
 
 // Waits on `cv` until `ready()` or the deadline passes; returns ready().
 template <typename Ready>
-bool WaitUntil(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+bool WaitUntil(MutexLock& lock, std::condition_variable& cv,
                const Deadline& deadline, Ready ready) {
   if (!deadline.has_value()) {
-    cv.wait(lock, ready);
+    cv.wait(lock.native(), ready);
     return true;
   }
-  return cv.wait_until(lock, *deadline, ready);
+  return cv.wait_until(lock.native(), *deadline, ready);
 }
 
 // Something holding waiters that an abort must wake (a group).
@@ -81,7 +81,7 @@ class WorldState {
   const std::shared_ptr<MemoryOps> memory_ops_;
   std::atomic<bool> aborted_{false};
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   absl::Status abort_status_ ABSL_GUARDED_BY(mu_);
   std::vector<std::weak_ptr<Wakeable>> groups_ ABSL_GUARDED_BY(mu_);
 };
