@@ -324,9 +324,20 @@ absl::StatusOr<Workload> Studies::WorkloadForRequest(
   TESSERA_ASSIGN_OR_RETURN(const CheckedStudy checked, CheckStudySpec(spec));
   if (!checked.agents_gpu) return checked.workload;
   TESSERA_ASSIGN_OR_RETURN(
-      const std::vector<db::Agent> agents,
-      SuitableAgents(*store_, checked.trials.backend,
+      std::optional<OnAgent> on,
+      AgentsWorkload(spec, checked.trials.backend,
                      checked.workload.cluster.gpus_per_node));
+  if (on.has_value()) return std::move(on->workload);
+  return absl::FailedPreconditionError(absl::StrCat(
+      "study.cluster.gpu.preset: 'agents': no agent with at least ",
+      checked.workload.cluster.gpus_per_node,
+      " ranks has reported its probes yet"));
+}
+
+absl::StatusOr<std::optional<Studies::OnAgent>> Studies::AgentsWorkload(
+    const v1::StudySpec& spec, const std::string& backend, int64_t ranks) {
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Agent> agents,
+                           SuitableAgents(*store_, backend, ranks));
   for (const db::Agent& agent : agents) {
     db::ProbeFilter probes_of;
     probes_of.agent_id = agent.info.id;
@@ -335,14 +346,17 @@ absl::StatusOr<Workload> Studies::WorkloadForRequest(
     absl::StatusOr<v1::GpuSpec> gpu =
         GpuSpecFromAgent(agent, probes, spec.cluster().gpu());
     if (!gpu.ok()) continue;
-    TESSERA_ASSIGN_OR_RETURN(Workload w, WorkloadWithGpu(spec, *gpu));
-    w.cluster.gpu.name = AgentsGpuName(agent);
-    return w;
+    absl::StatusOr<Workload> w = WorkloadWithGpu(spec, *gpu);
+    if (!w.ok()) {
+      options_.log.Warning(absl::StrCat(
+          "the probes of agent ", agent.info.id,
+          " do not describe a usable GPU: ", w.status().message()));
+      continue;
+    }
+    w->cluster.gpu.name = AgentsGpuName(agent);
+    return OnAgent{*std::move(w), agent};
   }
-  return absl::FailedPreconditionError(absl::StrCat(
-      "study.cluster.gpu.preset: 'agents': no agent with at least ",
-      checked.workload.cluster.gpus_per_node,
-      " ranks has reported its probes yet"));
+  return std::nullopt;
 }
 
 absl::StatusOr<StudyPlan> Studies::Plan(const v1::StudySpec& study) {

@@ -180,6 +180,16 @@ class Studies final : public StudyDesk {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(run.mu);
   absl::StatusOr<std::vector<db::Trial>> TrialsOf(int64_t study_id);
   absl::StatusOr<Workload> WorkloadForRequest(const v1::StudySpec& spec);
+  // The workload of `spec` on the first active agent of `backend` with
+  // `ranks` ranks whose probes describe a usable GPU (the "agents" preset),
+  // the GPU named AgentsGpuName, with that agent; nullopt while there is
+  // none. Agents whose probes do not describe one are skipped, logged.
+  struct OnAgent {
+    Workload workload;
+    db::Agent agent;
+  };
+  absl::StatusOr<std::optional<OnAgent>> AgentsWorkload(
+      const v1::StudySpec& spec, const std::string& backend, int64_t ranks);
   // The calibration `workload` plans with: the GPU's latest import and the
   // latest fit of the trials on the GPU called `gpu_name` that is newer
   // (calibration_exchange.h), as StudyCalibration carries them to the

@@ -156,25 +156,11 @@ absl::StatusOr<bool> Studies::ResolveLocked(StudyRun& run) {
     }
     if (!run.workload.has_value()) {
       TESSERA_ASSIGN_OR_RETURN(
-          const std::vector<db::Agent> agents,
-          SuitableAgents(*store_, run.options().backend, run.gpus_per_node()));
-      for (const db::Agent& agent : agents) {
-        db::ProbeFilter probes_of;
-        probes_of.agent_id = agent.info.id;
-        TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Probe> probes,
-                                 store_->ListProbes(probes_of));
-        absl::StatusOr<v1::GpuSpec> gpu =
-            GpuSpecFromAgent(agent, probes, c.spec.cluster().gpu());
-        if (!gpu.ok()) continue;
-        absl::StatusOr<Workload> w = WorkloadWithGpu(c.spec, *gpu);
-        if (!w.ok()) {
-          options_.log.Warning(absl::StrCat(
-              "study ", run.id, ": the probes of agent ", agent.info.id,
-              " do not describe a usable GPU: ", w.status().message()));
-          continue;
-        }
-        w->cluster.gpu.name = AgentsGpuName(agent);
-        run.workload = *std::move(w);
+          std::optional<OnAgent> on,
+          AgentsWorkload(c.spec, run.options().backend, run.gpus_per_node()));
+      if (on.has_value()) {
+        const db::Agent& agent = on->agent;
+        run.workload = std::move(on->workload);
         run.gpu_name = AgentsGpuName(agent);
         if (run.backend.empty()) run.backend = agent.info.backend;
         events_->Emit(
@@ -189,7 +175,6 @@ absl::StatusOr<bool> Studies::ResolveLocked(StudyRun& run) {
                 run.workload->cluster.gpu.nvlink_gbs,
                 run.workload->cluster.gpu.inter_node_gbs, agent.info.id,
                 run.workload->cluster.gpu.tdp_w));
-        break;
       }
     }
     if (!run.workload.has_value()) return false;
