@@ -53,6 +53,7 @@
 #include "planner/service/server.h"
 #include "proto/convert.h"
 #include "tessera/v1/service.grpc.pb.h"
+#include "tests/service/planner/maximal_plan.h"
 
 namespace tessera::service {
 namespace {
@@ -306,29 +307,12 @@ void RunUser(const std::string& address, const std::vector<int64_t>& studies,
   }
 }
 
-// The largest Plan the service answers: Llama 3 405B on 1024 H100s, every
-// stack option open, the 1000 best candidates (the most a reply holds).
-v1::PlanRequest MaximalPlan() {
-  v1::PlanRequest r;
-  v1::StudySpec* spec = r.mutable_study();
-  spec->set_name("maximal-plan");
-  spec->mutable_model()->set_preset("llama3-405b");
-  spec->mutable_cluster()->mutable_gpu()->set_preset("h100-sxm");
-  spec->mutable_cluster()->set_nodes(128);
-  spec->mutable_cluster()->set_gpus_per_node(8);
-  spec->mutable_training()->set_global_batch(2048);
-  spec->mutable_training()->set_seq_len(8192);
-  spec->mutable_training()->set_total_tokens(1e12);
-  spec->mutable_search()->set_top(1000);
-  return r;
-}
-
 // A heavy user: Plan calls back to back until `stop`. A refusal
 // (RESOURCE_EXHAUSTED: the planner's Plan queue is full) waits 100 ms.
 void RunPlanCaller(const std::string& address, const absl::Notification& stop,
                    Recorder& rec) {
   auto stub = v1::PlannerService::NewStub(OwnChannel(address));
-  const v1::PlanRequest request = MaximalPlan();
+  const v1::PlanRequest request = testing::MaximalPlan();
   while (!stop.HasBeenNotified()) {
     v1::PlanResponse out;
     const grpc::Status s = rec.Time("Plan", [&] {

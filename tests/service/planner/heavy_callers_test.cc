@@ -14,27 +14,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "tests/service/planner/maximal_plan.h"
 #include "tests/service/planner/test_harness.h"
 
 namespace tessera::service::testing {
 namespace {
-
-// Llama 3 405B on 1024 H100s, the 1000 best candidates: a search of a few
-// hundred milliseconds here.
-v1::PlanRequest MaximalPlan() {
-  v1::PlanRequest r;
-  v1::StudySpec* spec = r.mutable_study();
-  spec->set_name("maximal");
-  spec->mutable_model()->set_preset("llama3-405b");
-  spec->mutable_cluster()->mutable_gpu()->set_preset("h100-sxm");
-  spec->mutable_cluster()->set_nodes(128);
-  spec->mutable_cluster()->set_gpus_per_node(8);
-  spec->mutable_training()->set_global_batch(2048);
-  spec->mutable_training()->set_seq_len(8192);
-  spec->mutable_training()->set_total_tokens(1e12);
-  spec->mutable_search()->set_top(1000);
-  return r;
-}
 
 TEST(HeavyCallersTest, PlansPastThePoolAreRefusedAndHeartbeatsServed) {
   TempDir dir;
