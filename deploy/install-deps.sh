@@ -36,6 +36,7 @@ test_packages=(
   systemd slurm-wlm nodejs  # tests/deploy: systemd-analyze, Slurm, the k8s validator
   chromium  # tests/cli/report_browser_test: the report page in a browser
   zsh  # tests/cli/completion_test.sh: the zsh completion script parses
+  clang  # the thread-safety analysis build (tests/run_all.sh)
 )
 
 case "${1:-}" in
