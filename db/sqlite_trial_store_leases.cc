@@ -281,9 +281,26 @@ absl::Status SqliteTrialStore::EndLostLease(Database& db, int64_t trial_id,
                                             absl::string_view why,
                                             RequeueResult& result) {
   TESSERA_ASSIGN_OR_RETURN(const Trial trial, LoadTrial(db, trial_id));
+  TESSERA_ASSIGN_OR_RETURN(const Study study, LoadStudy(db, trial.study_id));
+  const int64_t now_us = ToMicros(Now());
+  if (IsFinal(study.status)) {
+    // Nothing may run it again (as ReleaseLease): cancelled, no attempt.
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement cancel,
+        db.Prepare("UPDATE trials SET status = ?, reason = ?, "
+                   "lease_expires_at_us = NULL, finished_at_us = ? "
+                   "WHERE id = ?"));
+    cancel.BindText(1, TrialStateName(TrialState::kCancelled))
+        .BindText(2, absl::StrCat(why, " (study is final: cancelled)"))
+        .BindInt(3, now_us)
+        .BindInt(4, trial_id);
+    TESSERA_RETURN_IF_ERROR(cancel.Run());
+    TESSERA_RETURN_IF_ERROR(DeleteLease(db, trial_id));
+    result.cancelled.push_back(trial_id);
+    return absl::OkStatus();
+  }
   const int64_t attempts = trial.attempts + 1;
   const bool give_up = attempts >= options_.max_attempts;
-  const int64_t now_us = ToMicros(Now());
   TESSERA_ASSIGN_OR_RETURN(
       Statement update,
       db.Prepare("UPDATE trials SET status = ?, reason = ?, attempts = ?, "

@@ -34,6 +34,8 @@
 //                              failure (attempts + 1)
 //   leased -> queued           ReleaseLease (handed back; no attempt counted)
 //   leased -> crash            the same, once attempts reach the maximum
+//   leased -> cancelled        any of these once the trial's study is final
+//                              (cancelled, done or failed: nothing may run it)
 //   queued -> cancelled        CancelQueuedTrials
 //
 // Gangs: a trial with gang_size N is leased to N agents at once (all or
@@ -262,8 +264,9 @@ const std::vector<std::string>& TrialSortKeys();
 
 // What happened to the trials whose leases ended without a report.
 struct RequeueResult {
-  std::vector<int64_t> requeued;  // queued again, attempts + 1
-  std::vector<int64_t> crashed;   // out of attempts: now crash, with a reason
+  std::vector<int64_t> requeued;   // queued again, attempts + 1
+  std::vector<int64_t> crashed;    // out of attempts: now crash, with a reason
+  std::vector<int64_t> cancelled;  // its study is final: now cancelled
 };
 
 // ---- Agents, probes, calibrations ----

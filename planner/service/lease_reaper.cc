@@ -82,8 +82,9 @@ void Leases::Reap() {
     options_.log.Warning(absl::StrCat("reaper: re-queueing expired leases: ",
                                       expired.status().message()));
   } else {
-    for (int64_t id : expired->requeued) touched.insert(id);
-    for (int64_t id : expired->crashed) touched.insert(id);
+    touched.insert(expired->requeued.begin(), expired->requeued.end());
+    touched.insert(expired->crashed.begin(), expired->crashed.end());
+    touched.insert(expired->cancelled.begin(), expired->cancelled.end());
   }
   // Gangs with a silent member: the others cannot go on without it.
   for (int64_t id : EndGangsWithASilentMember(now)) touched.insert(id);
@@ -101,8 +102,9 @@ void Leases::Reap() {
           absl::FormatDuration(options_.agent_timeout), ": marked gone",
           gone.ok() ? "" : absl::StrCat(" (", gone.message(), ")")));
       if (requeued.ok()) {
-        for (int64_t t : requeued->requeued) touched.insert(t);
-        for (int64_t t : requeued->crashed) touched.insert(t);
+        touched.insert(requeued->requeued.begin(), requeued->requeued.end());
+        touched.insert(requeued->crashed.begin(), requeued->crashed.end());
+        touched.insert(requeued->cancelled.begin(), requeued->cancelled.end());
       }
       lost.push_back(id);
       absl::MutexLock lock(&mu_);

@@ -99,11 +99,8 @@ std::optional<Workload> Studies::TrialWorkload(const db::Trial& trial) {
 }
 
 void Studies::TrialChanged(int64_t study_id) {
-  if (FindRun(study_id) == nullptr) {
-    // Its study ended while the trial ran: nothing may run it again.
-    (void)store_->CancelQueuedTrials(study_id);
-    return;
-  }
+  // An ended study is not advanced (the advancer finds no run); the store
+  // cancels, not re-queues, the trials of a final study whose lease ends.
   RequestAdvance(study_id);
 }
 

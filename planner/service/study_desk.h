@@ -27,8 +27,7 @@ class StudyDesk {
   // for a refit.
   virtual std::optional<Workload> TrialWorkload(const db::Trial& trial) = 0;
   // A trial of the study was reported, re-queued or gave up: the study is
-  // advanced (later, on the advancer thread); an ended study's re-queued
-  // trials are cancelled instead.
+  // advanced (later, on the advancer thread).
   virtual void TrialChanged(int64_t study_id) = 0;
   // Agents registered or reported probes: the studies that wait for agents
   // try to start.

@@ -315,6 +315,39 @@ TEST_F(LeaseTest, ReleasedLeaseIsQueuedAgainWithoutAnAttempt) {
   EXPECT_EQ(t.attempts, 0);
 }
 
+// A lease that ends without a result after its study ended is cancelled
+// (as a hand-back is), whichever way it ends: nothing may run it again.
+TEST_F(LeaseTest, ALostLeaseOfAFinalStudyIsCancelledNotRequeued) {
+  const std::vector<int64_t> ids =
+      MakeTrials(study_, {SampleTrial(), SampleTrial(), SampleTrial()});
+  ASSERT_TRUE(store_->LeaseTrial(ids[0], {"a"}, In(absl::Minutes(5))).ok());
+  ASSERT_TRUE(store_->LeaseTrial(ids[1], {"b"}, In(absl::Hours(1))).ok());
+  ASSERT_TRUE(store_->LeaseTrial(ids[2], {"c"}, In(absl::Hours(1))).ok());
+  ASSERT_TRUE(store_->SetStudyStatus(study_, StudyStatus::kCancelled, "").ok());
+  clock_.Advance(absl::Minutes(6));
+  absl::StatusOr<RequeueResult> expired =
+      store_->RequeueExpiredLeases(clock_.Now());
+  ASSERT_TRUE(expired.ok()) << expired.status();
+  EXPECT_EQ(expired->cancelled, std::vector<int64_t>{ids[0]});
+  EXPECT_TRUE(expired->requeued.empty() && expired->crashed.empty());
+  absl::StatusOr<RequeueResult> infra =
+      store_->EndLeaseByInfrastructureFailure(ids[1], "b", "node lost");
+  ASSERT_TRUE(infra.ok()) << infra.status();
+  EXPECT_EQ(infra->cancelled, std::vector<int64_t>{ids[1]});
+  absl::StatusOr<RequeueResult> gone = store_->RequeueTrialsOf("c");
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  EXPECT_EQ(gone->cancelled, std::vector<int64_t>{ids[2]});
+  for (int64_t id : ids) {
+    const Trial t = GetTrialOrDie(id);
+    EXPECT_EQ(t.status, TrialState::kCancelled) << id;
+    EXPECT_EQ(t.attempts, 0) << id;
+    EXPECT_TRUE(t.lease_agent_ids.empty()) << id;
+    EXPECT_EQ(t.finished_at, clock_.Now()) << id;
+    EXPECT_TRUE(absl::StrContains(t.reason, "study is final: cancelled"))
+        << t.reason;
+  }
+}
+
 TEST_F(LeaseTest, ExpiredLeasesAreRequeuedUntilMaxAttempts) {
   const std::vector<int64_t> ids =
       MakeTrials(study_, {SampleTrial(), SampleTrial()});
