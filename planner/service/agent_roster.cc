@@ -16,11 +16,16 @@ bool ServesBackend(const db::Agent& agent, absl::string_view backend) {
   return kind.ok() && (*kind)->launcher == TrialLauncher::kTesseraTrial;
 }
 
-absl::StatusOr<db::Agent> ActiveAgent(db::TrialStore& store,
-                                      absl::string_view agent_id) {
+absl::Status RequireAgentId(absl::string_view agent_id) {
   if (agent_id.empty()) {
     return absl::InvalidArgumentError("agent_id: required");
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<db::Agent> ActiveAgent(db::TrialStore& store,
+                                      absl::string_view agent_id) {
+  TESSERA_RETURN_IF_ERROR(RequireAgentId(agent_id));
   TESSERA_ASSIGN_OR_RETURN(db::Agent agent, store.GetAgent(agent_id));
   if (agent.state != db::AgentState::kActive) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -21,6 +21,10 @@ namespace tessera::service {
 // command).
 bool ServesBackend(const db::Agent& agent, absl::string_view backend);
 
+// INVALID_ARGUMENT "agent_id: required" for "", else OK: every call an
+// agent makes names it.
+absl::Status RequireAgentId(absl::string_view agent_id);
+
 // The agent, if registered and active; INVALID_ARGUMENT "agent_id: required"
 // for "", FAILED_PRECONDITION when it was marked gone.
 absl::StatusOr<db::Agent> ActiveAgent(db::TrialStore& store,

@@ -7,42 +7,11 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "planner/service/access.h"
+#include "planner/service/proto_mapping.h"
 #include "planner/service/unary.h"
 #include "proto/principals.h"
 
 namespace tessera::service {
-namespace {
-
-db::AgentRegistration RegistrationOf(const v1::AgentInfo& a) {
-  db::AgentRegistration r;
-  r.id = a.agent_id();
-  r.hostname = a.hostname();
-  r.backend = a.backend();
-  r.gpu_name = a.gpu_name();
-  r.gpu_count = a.gpu_count();
-  r.memory_bytes = a.memory_bytes();
-  r.driver = a.driver();
-  r.interconnect = a.interconnect();
-  r.cpu_ranks = a.backend() == "cpu" ? a.gpu_count() : 0;
-  r.address = a.address();
-  return r;
-}
-
-std::vector<db::Probe> ProbesOf(const v1::ReportProbesRequest& request) {
-  std::vector<db::Probe> probes;
-  for (const v1::Probe& p : request.probes()) {
-    db::Probe probe;
-    probe.kind = p.kind();
-    probe.group_size = p.group_size();
-    probe.bytes = p.bytes();
-    probe.value = p.value();
-    probe.unit = p.unit();
-    probes.push_back(std::move(probe));
-  }
-  return probes;
-}
-
-}  // namespace
 
 absl::Status AgentServiceImpl::MayAct(
     const grpc::CallbackServerContext* context,
@@ -62,8 +31,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Register(
               "agent.gpu_count: must offer at least one GPU or CPU rank, got ",
               a.gpu_count()));
         }
-        TESSERA_ASSIGN_OR_RETURN(const db::Agent agent,
-                                 leases_->Register(RegistrationOf(a)));
+        TESSERA_ASSIGN_OR_RETURN(
+            const db::Agent agent,
+            leases_->Register(AgentRegistrationFromProto(a)));
         v1::RegisterResponse out;
         out.set_heartbeat_interval_ms(
             absl::ToInt64Milliseconds(leases_->options().heartbeat_interval));
@@ -97,7 +67,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReportProbes(
     v1::ReportProbesResponse* /*response*/) {
   return FinishUnaryStatus(context, [&]() -> absl::Status {
     TESSERA_RETURN_IF_ERROR(MayAct(context, request->agent_id()));
-    return leases_->ReportProbes(request->agent_id(), ProbesOf(*request));
+    return leases_->ReportProbes(request->agent_id(),
+                                 ProbesFromProto(*request));
   });
 }
 

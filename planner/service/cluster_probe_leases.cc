@@ -179,9 +179,7 @@ void Leases::ProbeLeaseEnded(int64_t probe_id) {
 absl::Status Leases::ReportCollectiveProbe(const std::string& agent_id,
                                            int64_t collective_probe_id,
                                            const std::string& result_json) {
-  if (agent_id.empty()) {
-    return absl::InvalidArgumentError("agent_id: required");
-  }
+  TESSERA_RETURN_IF_ERROR(RequireAgentId(agent_id));
   const int64_t id = collective_probe_id;
   ProbeJob job;
   {

@@ -31,13 +31,6 @@ bool Holds(const db::Trial& trial, absl::string_view agent_id) {
 // Queued trials of one study looked at per lease decision.
 constexpr int64_t kLeaseLookahead = 64;
 
-absl::Status RequireAgentId(absl::string_view agent_id) {
-  if (agent_id.empty()) {
-    return absl::InvalidArgumentError("agent_id: required");
-  }
-  return absl::OkStatus();
-}
-
 // Queued trials in lease order: studies oldest first, then rung, then the
 // higher predicted tokens/s, then id.
 bool LeaseOrder(const db::Trial& a, const db::Trial& b) {

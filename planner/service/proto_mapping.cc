@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -62,6 +63,35 @@ void AddSteps(const std::string& result_json, v1::TrialMetrics* out) {
 }
 
 }  // namespace
+
+db::AgentRegistration AgentRegistrationFromProto(const v1::AgentInfo& agent) {
+  db::AgentRegistration r;
+  r.id = agent.agent_id();
+  r.hostname = agent.hostname();
+  r.backend = agent.backend();
+  r.gpu_name = agent.gpu_name();
+  r.gpu_count = agent.gpu_count();
+  r.memory_bytes = agent.memory_bytes();
+  r.driver = agent.driver();
+  r.interconnect = agent.interconnect();
+  r.cpu_ranks = agent.backend() == "cpu" ? agent.gpu_count() : 0;
+  r.address = agent.address();
+  return r;
+}
+
+std::vector<db::Probe> ProbesFromProto(const v1::ReportProbesRequest& request) {
+  std::vector<db::Probe> probes;
+  for (const v1::Probe& p : request.probes()) {
+    db::Probe probe;
+    probe.kind = p.kind();
+    probe.group_size = p.group_size();
+    probe.bytes = p.bytes();
+    probe.value = p.value();
+    probe.unit = p.unit();
+    probes.push_back(std::move(probe));
+  }
+  return probes;
+}
 
 int64_t UnixMillis(absl::Time time) { return absl::ToUnixMillis(time); }
 

@@ -1,5 +1,6 @@
 // The store's records as tessera.v1 messages and the list requests as store
-// filters: what the PlannerService answers with.
+// filters: what the PlannerService answers with; an agent's registration and
+// probes as store records: what the AgentService takes.
 //
 //   TESSERA_ASSIGN_OR_RETURN(db::TrialFilter f, TrialFilterFromRequest(req));
 //   for (const db::Trial& t : *store.ListTrials(f)) *out.add_trials() =
@@ -8,6 +9,7 @@
 
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "db/trial_store.h"
@@ -41,6 +43,10 @@ absl::StatusOr<db::TrialFilter> TrialFilterFromRequest(
 // ListStudies' filters; limit 0 is 100.
 absl::StatusOr<db::StudyFilter> StudyFilterFromRequest(
     const v1::ListStudiesRequest& request);
+
+// The agent as registered (cpu_ranks: its ranks on the cpu backend, else 0).
+db::AgentRegistration AgentRegistrationFromProto(const v1::AgentInfo& agent);
+std::vector<db::Probe> ProbesFromProto(const v1::ReportProbesRequest& request);
 
 int64_t UnixMillis(absl::Time time);
 
