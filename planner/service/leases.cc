@@ -12,7 +12,6 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
-#include "core/trial_backend.h"
 #include "core/trial_result.h"
 #include "nlohmann/json.hpp"
 #include "planner/service/agent_roster.h"
