@@ -14,6 +14,7 @@
 #include "cli/history_command.h"
 #include "cli/plan_command.h"
 #include "cli/predict_command.h"
+#include "cli/replay_command.h"
 #include "cli/report_command.h"
 #include "cli/studies_command.h"
 #include "cli/submit_command.h"
@@ -74,6 +75,9 @@ const std::vector<Command>& Commands() {
       {"best", "a study's best layout for throughput or energy", &RunBest},
       {"history", "what every study measured, grouped by layout", &RunHistory},
       {"report", "write a study as one self-contained HTML page", &RunReport},
+      {"replay",
+       "trials to the best layout, measured on a sweep of real runs",
+       &RunReplay},
       {"cancel", "cancel a study", &RunCancel},
       {"completion", "print a bash or zsh completion script",
        &RunCompletion},

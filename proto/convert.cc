@@ -250,6 +250,20 @@ absl::StatusOr<planner::SearchOptions> SearchOptionsFromSpec(
     }
     options.top = spec.top();
   }
+  if (spec.candidates_size() > planner::kMaxSearchCandidates) {
+    return FieldError("search.candidates",
+                      absl::StrCat(spec.candidates_size(),
+                                   " layouts, at most ",
+                                   planner::kMaxSearchCandidates));
+  }
+  for (int i = 0; i < spec.candidates_size(); ++i) {
+    absl::StatusOr<Layout> layout = LayoutFromProto(spec.candidates(i));
+    if (!layout.ok()) {
+      return FieldError(absl::StrCat("search.candidates[", i, "]"),
+                        layout.status().message());
+    }
+    options.candidates.push_back(*layout);
+  }
   return options;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <queue>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -275,6 +277,60 @@ void Searcher::Run(SearchResult* r) {
   }
 }
 
+// The kind of a rejection reason: its field, the text before the first
+// ':' ("memory: needs ..." -> "memory").
+std::string ReasonKind(const std::string& reason) {
+  const size_t colon = reason.find(':');
+  return colon == std::string::npos ? reason : reason.substr(0, colon);
+}
+
+// SearchOptions::candidates instead of the whole space: each given layout
+// resolved and judged by PredictLayout, ranked as the search ranks.
+void RankCandidates(const Workload& w, const Calibration& c,
+                    const SearchOptions& o, SearchResult* r) {
+  std::vector<LayoutEvaluation> feasible;
+  std::set<std::string> seen;
+  for (const Layout& given : o.candidates) {
+    LayoutEvaluation e = PredictLayout(w, given, c);
+    // Resolved layouts count once (e.layout is resolved when it resolves).
+    if (!seen.insert(FormatLayout(e.layout)).second) continue;
+    ++r->searched;
+    const std::string kind = e.feasible ? "" : ReasonKind(e.reason);
+    if (e.feasible || kind == "memory") ++r->scored;
+    if (!e.feasible) {
+      ++r->rejected[kind];
+      continue;
+    }
+    ++r->feasible;
+    feasible.push_back(std::move(e));
+  }
+  // Ranked as the search ranks: tokens/s, then the order given.
+  std::stable_sort(feasible.begin(), feasible.end(),
+                   [](const LayoutEvaluation& a, const LayoutEvaluation& b) {
+                     return a.prediction.tokens_per_s >
+                            b.prediction.tokens_per_s;
+                   });
+  ParetoFront front;
+  const LayoutEvaluation* best_energy = nullptr;
+  for (size_t i = 0; i < feasible.size(); ++i) {
+    const Prediction& p = feasible[i].prediction;
+    if (best_energy == nullptr ||
+        p.tokens_per_joule > best_energy->prediction.tokens_per_joule) {
+      best_energy = &feasible[i];
+    }
+    front.Offer(p.tokens_per_s, p.tokens_per_joule, static_cast<int64_t>(i));
+  }
+  if (best_energy != nullptr) r->best_energy = *best_energy;
+  for (const ParetoPoint& point : front.points()) {
+    r->pareto.push_back(feasible[static_cast<size_t>(point.id)]);
+  }
+  if (!feasible.empty()) r->best_throughput = feasible.front();
+  if (o.top > 0 && static_cast<int64_t>(feasible.size()) > o.top) {
+    feasible.resize(static_cast<size_t>(o.top));
+  }
+  r->candidates = std::move(feasible);
+}
+
 }  // namespace
 
 absl::StatusOr<SearchResult> SearchLayouts(const Workload& workload,
@@ -294,6 +350,23 @@ absl::StatusOr<SearchResult> SearchLayouts(const Workload& workload,
         PrecisionName(workload.training.precision)));
   }
   SearchResult result;
+  if (!options.candidates.empty()) {
+    if (static_cast<int64_t>(options.candidates.size()) >
+        kMaxSearchCandidates) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "search.candidates: ", options.candidates.size(),
+          " layouts, at most ", kMaxSearchCandidates));
+    }
+    RankCandidates(workload, calibration, options, &result);
+    if (result.feasible == 0) {
+      result.best_throughput.reason = result.best_energy.reason =
+          "no feasible layout among the candidates";
+    }
+    result.elapsed_ms = std::chrono::duration<double, std::milli>(
+                            std::chrono::steady_clock::now() - start)
+                            .count();
+    return result;
+  }
   Searcher searcher(workload, stack, calibration, options);
   searcher.Run(&result);
   if (!searcher.any_batch_reachable()) {

@@ -24,14 +24,23 @@
 #include <string>
 #include <vector>
 
+#include "core/layout.h"
 #include "core/workload.h"
 #include "planner/calibration/calibration.h"
 #include "planner/prediction.h"
 
 namespace tessera::planner {
 
+// The most layouts SearchOptions::candidates may list.
+inline constexpr int64_t kMaxSearchCandidates = 100'000;
+
 struct SearchOptions {
   int64_t top = 10;  // candidates kept, best tokens/s first (0 = all feasible)
+  // Only these layouts (empty: the whole space of the stack). Each is
+  // resolved for the workload and judged by PredictLayout; duplicates (after
+  // resolution) count once; one the stack or the rules refuse is rejected
+  // under its reason's field ("layout.tp", "layout.zero", ...).
+  std::vector<Layout> candidates;
 };
 
 struct SearchResult {

@@ -11,7 +11,9 @@
 #include "core/trial_backend.h"
 #include "google/protobuf/util/json_util.h"
 #include "planner/search/pareto.h"
+#include "planner/service/halving.h"
 #include "planner/service/measured_layouts.h"
+#include "planner/service/measurement_noise.h"
 #include "planner/service/recalibration.h"
 #include "planner/service/study_spec.h"
 #include "planner/service/trial_geometry.h"
@@ -103,7 +105,10 @@ v1::RecommendedLayout Recommend(const RecommendationInput& in,
       }
       scaled = true;
     }
-    tokens_per_s = t.measured->tokens_per_s * scale;
+    // Every ok trial of the layout together (measured_layouts.h), over the
+    // trial's world.
+    tokens_per_s = c.measured->tokens_per_s_per_gpu *
+                   static_cast<double>(t.layout.world_size()) * scale;
     absl::StatusOr<const TrialBackend*> backend =
         FindTrialBackend(t.measured->backend);
     if (!scaled && backend.ok() && (*backend)->measures_comm) {
@@ -112,8 +117,16 @@ v1::RecommendedLayout Recommend(const RecommendationInput& in,
     }
     r.set_provenance(v1::MEASURED);
     r.set_trial_id(t.id);
-    why.push_back(absl::StrCat("tokens/s measured by trial ", t.id, " (rung ",
-                               t.rung, ", ", t.measured->steps, " steps)"));
+    if (c.measured->trials > 1) {
+      why.push_back(absl::StrCat(
+          "tokens/s measured by ", c.measured->trials, " trials (",
+          c.measured->steps, " steps; the longest: trial ", t.id, ", rung ",
+          t.rung, ")"));
+    } else {
+      why.push_back(absl::StrCat("tokens/s measured by trial ", t.id,
+                                 " (rung ", t.rung, ", ", t.measured->steps,
+                                 " steps)"));
+    }
     if (scaled) {
       why.push_back(absl::StrFormat(
           "%s; scaled x%.3g to the study's %d GPUs by the calibrated model",
@@ -261,6 +274,29 @@ v1::Recommendation BuildRecommendation(const RecommendationInput& in) {
         "to %.0f%%), not verified by a trial",
         b.why(), faster, faster == 1 ? "" : "s",
         100 * (fastest / b.tokens_per_s() - 1)));
+  }
+  // How sure the measured best is.
+  const NoiseEstimate noise = EstimateNoise(*in.trials);
+  out.set_noise_log_sd(noise.log_sd);
+  out.set_noise_source(noise.source);
+  const std::vector<const MeasuredLayout*> ranked = RankMeasured(measured);
+  if (const std::optional<Lead> lead = LeadOf(ranked, noise)) {
+    out.set_lead_log(lead->log_lead);
+    out.set_lead_log_sd(lead->log_sd);
+    absl::StatusOr<Layout> runner_up =
+        StudyLayoutOfTrial(*in.workload, ranked[1]->trial.layout);
+    *out.mutable_runner_up() = LayoutToProto(
+        runner_up.ok() ? *runner_up : ranked[1]->trial.layout);
+    v1::RecommendedLayout& b = all[*best_throughput];
+    if (b.provenance() == v1::MEASURED) {
+      b.set_why(absl::StrCat(
+          b.why(), "; leads the next measured layout by ", lead->Text(),
+          lead->Clear(kClearLeadSds)
+              ? ""
+              : " (within the noise: trials cannot tell the two apart yet)",
+          absl::StrFormat(", noise %.1f%% per trial from %s",
+                          100 * noise.log_sd, noise.source)));
+    }
   }
   *out.mutable_best_throughput() = all[*best_throughput];
   *out.mutable_best_energy() = all[*best_energy];

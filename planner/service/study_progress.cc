@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "core/trial_backend.h"
+#include "planner/calibration/calibration_file.h"
 #include "planner/calibration/calibration_fit.h"
 #include "planner/calibration/prediction_uncertainty.h"
 #include "planner/service/agent_roster.h"
@@ -245,21 +246,17 @@ absl::StatusOr<TrialPool> Studies::PoolLocked(StudyRun& run, int64_t agents) {
   absl::StatusOr<TrialPool> pool = BuildTrialPool(
       *run.workload, run.calibration, search, agents, run.options().layers);
   if (!pool.ok()) return InStudy(pool.status());
-  // The error of the trials' own fit (prediction_uncertainty.h: MAPE as a
-  // normal's sd); none before the first fit, whose prior was not made for
-  // these trials.
-  const double log_sd = run.calibration_samples > 0
-                            ? planner::ModelLogSdOfMape(run.calibration_mape)
-                            : 0;
-  for (PoolEntry& e : pool->entries) e.trial_log_sd = log_sd;
-  // Which candidates the model cannot tell from the best, with the spreads
-  // of what it plans with (rung 0 spreads its trials over them).
+  // How uncertain each candidate's prediction is, with the spreads of what
+  // it plans with (trial_choice.h adds the study's own model error).
   const planner::RankingUncertainty ranking = planner::AssessRanking(
       *run.workload, pool->search.candidates, run.calibration, run.spreads);
+  const double model_var = run.spreads.model_log_sd * run.spreads.model_log_sd;
   for (size_t i = 0;
-       i < pool->entries.size() && i < ranking.within_error_of_best.size();
+       i < pool->entries.size() && i < ranking.intervals.size();
        ++i) {
-    pool->entries[i].within_error_of_best = ranking.within_error_of_best[i];
+    const double sd = ranking.intervals[i].log_sd;
+    pool->entries[i].coefficient_log_sd =
+        std::sqrt(std::max(0.0, sd * sd - model_var));
   }
   return pool;
 }
@@ -272,7 +269,9 @@ absl::Status Studies::AdvanceLocked(StudyRun& run) {
   }
   TESSERA_ASSIGN_OR_RETURN(std::vector<db::Trial> trials, TrialsOf(run.id));
   const int64_t ok = CountOk(trials);
-  if (ok > 0 && ok != run.fitted_ok_trials) {
+  // Refit after every new result, and once at the start: earlier studies'
+  // trials on this cluster and stack are what this one starts from.
+  if (ok != run.fitted_ok_trials) {
     const absl::Status refit = RefitLocked(run, trials);
     if (!refit.ok()) {
       options_.log.Warning(absl::StrCat("study ", run.id,
@@ -297,6 +296,14 @@ absl::Status Studies::AdvanceLocked(StudyRun& run) {
   input.pool = &pool->entries;
   input.time_up =
       budget_s > 0 && Now() - run.created_at >= absl::Seconds(budget_s);
+  // As many trials at once as the agents can run side by side.
+  for (const PoolEntry& e : pool->entries) {
+    if (!e.plan) continue;
+    input.trial_slots = std::max<int64_t>(
+        1, static_cast<int64_t>(agents.size()) / e.plan->gang_size);
+    break;
+  }
+  input.prior_model_log_sd = run.spreads.model_log_sd;
   const HalvingDecision decision = DecideNextTrials(input);
   for (const std::string& note : decision.notes) events_->Emit(run.id, note);
   if (!decision.queue.empty()) {
@@ -419,17 +426,19 @@ absl::Status Studies::RefitLocked(StudyRun& run,
     options_.log.Debug(absl::StrCat("calibration: skipping ", why));
   }
   const std::vector<planner::CalibrationSample>& samples = of.samples;
-  if (samples.empty()) return absl::OkStatus();
+  if (samples.empty()) {
+    run.fitted_ok_trials = CountOk(trials);
+    return absl::OkStatus();
+  }
   // Trials refine what was imported for the GPU, if anything.
   TESSERA_ASSIGN_OR_RETURN(GpuCalibrationSources sources,
                            LatestGpuCalibrationSources(*store_, run.gpu_name));
   const planner::CalibrationFile* import =
       sources.imported.has_value() ? &*sources.imported : nullptr;
-  TESSERA_ASSIGN_OR_RETURN(
-      const planner::CalibrationFit fit,
-      planner::FitCalibration(
-          samples,
-          TrialFitPrior(run.workload->cluster.gpu, sources, trial_stack), {}));
+  const planner::Calibration prior =
+      TrialFitPrior(run.workload->cluster.gpu, sources, trial_stack);
+  TESSERA_ASSIGN_OR_RETURN(const planner::CalibrationFit fit,
+                           planner::FitCalibration(samples, prior, {}));
   const bool gpu_fit = trial_stack == kTrialStack && MayCalibrateGpu(fit);
   if (gpu_fit) {
     // The GPU's fit is of Tessera's executor (what every study on the GPU
@@ -451,6 +460,18 @@ absl::Status Studies::RefitLocked(StudyRun& run,
   run.calibration_mape = fit.fitted_step_time_mape;
   run.calibration_samples = fit.samples;
   run.spreads = GpuPredictionUncertainty(*run.workload, sources);
+  if (trial_stack == run.workload->training.stack) {
+    // The trials measured this study's own stack: its fit's covariance says
+    // which layouts the measurements pin down (the model's own error is the
+    // study's forecasts', trial_choice.h).
+    const double model_log_sd = run.spreads.model_log_sd;
+    run.spreads = planner::PredictionUncertaintyOf(
+        planner::MakeCalibrationFile(trial_stack,
+                                     run.workload->training.stack_options,
+                                     run.workload->cluster.gpu, prior, &fit),
+        run.workload->training.precision);
+    run.spreads.model_log_sd = model_log_sd;
+  }
   run.fitted_ok_trials = CountOk(trials);
   for (const std::string& warning : fit.warnings) {
     options_.log.Warning(

@@ -46,8 +46,8 @@ absl::StatusOr<v1::StudySummary> StudyQueries::Summary(int64_t study_id) const {
   TESSERA_ASSIGN_OR_RETURN(const db::Study study, store_->GetStudy(study_id));
   TESSERA_ASSIGN_OR_RETURN(const auto counts,
                            store_->CountTrialsByStatus(study_id));
-  // The best as the recommendation judges it: each layout by its longest
-  // (highest-rung) measurement, not the luckiest short one.
+  // The best as the recommendation judges it: each layout by all its
+  // measurements together (measured_layouts.h), not the luckiest one.
   db::TrialFilter ok_filter;
   ok_filter.study_id = study_id;
   ok_filter.statuses = {db::TrialState::kOk};
@@ -55,9 +55,14 @@ absl::StatusOr<v1::StudySummary> StudyQueries::Summary(int64_t study_id) const {
                            store_->ListTrials(ok_filter));
   const std::map<std::string, MeasuredLayout> measured = MeasuredLayouts(ok);
   const MeasuredLayout* best = BestMeasured(measured);
-  return StudySummaryOf(
-      study, counts,
-      best == nullptr ? std::nullopt : std::optional<db::Trial>(best->trial));
+  if (best == nullptr) return StudySummaryOf(study, counts, std::nullopt);
+  // Its standing trial, with the layout's combined tokens/s.
+  db::Trial standing = best->trial;
+  standing.measured->tokens_per_s =
+      best->tokens_per_s_per_gpu *
+      static_cast<double>(standing.layout.world_size());
+  standing.measured->tokens_per_s_per_gpu = best->tokens_per_s_per_gpu;
+  return StudySummaryOf(study, counts, standing);
 }
 
 absl::StatusOr<v1::GetStudyResponse> StudyQueries::GetStudy(

@@ -33,12 +33,10 @@ struct PoolEntry {
   // Calibrated prediction of the trial itself (set with plan).
   planner::Prediction trial_prediction;
   std::string key;  // LayoutKey(plan->layout); "" without a plan
-  // One sd of the model's error on the trial's step time, log space (0: taken
-  // as exact); successive halving trials what the model cannot rule out.
-  double trial_log_sd = 0;
-  // The model cannot tell this layout's study-world step time from the
-  // best's (planner::AssessRanking with the planner's spreads).
-  bool within_error_of_best = false;
+  // The part of its step time's uncertainty (log-sd) that comes from the
+  // calibration's coefficients: how far their covariance moves this layout
+  // (the model's own error left out; trial_choice.h adds the study's).
+  double coefficient_log_sd = 0;
 
   // Predicted tokens/s per GPU of the trial (0 without a plan).
   double trial_tokens_per_s_per_gpu() const {

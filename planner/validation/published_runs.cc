@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -429,16 +430,36 @@ RankingSummary Rank(const std::vector<ValidatedRun>& rows) {
 
 }  // namespace
 
+std::string StackOfSource(absl::string_view source_text) {
+  const std::string text(source_text);
+  if (absl::StrContains(absl::AsciiStrToLower(text), "nanotron")) {
+    return "nanotron";
+  }
+  const std::string source = SourceOf(text);
+  return source.empty() ? "" : StackOf(source);
+}
+
+std::optional<std::string> GpuPresetOfName(absl::string_view gpu) {
+  return GpuPresetOf(std::string(gpu));
+}
+
 absl::StatusOr<PublishedRuns> LoadPublishedRuns(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
   }
-  const Json file = Json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (file.is_discarded() || !file.contains("rows") ||
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParsePublishedRuns(text.str(), path);
+}
+
+absl::StatusOr<PublishedRuns> ParsePublishedRuns(absl::string_view text,
+                                                 absl::string_view source) {
+  const Json file = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (file.is_discarded() || !file.is_object() || !file.contains("rows") ||
       !file["rows"].is_array()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not a JSON object with a rows list"));
+        absl::StrCat(source, ": not a JSON object with a rows list"));
   }
   PublishedRuns out;
   for (size_t i = 0; i < file["rows"].size(); ++i) {
@@ -452,9 +473,10 @@ absl::StatusOr<PublishedRuns> LoadPublishedRuns(const std::string& path) {
     if (r.ok()) {
       out.runs.push_back(*std::move(r));
     } else {
-      out.unmapped.push_back(UnmappedRun{static_cast<int64_t>(i),
-                                         SourceOf(Text(row, "source")),
-                                         std::string(r.status().message())});
+      out.unmapped.push_back(UnmappedRun{
+          static_cast<int64_t>(i),
+          row.is_object() ? SourceOf(Text(row, "source")) : std::string(),
+          std::string(r.status().message())});
     }
   }
   return out;

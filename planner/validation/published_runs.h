@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/layout.h"
 #include "core/workload.h"
 #include "planner/prediction.h"
@@ -68,9 +69,21 @@ struct PublishedRuns {
   std::vector<UnmappedRun> unmapped;
 };
 
+// The training stack a row's "source" text names ("nanotron" for Hugging
+// Face's nanotron, the stack of each published source: torchtitan,
+// megatron-core, megatron-2021, pytorch-fsdp); "" when it names none.
+std::string StackOfSource(absl::string_view source_text);
+
+// The GPU preset of a row's "gpu" text ("H100-SXM-80GB" -> "h100-sxm",
+// "H100-SXM-96GB-HBM2e@500W" -> "h100-sxm-96g-500w"); nullopt when unknown.
+std::optional<std::string> GpuPresetOfName(absl::string_view gpu);
+
 // Reads and maps the file. Fails only when the file cannot be read or is not
 // the expected JSON; rows that cannot be mapped go to `unmapped`.
 absl::StatusOr<PublishedRuns> LoadPublishedRuns(const std::string& path);
+// The same from the file's text; `source` names it in errors.
+absl::StatusOr<PublishedRuns> ParsePublishedRuns(absl::string_view text,
+                                                 absl::string_view source);
 
 // One mapped run with its prediction.
 struct ValidatedRun {

@@ -197,3 +197,69 @@ TEST(SearchTest, NothingFitsIsAnAnswerNotAnError) {
 
 }  // namespace
 }  // namespace tessera::planner
+
+namespace tessera::planner {
+namespace {
+
+// search.candidates: exactly the given layouts, each judged as PredictLayout
+// judges it, ranked as the full search ranks them.
+TEST(SearchCandidatesTest, OnlyTheGivenLayoutsRankedWithTheirRejections) {
+  const Workload w = SmallWorkload();
+  const Calibration c = NoFixedOverhead();
+  SearchOptions all;
+  all.top = 0;
+  const SearchResult full = *SearchLayouts(w, c, all);
+  ASSERT_GE(full.candidates.size(), 4u);
+  // Three layouts of distinct predicted speed (ties rank by the order given
+  // here and by enumeration order there).
+  std::vector<LayoutEvaluation> pick = {full.candidates[0]};
+  for (const LayoutEvaluation& e : full.candidates) {
+    if (pick.size() < 3 &&
+        e.prediction.tokens_per_s < pick.back().prediction.tokens_per_s) {
+      pick.push_back(e);
+    }
+  }
+  ASSERT_EQ(pick.size(), 3u);
+  SearchOptions o;
+  o.top = 0;
+  // The three in reverse order, one of them twice (unresolved: dp
+  // derived), and one the rules refuse.
+  o.candidates = {pick[2].layout, pick[0].layout, pick[1].layout};
+  Layout again = pick[0].layout;
+  again.dp = 0;
+  again.grad_accum = 0;
+  o.candidates.push_back(again);
+  Layout bad;
+  bad.tp = 3;  // does not divide the world of 8
+  o.candidates.push_back(bad);
+  absl::StatusOr<SearchResult> r = SearchLayouts(w, c, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->searched, 4);
+  EXPECT_EQ(r->feasible, 3);
+  ASSERT_EQ(r->candidates.size(), 3u);
+  EXPECT_EQ(r->candidates[0].layout, pick[0].layout);
+  EXPECT_EQ(r->candidates[1].layout, pick[1].layout);
+  EXPECT_EQ(r->candidates[2].layout, pick[2].layout);
+  EXPECT_DOUBLE_EQ(r->candidates[0].prediction.tokens_per_s,
+                   pick[0].prediction.tokens_per_s);
+  EXPECT_EQ(r->best_throughput.layout, pick[0].layout);
+  EXPECT_EQ(r->rejected.size(), 1u);
+  EXPECT_EQ(r->rejected.begin()->second, 1);
+  EXPECT_FALSE(r->pareto.empty());
+  // top keeps the best of them.
+  o.top = 1;
+  r = SearchLayouts(w, c, o);
+  ASSERT_EQ(r->candidates.size(), 1u);
+  EXPECT_EQ(r->candidates[0].layout, pick[0].layout);
+  // Nothing feasible among them: no best, the reason says so.
+  o.candidates = {bad};
+  r = SearchLayouts(w, c, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->feasible, 0);
+  EXPECT_TRUE(r->candidates.empty());
+  EXPECT_NE(r->best_throughput.reason.find("among the candidates"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::planner

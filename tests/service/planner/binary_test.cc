@@ -177,11 +177,16 @@ TEST(BinaryTest, AKilledPlannerResumesTheStudyFromItsFile) {
   submit.mutable_spec()->mutable_trials()->set_stop_margin(10);
   v1::SubmitStudyResponse submitted;
   ASSERT_TRUE(planner->SubmitStudy(Context().get(), submit, &submitted).ok());
+  // The next trial is queued when the planner has taken the last result
+  // in (its advancer, after the report returns): poll as agents do.
   auto lease = [&](v1::AgentService::Stub* stub) {
     v1::LeaseTrialRequest r;
     r.set_agent_id("cpu-a");
     v1::LeaseTrialResponse out;
-    EXPECT_TRUE(stub->LeaseTrial(Context().get(), r, &out).ok());
+    for (int i = 0; i < 200 && !out.has_assignment(); ++i) {
+      if (i > 0) absl::SleepFor(absl::Milliseconds(20));
+      EXPECT_TRUE(stub->LeaseTrial(Context().get(), r, &out).ok());
+    }
     return out.assignment();
   };
   auto report = [&](v1::AgentService::Stub* stub,

@@ -7,6 +7,7 @@
 // are left.
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,9 @@
 #include "nlohmann/json.hpp"
 #include "planner/service/calibration_exchange.h"
 #include "planner/service/recalibration.h"
+#include "planner/service/trial_geometry.h"
 #include "planner/service/trial_invalidation.h"
+#include "proto/convert.h"
 #include "tests/service/planner/test_harness.h"
 
 namespace tessera::service::testing {
@@ -44,6 +47,17 @@ class CalibrationTrustTest : public ::testing::Test {
     spec.mutable_trials()->set_first_rung(5);
     spec.mutable_trials()->set_stop_margin(10);
     spec.mutable_search()->set_top(24);
+    // What the defaults predict for each layout (the trials are made slower
+    // than that, not than the refitted predictions they are queued with).
+    v1::PlanRequest plan;
+    *plan.mutable_study() = spec;
+    plan.mutable_study()->mutable_search()->set_top(1000);
+    v1::PlanResponse planned;
+    ASSERT_TRUE(s_.planner->Plan(Context().get(), plan, &planned).ok());
+    for (const v1::LayoutEvaluation& e : planned.candidates()) {
+      default_step_s_[LayoutKey(*LayoutFromProto(e.layout()))] =
+          e.prediction().step_time_s();
+    }
     v1::SubmitStudyRequest r;
     *r.mutable_spec() = spec;
     v1::SubmitStudyResponse out;
@@ -51,18 +65,17 @@ class CalibrationTrustTest : public ::testing::Test {
     study_ = out.study_id();
   }
 
-  // Runs the five trials of rung 0: each 1.3x its prediction, but the third
-  // 6x (a throttled GPU); returns their ids in order.
+  // Runs the five trials of rung 0: each 1.3x the defaults' prediction, but
+  // the third 6x (a throttled GPU); returns their ids in order.
   std::vector<int64_t> RunRungZero() {
     std::vector<int64_t> ids;
     for (int i = 0; i < 5; ++i) {
       std::optional<v1::TrialAssignment> a = agent_->Lease();
       EXPECT_TRUE(a.has_value()) << "lease " << i;
       if (!a.has_value()) return ids;
-      double predicted = 0;
-      for (const v1::Trial& t : ListTrials(s_, study_)) {
-        if (t.id() == a->trial_id()) predicted = t.predicted().step_time_s();
-      }
+      const double predicted =
+          default_step_s_[LayoutKey(*LayoutFromProto(a->layout()))];
+      EXPECT_GT(predicted, 0);
       const double slower = i == 2 ? 6.0 : 1.3;
       // Times only: the harness's placeholder memory figure would be fitted
       // too (the cpu backend measures its memory).
@@ -87,6 +100,7 @@ class CalibrationTrustTest : public ::testing::Test {
   TestServer s_;
   std::unique_ptr<ScriptedAgent> agent_;
   int64_t study_ = 0;
+  std::map<std::string, double> default_step_s_;  // by LayoutKey
 };
 
 TEST_F(CalibrationTrustTest, ASlowTrialIsLeftOutAndTheRestCalibrateTheGpu) {

@@ -16,7 +16,8 @@ TEST(RestartTest, TheStudyContinuesAndCompletesOnTheSameFile) {
   spec.mutable_trials()->set_max_trials(6);
   spec.mutable_trials()->set_first_rung(4);
   spec.mutable_trials()->set_stop_margin(10);
-  const double step_time_s[] = {0.4, 0.2, 0.3, 0.5};
+  // Layouts 2 and 3 measure within the noise of each other: confirmed.
+  const double step_time_s[] = {0.4, 0.2, 0.205, 0.5};
 
   int64_t study = 0;
   int64_t running = 0;
@@ -144,7 +145,8 @@ TEST(RestartTest, AStudyWaitingForAgentsStartsAfterTheRestart) {
   ScriptedAgent agent(s, "cpu-a");
   ASSERT_TRUE(agent.Register().ok());
   EXPECT_EQ(GetStudy(s, study).study().state(), v1::STUDY_RUNNING);
-  EXPECT_EQ(ListTrials(s, study).size(), 4u);
+  // One agent: one trial at a time.
+  EXPECT_EQ(ListTrials(s, study).size(), 1u);
 }
 
 }  // namespace

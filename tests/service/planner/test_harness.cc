@@ -1,5 +1,6 @@
 #include "tests/service/planner/test_harness.h"
 
+#include <cstdlib>
 #include <stdlib.h>
 
 #include <chrono>
@@ -53,7 +54,7 @@ PlannerOptions TestOptions(const std::string& db_path,
   o.reaper_period = absl::ZeroDuration();
   o.max_rendezvous_wait = absl::Seconds(5);
   o.clock = clock.AsClock();
-  o.log = Log(LogLevel::kWarning);
+  o.log = Log(getenv("TESSERA_TEST_LOG") ? LogLevel::kInfo : LogLevel::kWarning);
   return o;
 }
 
