@@ -1,6 +1,10 @@
 #include "agents/agent.h"
 
 #include <signal.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <thread>
 #include <utility>
@@ -494,6 +498,7 @@ TrialExecutionOptions Agent::ExecutionOptions() {
   run.registry = &children_;
   run.kill_grace = options_.kill_grace;
   run.after_failure_grace = options_.after_failure_grace;
+  run.command_policy = options_.command_policy;
   return run;
 }
 
@@ -530,6 +535,13 @@ void Agent::RunLeasedProbe(const v1::TrialAssignment& a) {
 
 absl::Status Agent::Run() {
   if (absl::Status s = MakeDirectories(options_.work_dir); !s.ok()) return s;
+  if (options_.command_policy.run_as.has_value() &&
+      ::chmod(options_.work_dir.c_str(), 0711) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot make the work folder ", options_.work_dir,
+                     " traversable for the run-as user: ",
+                     std::strerror(errno)));
+  }
   absl::StatusOr<ResultSpool> spool = ResultSpool::Open(
       options_.spool_dir.empty() ? absl::StrCat(options_.work_dir, "/spool")
                                  : options_.spool_dir);

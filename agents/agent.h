@@ -45,6 +45,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agents/backoff.h"
+#include "agents/command_policy.h"
 #include "agents/event_log.h"
 #include "agents/planner_client.h"
 #include "agents/process.h"
@@ -78,6 +79,10 @@ struct AgentOptions {
   absl::Duration kill_grace = absl::Seconds(5);
   absl::Duration after_failure_grace = absl::Seconds(15);
   bool keep_ok_trial_dirs = false;  // else removed once reported
+  // What command trials may run, and as whom (command_policy.h); the
+  // default refuses every command. With a run-as user, the work folder is
+  // made traversable (0711) for it: each trial folder is then its own.
+  CommandPolicy command_policy;
 };
 
 class Agent {
