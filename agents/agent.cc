@@ -281,11 +281,11 @@ Agent::ReportEnd Agent::Report(int64_t trial_id, const std::string& result_json,
       ++trials_reported_;
       return ReportEnd::kDone;
     }
-    if (IsLeaseGone(s) || Cancelled(trial_id) || !IsRetryable(s)) {
-      *refusal =
-          IsRetryable(s)
-              ? absl::StrCat("the planner cancelled the trial; ", s.ToString())
-              : s.ToString();
+    // Only the planner's definite no drops a finished result: a planner
+    // that is away, stalled or failing to store (whatever it said through
+    // heartbeats meanwhile) gets the report again until it answers.
+    if (IsDefiniteRefusal(s)) {
+      *refusal = s.ToString();
       return ReportEnd::kDropped;
     }
     if (DrainOver()) return ReportEnd::kGaveUp;

@@ -12,8 +12,13 @@
 //   polls LeaseTrial every lease_poll_interval_ms when idle, runs a leased
 //   trial (trial_execution.h) and reports its one result with retries until
 //   the planner takes it (OK), already has it (ALREADY_EXISTS: another gang
-//   member reported) or says the lease is gone (FAILED_PRECONDITION,
-//   NOT_FOUND: the result is dropped).
+//   member reported) or refuses it for good, naming why
+//   (IsDefiniteRefusal: the trial was leased again, its study ended, the
+//   result is implausible). A planner that is away, stalled or cannot store
+//   gets the report again, however long, even if a heartbeat meanwhile said
+//   to stop the trial: the lease clock stops while the planner cannot serve
+//   (planner/service/outage_watch.h) and a late report of a trial not
+//   leased again is taken.
 // - Every finished result is first written to the result spool
 //   (result_spool.h, AgentOptions::spool_dir) and removed from it once the
 //   planner took it or refused it for good (the log says it was dropped and

@@ -124,7 +124,10 @@ absl::StatusOr<std::vector<int64_t>> Leases::Heartbeat(
     const std::string& agent_id, const std::set<int64_t>& running) {
   TESSERA_RETURN_IF_ERROR(RequireAgentId(agent_id));
   const absl::Time now = Now();
-  TESSERA_RETURN_IF_ERROR(store_->Heartbeat(agent_id, now));
+  if (absl::Status s = store_->Heartbeat(agent_id, now); !s.ok()) {
+    outage_.StoreFailed(now, s);
+    return s;
+  }
   const absl::Time expires_at = now + options_.lease_timeout;
   db::TrialFilter held_filter;
   held_filter.leased_to = agent_id;
@@ -144,9 +147,13 @@ absl::StatusOr<std::vector<int64_t>> Leases::Heartbeat(
   std::set<int64_t> extended;
   if (runs_all_it_holds && !held.empty()) {
     // The usual case: one write, not synced on its own (see the store).
-    TESSERA_ASSIGN_OR_RETURN(const std::vector<int64_t> ids,
-                             store_->ExtendLeasesOf(agent_id, expires_at));
-    extended.insert(ids.begin(), ids.end());
+    absl::StatusOr<std::vector<int64_t>> ids =
+        store_->ExtendLeasesOf(agent_id, expires_at);
+    if (!ids.ok()) {
+      outage_.StoreFailed(now, ids.status());
+      return ids.status();
+    }
+    extended.insert(ids->begin(), ids->end());
   } else {
     for (const db::Trial& t : held) {
       if (running.count(t.id) > 0 &&
@@ -447,8 +454,12 @@ absl::Status Leases::ReportTrial(const std::string& agent_id, int64_t trial_id,
     stored.ranks = leased.layout.world_size();
     stored.backend = "unknown (report refused)";
   }
-  TESSERA_RETURN_IF_ERROR(
-      store_->ReportTrial(trial_id, agent_id, stored, Now()));
+  const absl::Time now = Now();
+  if (absl::Status s = store_->ReportTrial(trial_id, agent_id, stored, now);
+      !s.ok()) {
+    outage_.StoreFailed(now, s);
+    return s;
+  }
   TrialLeaseEnded(trial_id);
   TellStudy(trial_id);
   return plausible;
