@@ -186,6 +186,16 @@ class Leases {
       const std::set<int64_t>& running, absl::Time now);
   // After a trial's state changed: its study hears of it (event, advance).
   void TellStudy(int64_t trial_id);
+  // For a trial of a study on the agents' own hardware ("agents" GPU): the
+  // plausibility ceiling, the highest trusted GEMM peak per rank of the
+  // agents that hold (or, reporting late, held) its lease (probe_check.h),
+  // and whether they are CPU hosts (their probe is a share of cores others
+  // use too: kCpuPeakSlack); nullopt for other studies or without probes.
+  struct AgentsCeiling {
+    double tflops_per_rank = 0;
+    bool cpu_hosts = false;
+  };
+  std::optional<AgentsCeiling> AgentsGpuCeiling(const db::Trial& trial);
 
   bool Fits(const db::Agent& agent, const LeasableStudy& study) const;
   v1::TrialAssignment Assignment(const db::Trial& trial,
