@@ -186,6 +186,53 @@ TEST_F(ReportAbuseTest, AReportOfAnotherLayoutThanItsLeaseIsRefused) {
   EXPECT_EQ(GetStudy(s_, study_).study().best_tokens_per_s(), 0);
 }
 
+// Issue 28, attack 6: numbers far past any run were accepted
+// (trial_time_limit_s 1e300 timed every trial out at once; total_tokens
+// 1e300). Each is refused naming its field and bound; nothing is stored.
+TEST_F(ReportAbuseTest, SpecNumbersPastTheirBoundsAreRefusedNamingTheBound) {
+  const int64_t studies = CountStudies(s_);
+  const struct {
+    std::function<void(v1::StudySpec&)> edit;
+    const char* message;
+  } kCases[] = {
+      {[](v1::StudySpec& s) { s.mutable_trials()->set_trial_time_limit_s(1e300); },
+       "study.trials.trial_time_limit_s: at most 604800 (seconds, a week), "
+       "got 1e+300"},
+      {[](v1::StudySpec& s) { s.mutable_training()->set_total_tokens(1e300); },
+       "study.training.total_tokens: at most 1000000000000000 (tokens), got "
+       "1e+300"},
+      {[](v1::StudySpec& s) { s.mutable_trials()->set_time_budget_s(1e300); },
+       "study.trials.time_budget_s: at most 31536000 (seconds, a year)"},
+      {[](v1::StudySpec& s) {
+         s.mutable_trials()->set_memory_limit_bytes(int64_t{1} << 62);
+       },
+       "study.trials.memory_limit_bytes: at most"},
+      {[](v1::StudySpec& s) {
+         s.mutable_training()->set_global_batch(int64_t{1} << 40);
+       },
+       "study.training.global_batch: at most 16777216 (sequences)"},
+      {[](v1::StudySpec& s) { s.mutable_cluster()->set_nodes(int64_t{1} << 40); },
+       "study.cluster.nodes: at most 1000000 (nodes)"},
+  };
+  for (const auto& c : kCases) {
+    v1::SubmitStudyRequest r;
+    *r.mutable_spec() = TinySpec(1, 2);
+    c.edit(*r.mutable_spec());
+    v1::SubmitStudyResponse out;
+    const grpc::Status st = s_.planner->SubmitStudy(Context().get(), r, &out);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.message;
+    EXPECT_NE(st.error_message().find(c.message), std::string::npos)
+        << st.error_message();
+  }
+  EXPECT_EQ(CountStudies(s_), studies);
+  // A week is allowed.
+  v1::SubmitStudyRequest week;
+  *week.mutable_spec() = TinySpec(1, 2);
+  week.mutable_spec()->mutable_trials()->set_trial_time_limit_s(604800);
+  v1::SubmitStudyResponse out;
+  EXPECT_TRUE(s_.planner->SubmitStudy(Context().get(), week, &out).ok());
+}
+
 v1::Probe GemmProbe(double host_tflops) {
   v1::Probe p;
   p.set_kind("gemm_f32");
