@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "db/internal/rows.h"
+#include "db/result_checksum.h"
 #include "db/sqlite_trial_store.h"
 #include "db/validation.h"
 
@@ -107,7 +108,8 @@ absl::Status StoreResult(Database& db, int64_t trial_id,
       .BindOptionalDouble(21, r.tokens_per_joule)
       .BindInt(22, ToMicros(now))
       .BindInt(23, trial_id);
-  return update.Run();
+  TESSERA_RETURN_IF_ERROR(update.Run());
+  return SealResult(db, trial_id);
 }
 
 // One trial_metrics row per step of the loss and step-time series.
@@ -507,7 +509,8 @@ absl::Status SqliteTrialStore::InvalidateTrial(int64_t trial_id,
                    "WHERE id = ?"));
     update.BindText(1, absl::StrCat("invalidated: ", reason))
         .BindInt(2, trial_id);
-    return update.Run();
+    TESSERA_RETURN_IF_ERROR(update.Run());
+    return SealResult(db, trial_id);
   });
 }
 
