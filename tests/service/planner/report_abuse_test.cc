@@ -307,7 +307,13 @@ TEST(ProbePoisoningTest, AProbeCannotRaiseTheCeilingByItself) {
   gemm.kind = "gemm_f32";
   EXPECT_EQ(s.server->store().ListProbes(gemm)->size(), 2u);
 
-  SubmitAgentsStudy(s, 1);
+  const int64_t study = SubmitAgentsStudy(s, 1);
+  // The study plans for 4 x the genuine rate per rank, not the poison's 25.
+  v1::GetRecommendationRequest rr;
+  rr.set_study_id(study);
+  v1::Recommendation rec;
+  ASSERT_TRUE(s.planner->GetRecommendation(Context().get(), rr, &rec).ok());
+  EXPECT_DOUBLE_EQ(rec.gpu().peak_dense_tflops(), 0.4);
   std::optional<v1::TrialAssignment> a = agent.Lease();
   ASSERT_TRUE(a.has_value());
   // 10 TFLOP/s per rank: 100x what the host measured before the poison.
