@@ -1,6 +1,10 @@
 #include "agents/agent.h"
 
 #include <signal.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <thread>
 #include <utility>
@@ -277,11 +281,11 @@ Agent::ReportEnd Agent::Report(int64_t trial_id, const std::string& result_json,
       ++trials_reported_;
       return ReportEnd::kDone;
     }
-    if (IsLeaseGone(s) || Cancelled(trial_id) || !IsRetryable(s)) {
-      *refusal =
-          IsRetryable(s)
-              ? absl::StrCat("the planner cancelled the trial; ", s.ToString())
-              : s.ToString();
+    // Only the planner's definite no drops a finished result: a planner
+    // that is away, stalled or failing to store (whatever it said through
+    // heartbeats meanwhile) gets the report again until it answers.
+    if (IsDefiniteRefusal(s)) {
+      *refusal = s.ToString();
       return ReportEnd::kDropped;
     }
     if (DrainOver()) return ReportEnd::kGaveUp;
@@ -494,6 +498,7 @@ TrialExecutionOptions Agent::ExecutionOptions() {
   run.registry = &children_;
   run.kill_grace = options_.kill_grace;
   run.after_failure_grace = options_.after_failure_grace;
+  run.command_policy = options_.command_policy;
   return run;
 }
 
@@ -530,6 +535,13 @@ void Agent::RunLeasedProbe(const v1::TrialAssignment& a) {
 
 absl::Status Agent::Run() {
   if (absl::Status s = MakeDirectories(options_.work_dir); !s.ok()) return s;
+  if (options_.command_policy.run_as.has_value() &&
+      ::chmod(options_.work_dir.c_str(), 0711) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot make the work folder ", options_.work_dir,
+                     " traversable for the run-as user: ",
+                     std::strerror(errno)));
+  }
   absl::StatusOr<ResultSpool> spool = ResultSpool::Open(
       options_.spool_dir.empty() ? absl::StrCat(options_.work_dir, "/spool")
                                  : options_.spool_dir);

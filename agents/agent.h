@@ -12,8 +12,13 @@
 //   polls LeaseTrial every lease_poll_interval_ms when idle, runs a leased
 //   trial (trial_execution.h) and reports its one result with retries until
 //   the planner takes it (OK), already has it (ALREADY_EXISTS: another gang
-//   member reported) or says the lease is gone (FAILED_PRECONDITION,
-//   NOT_FOUND: the result is dropped).
+//   member reported) or refuses it for good, naming why
+//   (IsDefiniteRefusal: the trial was leased again, its study ended, the
+//   result is implausible). A planner that is away, stalled or cannot store
+//   gets the report again, however long, even if a heartbeat meanwhile said
+//   to stop the trial: the lease clock stops while the planner cannot serve
+//   (planner/service/outage_watch.h) and a late report of a trial not
+//   leased again is taken.
 // - Every finished result is first written to the result spool
 //   (result_spool.h, AgentOptions::spool_dir) and removed from it once the
 //   planner took it or refused it for good (the log says it was dropped and
@@ -45,6 +50,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agents/backoff.h"
+#include "agents/command_policy.h"
 #include "agents/event_log.h"
 #include "agents/planner_client.h"
 #include "agents/process.h"
@@ -78,6 +84,10 @@ struct AgentOptions {
   absl::Duration kill_grace = absl::Seconds(5);
   absl::Duration after_failure_grace = absl::Seconds(15);
   bool keep_ok_trial_dirs = false;  // else removed once reported
+  // What command trials may run, and as whom (command_policy.h); the
+  // default refuses every command. With a run-as user, the work folder is
+  // made traversable (0711) for it: each trial folder is then its own.
+  CommandPolicy command_policy;
 };
 
 class Agent {

@@ -150,7 +150,8 @@ absl::StatusOr<std::map<std::string, std::string>> CommandValues(
 
 absl::StatusOr<CommandLaunch> BuildCommandLaunch(
     const v1::TrialAssignment& a, const CommandRendezvous& rdzv,
-    const std::string& work_dir, const std::string& command_dir) {
+    const std::string& work_dir, const std::string& command_dir,
+    const std::optional<RunAsUser>& run_as) {
   TESSERA_ASSIGN_OR_RETURN(const auto values, CommandValues(a, rdzv, work_dir));
   absl::StatusOr<std::string> line = ExpandCommandTemplate(a.command(), values);
   if (!line.ok())
@@ -214,6 +215,16 @@ absl::StatusOr<CommandLaunch> BuildCommandLaunch(
       absl::StrCat("TESSERA_CONFIG=", TesseraConfigPath(work_dir)),
       absl::StrCat("TESSERA_TRIAL_DIR=", work_dir),
   };
+  if (run_as.has_value()) {
+    spec.run_as = ProcessSpec::Account{run_as->uid, run_as->gid};
+    spec.drop_env_prefixes = {"TESSERA_", "GRPC_"};
+    // Its own home where it has one (nobody's /nonexistent is not).
+    const bool home = !run_as->home.empty() && ::access(run_as->home.c_str(), F_OK) == 0;
+    spec.env.push_back(
+        absl::StrCat("HOME=", home ? run_as->home : work_dir));
+    spec.env.push_back(absl::StrCat("USER=", run_as->name));
+    spec.env.push_back(absl::StrCat("LOGNAME=", run_as->name));
+  }
   return launch;
 }
 

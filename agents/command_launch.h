@@ -24,9 +24,11 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "agents/command_policy.h"
 #include "agents/process.h"
 #include "tessera/v1/service.pb.h"
 
@@ -54,11 +56,14 @@ absl::StatusOr<std::map<std::string, std::string>> CommandValues(
 
 // The process of `assignment` whose files go to `work_dir` (which exists),
 // run in `command_dir` ("": the agent's own working folder), and its config
-// file written to `work_dir`. INVALID_ARGUMENT naming "assignment.command" for
-// a missing or bad template, as CommandValues for the rest.
+// file written to `work_dir`. With `run_as`, the process runs as that user
+// (HOME, USER and LOGNAME its own) and inherits none of the agent's
+// TESSERA_* or GRPC_* variables. INVALID_ARGUMENT naming "assignment.command"
+// for a missing or bad template, as CommandValues for the rest.
 absl::StatusOr<CommandLaunch> BuildCommandLaunch(
     const v1::TrialAssignment& assignment, const CommandRendezvous& rendezvous,
-    const std::string& work_dir, const std::string& command_dir = "");
+    const std::string& work_dir, const std::string& command_dir = "",
+    const std::optional<RunAsUser>& run_as = std::nullopt);
 
 // A TCP port nobody listens on now (the kernel's choice for port 0). Another
 // process may take it before the command binds it: the trial then fails

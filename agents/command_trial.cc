@@ -1,7 +1,12 @@
 #include "agents/command_trial.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <optional>
 #include <vector>
 
@@ -14,6 +19,7 @@
 #include "absl/strings/strip.h"
 #include "agents/command_launch.h"
 #include "agents/command_metrics.h"
+#include "agents/command_policy.h"
 #include "agents/files.h"
 #include "agents/rendezvous_relay.h"
 #include "agents/result_assembly.h"
@@ -212,6 +218,24 @@ CommandTrialRun RunCommandTrial(const v1::TrialAssignment& a,
                                 const std::string& work_dir, TrialResult base,
                                 const std::function<bool()>& should_stop) {
   CommandTrialRun run;
+  // This agent's operator decides what it runs: a command its policy does
+  // not allow is handed back (another agent may allow it), never started.
+  if (absl::Status allowed =
+          CheckCommandAllowed(o.command_policy, a.command());
+      !allowed.ok()) {
+    run.end = TrialEnd::kInfrastructureFailure;
+    run.summary = absl::StrCat("agent ", o.agent_id, ": ", allowed.message());
+    return run;
+  }
+  const std::optional<RunAsUser>& run_as = o.command_policy.run_as;
+  if (run_as.has_value() &&
+      ::chown(work_dir.c_str(), run_as->uid, run_as->gid) != 0) {
+    run.end = TrialEnd::kInfrastructureFailure;
+    run.summary = absl::StrCat("agent ", o.agent_id,
+                               ": cannot give the trial folder to run-as user ",
+                               run_as->name, ": ", std::strerror(errno));
+    return run;
+  }
   // The trial's own limit: a command keeps no clock of its own, so the
   // agent enforces it without tessera-trial's slack (AgentTimeLimit).
   const absl::Duration limit = a.time_limit_s() > 0
@@ -293,10 +317,21 @@ CommandTrialRun RunCommandTrial(const v1::TrialAssignment& a,
   }
 
   absl::StatusOr<CommandLaunch> launch =
-      BuildCommandLaunch(a, rdzv, work_dir, o.command_dir);
+      BuildCommandLaunch(a, rdzv, work_dir, o.command_dir, run_as);
   if (!launch.ok()) {
     return failed(TrialStatus::kInvalid,
                   std::string(launch.status().message()));
+  }
+  if (run_as.has_value()) {
+    // The files the agent wrote for the command ({config}, $TESSERA_CONFIG)
+    // are the command's to read, whatever the agent's umask.
+    std::error_code error;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(work_dir, error)) {
+      if (entry.is_regular_file(error)) {
+        (void)::chown(entry.path().c_str(), run_as->uid, run_as->gid);
+      }
+    }
   }
   RunLimits limits;
   limits.time_limit = std::max(deadline - absl::Now(), absl::ZeroDuration());

@@ -187,6 +187,12 @@ bool IsLeaseGone(const absl::Status& status) {
   return absl::IsFailedPrecondition(status) || absl::IsNotFound(status);
 }
 
+bool IsDefiniteRefusal(const absl::Status& status) {
+  return absl::IsFailedPrecondition(status) || absl::IsNotFound(status) ||
+         absl::IsInvalidArgument(status) || absl::IsPermissionDenied(status) ||
+         absl::IsOutOfRange(status);
+}
+
 bool IsRetryable(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
          absl::IsResourceExhausted(status) || absl::IsAborted(status) ||

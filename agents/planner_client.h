@@ -101,6 +101,13 @@ class PlannerClient {
 // holds the lease: FAILED_PRECONDITION or NOT_FOUND.
 bool IsLeaseGone(const absl::Status& status);
 
+// The planner's definite no to a report, naming why (the trial was leased
+// again, its study ended, the result is implausible, the caller may not):
+// FAILED_PRECONDITION, NOT_FOUND, INVALID_ARGUMENT, PERMISSION_DENIED,
+// OUT_OF_RANGE. Anything else (the planner away, stalled, its store
+// failing, a credential problem) is no answer: the result is kept.
+bool IsDefiniteRefusal(const absl::Status& status);
+
 // An error worth the same call again later: UNAVAILABLE, DEADLINE_EXCEEDED,
 // RESOURCE_EXHAUSTED, ABORTED, INTERNAL or UNKNOWN.
 bool IsRetryable(const absl::Status& status);

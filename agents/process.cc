@@ -163,10 +163,30 @@ absl::StatusOr<ChildProcess> ChildProcess::Start(const ProcessSpec& spec) {
                                                "': ", std::strerror(rc)));
   }
   std::vector<std::string> args = spec.argv;
-  if (spec.die_with_parent && access(kSetpriv, X_OK) == 0) {
+  const bool setpriv = access(kSetpriv, X_OK) == 0;
+  if (spec.run_as.has_value() && !setpriv) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot start '", spec.argv[0], "' as uid ", spec.run_as->uid, ": ",
+        kSetpriv, " (util-linux) is missing"));
+  }
+  if ((spec.die_with_parent || spec.run_as.has_value()) && setpriv) {
     TESSERA_ASSIGN_OR_RETURN(std::string program, ResolveProgram(spec));
     args[0] = std::move(program);
-    args.insert(args.begin(), {kSetpriv, "--pdeathsig", "KILL", "--"});
+    std::vector<std::string> prefix = {kSetpriv};
+    if (spec.die_with_parent) {
+      prefix.insert(prefix.end(), {"--pdeathsig", "KILL"});
+    }
+    if (spec.run_as.has_value()) {
+      // The account's ids and nothing more: no groups of the agent's, no
+      // capability to keep or inherit, no setuid program to regain any.
+      prefix.insert(prefix.end(),
+                    {absl::StrCat("--reuid=", spec.run_as->uid),
+                     absl::StrCat("--regid=", spec.run_as->gid),
+                     "--clear-groups", "--inh-caps=-all",
+                     "--ambient-caps=-all", "--no-new-privs"});
+    }
+    prefix.push_back("--");
+    args.insert(args.begin(), prefix.begin(), prefix.end());
   }
   std::vector<char*> argv;
   for (const std::string& arg : args) {
@@ -182,7 +202,12 @@ absl::StatusOr<ChildProcess> ChildProcess::Start(const ProcessSpec& spec) {
         std::any_of(spec.env.begin(), spec.env.end(), [&](const auto& mine) {
           return absl::string_view(mine).substr(0, mine.find('=')) == name;
         });
-    if (!replaced) envp.push_back(*e);
+    const bool dropped = std::any_of(
+        spec.drop_env_prefixes.begin(), spec.drop_env_prefixes.end(),
+        [&](const std::string& prefix) {
+          return absl::StartsWith(name, prefix);
+        });
+    if (!replaced && !dropped) envp.push_back(*e);
   }
   for (const std::string& entry : spec.env) {
     envp.push_back(const_cast<char*>(entry.c_str()));

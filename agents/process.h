@@ -53,6 +53,18 @@ struct ProcessSpec {
   // program; where /usr/bin/setpriv is missing, not. Start it from a thread
   // that outlives it (RunProcesses waits in the thread that starts).
   bool die_with_parent = true;
+  // Set: the child runs as this user and group (no supplementary groups,
+  // no capabilities, no_new_privs) through /usr/bin/setpriv, which the
+  // agent then needs (UNAVAILABLE without it) together with the right to
+  // switch users (root, or CAP_SETUID and CAP_SETGID).
+  struct Account {
+    uid_t uid = 0;
+    gid_t gid = 0;
+  };
+  std::optional<Account> run_as;
+  // Inherited variables whose names start with one of these are not passed
+  // on (spec.env still is): the agent's own settings stay the agent's.
+  std::vector<std::string> drop_env_prefixes;
 };
 
 class ChildProcess {

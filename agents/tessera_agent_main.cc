@@ -17,6 +17,7 @@
 // folder, --backend cuda without a GPU).
 #include <limits.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -31,10 +32,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "agents/agent.h"
+#include "agents/command_policy.h"
 #include "agents/event_log.h"
 #include "agents/files.h"
 #include "agents/hardware.h"
 #include "agents/planner_client.h"
+#include "agents/run_as_check.h"
 #include "core/flags.h"
 #include "core/trial_backend.h"
 #include "core/version.h"
@@ -49,7 +52,7 @@ namespace {
 
 struct AgentFlags {
   std::optional<std::string> planner, id, backend, address, work_dir, spool_dir,
-      trial_binary, log, tls_ca, token_file, tls_cert, tls_key;
+      trial_binary, log, tls_ca, token_file, tls_cert, tls_key, command_policy;
   std::optional<int64_t> cpu_ranks;
   std::optional<double> drain_timeout_s;
 
@@ -90,6 +93,12 @@ struct AgentFlags {
                 "30)",
                 &drain_timeout_s);
     f.AddString("log", "FILE", "append the log here (default: stderr)", &log);
+    f.AddString("command-policy", "FILE",
+                "backend command: the commands this agent runs and the "
+                "unprivileged user they run as (rules run-as, template, "
+                "program; see the README's \"Security\"); without it every "
+                "command is refused",
+                &command_policy);
     f.AddSection("Security (as the planner serves; default plaintext)");
     f.AddString("tls-ca", "FILE",
                 "dial the planner over TLS, its certificate checked against "
@@ -198,6 +207,31 @@ int Main(const std::vector<std::string>& args) {
     std::cerr << "--drain-timeout-s: must not be negative\n";
     return 2;
   }
+  // What a command agent runs, and as whom: the operator's decision.
+  CommandPolicy command_policy;
+  if (f.command_policy.has_value()) {
+    absl::StatusOr<CommandPolicy> policy =
+        ReadCommandPolicyFile(*f.command_policy);
+    if (!policy.ok()) {
+      std::cerr << policy.status().message() << "\n";
+      return 2;
+    }
+    command_policy = *std::move(policy);
+  }
+  const CommandPolicy& policy = command_policy;
+  const bool allows_commands =
+      !policy.templates.empty() || !policy.programs.empty();
+  const bool holds_secrets = f.token_file.has_value() || f.tls_key.has_value();
+  if (allows_commands && !policy.run_as.has_value() &&
+      (holds_secrets || ::geteuid() == 0)) {
+    std::cerr << "--command-policy " << policy.source
+              << ": allows commands but names no run-as user; they would run "
+              << (::geteuid() == 0 ? "as root" : "as this agent's user")
+              << (holds_secrets ? " and could read its credentials" : "")
+              << " (add 'run-as USER': an unprivileged account)\n";
+    return 2;
+  }
+
   // Signals go to the watcher thread only: block them before any thread
   // (gRPC's included) starts. Children get an empty mask (process.h).
   sigset_t blocked;
@@ -239,6 +273,7 @@ int Main(const std::vector<std::string>& args) {
   }
   const std::string hostname = Hostname();
   AgentOptions options;
+  options.command_policy = command_policy;
   v1::AgentInfo& info = options.info;
   if (trial_backend.empty()) trial_backend = hw->backend;
   info.set_agent_id(f.id.value_or(absl::StrCat(hostname, "-", trial_backend)));
@@ -292,6 +327,36 @@ int Main(const std::vector<std::string>& args) {
     temp_spool_dir = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
                                   "/tessera-agent-", info.agent_id(), "-spool");
     options.spool_dir = temp_spool_dir;
+  }
+  if (policy.run_as.has_value()) {
+    // Proof, before anything runs: the run-as user reaches none of the
+    // agent's secrets nor its spool.
+    const std::string spool =
+        options.spool_dir.empty() ? options.work_dir + "/spool"
+                                  : options.spool_dir;
+    if (absl::Status s = MakeDirectories(spool); s.ok()) {
+      (void)::chmod(spool.c_str(), 0700);
+    }
+    if (absl::Status s = CheckRunAsIsolation(
+            *policy.run_as, {f.token_file.value_or(""),
+                             f.tls_key.value_or(""), spool});
+        !s.ok()) {
+      log.Log(absl::StrCat("--command-policy ", policy.source, ": ",
+                           s.message()));
+      return 1;
+    }
+  }
+  if (trial_backend == "command") {
+    log.Log(policy.source.empty()
+                ? std::string("commands: no --command-policy, every study "
+                              "command is refused")
+                : absl::StrCat("commands: ", policy.templates.size(),
+                               " template(s) and ", policy.programs.size(),
+                               " program(s) allowed by ", policy.source,
+                               policy.run_as.has_value()
+                                   ? absl::StrCat(", run as ",
+                                                  policy.run_as->name)
+                                   : std::string(", run as this agent's user")));
   }
   log.Log(absl::StrCat(
       "trials: ", trial_backend, "; hardware: ", hw->backend, ", ", hw->ranks,

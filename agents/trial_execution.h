@@ -23,6 +23,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "agents/command_policy.h"
 #include "agents/planner_client.h"
 #include "agents/process.h"
 #include "agents/process_runner.h"
@@ -38,6 +39,9 @@ struct TrialExecutionOptions {
   std::string default_backend = "cpu";
   // Where command trials run ("": the agent's own working folder).
   std::string command_dir;
+  // What command trials may run and as whom (command_policy.h); empty:
+  // every command is refused.
+  CommandPolicy command_policy;
   // What the agent's collective probes run on ("cpu", "cuda"); "": the
   // assignment's backend.
   std::string device_backend;
@@ -58,8 +62,10 @@ enum class TrialEnd {
                // rank 0's agent reports the trial (its command has the
                // metrics)
   kInfrastructureFailure,  // a process was killed by a signal neither it nor
-                           // the agent sent (OutsideKill): the agent hands
-                           // the trial back to run again (summary says why)
+                           // the agent sent (OutsideKill), or this agent's
+                           // command policy refuses the trial's command: the
+                           // agent hands the trial back to run again
+                           // (elsewhere; summary says why)
 };
 
 struct TrialOutcome {

@@ -20,6 +20,7 @@
 #include "db/internal/list_queries.h"
 #include "db/internal/rows.h"
 #include "db/migrations.h"
+#include "db/result_checksum.h"
 #include "db/validation.h"
 #include "db/wal_check.h"
 
@@ -97,6 +98,11 @@ absl::StatusOr<std::unique_ptr<SqliteTrialStore>> SqliteTrialStore::Open(
   TESSERA_RETURN_IF_ERROR(options.read_only
                               ? CheckMigrated(*writer, EmbeddedMigrations())
                               : ApplyMigrations(*writer, EmbeddedMigrations()));
+  if (options.check_integrity) {
+    // A well-formed change to a stored value passes the page checks.
+    TESSERA_RETURN_IF_ERROR(
+        CheckResultChecksums(*writer, path, !options.read_only));
+  }
   return std::unique_ptr<SqliteTrialStore>(new SqliteTrialStore(
       std::string(path), std::move(options), std::move(writer)));
 }

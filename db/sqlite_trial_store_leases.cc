@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 #include "db/internal/rows.h"
+#include "db/result_checksum.h"
 #include "db/sqlite_trial_store.h"
 #include "db/validation.h"
 
@@ -25,7 +26,8 @@ bool Holds(const Trial& trial, absl::string_view agent_id) {
                    agent_id) != trial.lease_agent_ids.end();
 }
 
-absl::Status NotHolder(const Trial& trial, absl::string_view agent_id) {
+absl::Status NotHolder(const Trial& trial, absl::string_view agent_id,
+                       absl::string_view why = "") {
   return absl::FailedPreconditionError(absl::StrCat(
       "trial ", trial.id, ": agent ", agent_id, " does not hold its lease (",
       TrialStateName(trial.status),
@@ -33,7 +35,18 @@ absl::Status NotHolder(const Trial& trial, absl::string_view agent_id) {
           ? ""
           : absl::StrCat(", held by ",
                          absl::StrJoin(trial.lease_agent_ids, ", ")),
-      ")"));
+      why.empty() ? "" : absl::StrCat("; ", why), ")"));
+}
+
+// Who held the lease that was just lost (`agents` empty: nobody may report
+// the trial late).
+absl::Status SetLostLeaseAgents(Database& db, int64_t trial_id,
+                                const std::vector<std::string>& agents) {
+  TESSERA_ASSIGN_OR_RETURN(
+      Statement update,
+      db.Prepare("UPDATE trials SET lost_lease_agents = ? WHERE id = ?"));
+  update.BindText(1, absl::StrJoin(agents, ",")).BindInt(2, trial_id);
+  return update.Run();
 }
 
 absl::Status DeleteLease(Database& db, int64_t trial_id) {
@@ -95,7 +108,8 @@ absl::Status StoreResult(Database& db, int64_t trial_id,
       .BindOptionalDouble(21, r.tokens_per_joule)
       .BindInt(22, ToMicros(now))
       .BindInt(23, trial_id);
-  return update.Run();
+  TESSERA_RETURN_IF_ERROR(update.Run());
+  return SealResult(db, trial_id);
 }
 
 // One trial_metrics row per step of the loss and step-time series.
@@ -154,7 +168,8 @@ absl::Status SqliteTrialStore::LeaseTrial(
     TESSERA_ASSIGN_OR_RETURN(
         Statement update,
         db.Prepare("UPDATE trials SET status = 'leased', reason = '', "
-                   "lease_expires_at_us = ?, started_at_us = ? WHERE id = ?"));
+                   "lease_expires_at_us = ?, started_at_us = ?, "
+                   "lost_lease_agents = '' WHERE id = ?"));
     update.BindInt(1, ToMicros(expires_at))
         .BindInt(2, ToMicros(Now()))
         .BindInt(3, trial_id);
@@ -270,9 +285,35 @@ absl::Status SqliteTrialStore::ReportTrial(int64_t trial_id,
           absl::StrCat("trial ", trial_id, ": result already reported by ",
                        trial.reported_by));
     }
-    if (!Holds(trial, agent_id)) return NotHolder(trial, agent_id);
+    if (!Holds(trial, agent_id)) {
+      // A late report: its lease was lost (the planner did not hear the
+      // agent in time) but nothing ran the trial since. The result is as
+      // good as an on-time one, and the lost lease was not lost after all.
+      TESSERA_ASSIGN_OR_RETURN(const Study study, LoadStudy(db, trial.study_id));
+      const bool late_holder =
+          std::find(trial.lost_lease_agent_ids.begin(),
+                    trial.lost_lease_agent_ids.end(),
+                    agent_id) != trial.lost_lease_agent_ids.end();
+      if (!late_holder || IsFinal(study.status) ||
+          (trial.status != TrialState::kQueued &&
+           trial.status != TrialState::kCrash)) {
+        return NotHolder(trial, agent_id,
+                         late_holder && IsFinal(study.status)
+                             ? absl::StrCat("its lease was lost and study ",
+                                            study.id, " is ",
+                                            StudyStatusName(study.status))
+                             : "");
+      }
+      TESSERA_ASSIGN_OR_RETURN(
+          Statement give_back,
+          db.Prepare("UPDATE trials SET attempts = MAX(attempts - 1, 0) "
+                     "WHERE id = ?"));
+      give_back.BindInt(1, trial_id);
+      TESSERA_RETURN_IF_ERROR(give_back.Run());
+    }
     TESSERA_RETURN_IF_ERROR(StoreResult(db, trial_id, agent_id, result, now));
     TESSERA_RETURN_IF_ERROR(DeleteLease(db, trial_id));
+    TESSERA_RETURN_IF_ERROR(SetLostLeaseAgents(db, trial_id, {}));
     return StoreMetrics(db, trial_id, result);
   });
 }
@@ -324,6 +365,8 @@ absl::Status SqliteTrialStore::EndLostLease(Database& db, int64_t trial_id,
   update.BindInt(3, attempts).BindInt(6, trial_id);
   TESSERA_RETURN_IF_ERROR(update.Run());
   TESSERA_RETURN_IF_ERROR(DeleteLease(db, trial_id));
+  TESSERA_RETURN_IF_ERROR(
+      SetLostLeaseAgents(db, trial_id, trial.lease_agent_ids));
   (give_up ? result.crashed : result.requeued).push_back(trial_id);
   return absl::OkStatus();
 }
@@ -466,7 +509,8 @@ absl::Status SqliteTrialStore::InvalidateTrial(int64_t trial_id,
                    "WHERE id = ?"));
     update.BindText(1, absl::StrCat("invalidated: ", reason))
         .BindInt(2, trial_id);
-    return update.Run();
+    TESSERA_RETURN_IF_ERROR(update.Run());
+    return SealResult(db, trial_id);
   });
 }
 

@@ -37,6 +37,10 @@
 //   leased -> cancelled        any of these once the trial's study is final
 //                              (cancelled, done or failed: nothing may run it)
 //   queued -> cancelled        CancelQueuedTrials
+//   queued or crash -> ok, ...  ReportTrial by a holder of the lease that was
+//                              lost, while the trial was not leased again
+//                              and its study is not final (a late report:
+//                              the lost lease's attempt is given back)
 //
 // Gangs: a trial with gang_size N is leased to N agents at once (all or
 // none). Any holder may report; the first report stored is the trial's
@@ -193,6 +197,9 @@ struct Trial {
   std::vector<std::string> lease_agent_ids;
   std::optional<absl::Time> lease_expires_at;
   int64_t attempts = 0;  // leases that ended without a report
+  // The holders of its last lease when that ended without a report (lost),
+  // until it is leased again or reported: they may still report it late.
+  std::vector<std::string> lost_lease_agent_ids;
   // The result; set once reported.
   std::string reported_by;  // "" until reported
   std::optional<TrialMeasurement> measured;
@@ -427,7 +434,9 @@ class TrialStore {
   // outcome, sets the trial's state from result.status, and clears the lease.
   // NotFound for an unknown trial; AlreadyExists when a result is stored
   // already (a retried or second gang report: nothing is written);
-  // FailedPrecondition when `agent_id` does not hold the lease.
+  // FailedPrecondition when `agent_id` does not hold the lease and may not
+  // report late (see the life cycle), saying why: the trial was leased
+  // again, its study is final, the agent never held it.
   virtual absl::Status ReportTrial(int64_t trial_id, absl::string_view agent_id,
                                    const TrialResult& result,
                                    absl::Time now) = 0;

@@ -70,10 +70,19 @@ done
 [ -n "$addr" ] || { echo "quickstart: the planner did not start" >&2; exit 1; }
 echo "planner on $addr, history in $db"
 
+# A command agent runs only what its own policy allows (README "Security"):
+# here torchrun with plain-word arguments, as nobody when this runs as root.
+policy=()
+if [ "$backend" = command ]; then
+  { [ "$(id -u)" = 0 ] && echo "run-as nobody"
+    echo "program /usr/bin/torchrun"; } > "$run_dir/agent-commands"
+  chmod 600 "$run_dir/agent-commands"
+  policy=(--command-policy "$run_dir/agent-commands")
+fi
 for name in a b; do
   build/agents/tessera-agent --planner "$addr" --id "quickstart-$name" \
     --backend "$backend" --cpu-ranks 2 --work-dir "$run_dir/agent-$name" \
-    --log "$run_dir/agent-$name.log" &
+    --log "$run_dir/agent-$name.log" "${policy[@]}" &
   pids+=($!)
 done
 

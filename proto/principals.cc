@@ -21,8 +21,9 @@ absl::StatusOr<Role> ParseRole(absl::string_view text) {
   if (text == "agent") return Role::kAgent;
   if (text == "user") return Role::kUser;
   if (text == "admin") return Role::kAdmin;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown role '", text, "' (agent, user or admin)"));
+  if (text == "command-user") return Role::kCommandUser;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown role '", text, "' (agent, user, command-user or admin)"));
 }
 
 }  // namespace
@@ -35,6 +36,8 @@ absl::string_view RoleName(Role role) {
       return "user";
     case Role::kAdmin:
       return "admin";
+    case Role::kCommandUser:
+      return "command-user";
     case Role::kAnyone:
       return "anyone";
     case Role::kUnknown:

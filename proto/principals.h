@@ -34,12 +34,14 @@ namespace tessera {
 enum class Role {
   kAgent,    // AgentService only, as the agent id that is its name
   kUser,     // PlannerService; cancels the studies it submitted
-  kAdmin,    // PlannerService; cancels any study
+  kAdmin,    // PlannerService; cancels any study; submits command studies
+  kCommandUser,  // a user who may also submit command studies (studies
+                 // whose trials run their own command on the agents)
   kAnyone,   // callers not told apart: everything
   kUnknown,  // neither a known token nor a certificate: nothing
 };
 
-// "agent", "user", "admin", "anyone", "unknown".
+// "agent", "user", "command-user", "admin", "anyone", "unknown".
 absl::string_view RoleName(Role role);
 
 struct Principal {

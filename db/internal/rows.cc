@@ -35,7 +35,8 @@ const char kTrialColumns[] =
     "t.step_time_p10_s, t.step_time_p90_s, t.tokens_per_s, "
     "t.tokens_per_s_per_gpu, t.tflops_per_gpu, t.mfu, t.peak_memory_bytes, "
     "t.compute_s, t.comm_s, t.exposed_comm_s, t.watts_per_gpu, "
-    "t.tokens_per_joule, t.created_at_us, t.started_at_us, t.finished_at_us";
+    "t.tokens_per_joule, t.created_at_us, t.started_at_us, t.finished_at_us, "
+    "t.lost_lease_agents";
 
 const char kAgentColumns[] =
     "id, hostname, backend, gpu_name, gpu_count, memory_bytes, driver, "
@@ -121,6 +122,7 @@ enum TrialColumn {
   kCreatedAt,
   kStartedAt,
   kFinishedAt,
+  kLostLeaseAgents,
 };
 
 TrialMeasurement ReadMeasurement(const Statement& row) {
@@ -208,6 +210,8 @@ absl::StatusOr<Trial> ReadTrial(const Statement& row) {
   t.created_at = FromMicros(row.ColumnInt(kCreatedAt));
   t.started_at = OptionalTime(row, kStartedAt);
   t.finished_at = OptionalTime(row, kFinishedAt);
+  const std::string lost = row.ColumnText(kLostLeaseAgents);
+  if (!lost.empty()) t.lost_lease_agent_ids = absl::StrSplit(lost, ',');
   return t;
 }
 

@@ -23,6 +23,7 @@ absl::Status MayActAsAgent(const Principal& caller,
           absl::StrCat(Who(caller), " may act only as agent ", caller.name,
                        ", not as agent '", agent_id, "'"));
     case Role::kUser:
+    case Role::kCommandUser:
     case Role::kAdmin:
     case Role::kUnknown:
       break;
@@ -36,8 +37,8 @@ absl::Status MayActAsAgent(const Principal& caller,
 
 absl::Status MayUsePlannerService(const Principal& caller,
                                   absl::string_view rpc) {
-  if (caller.role == Role::kUser || caller.role == Role::kAdmin ||
-      caller.role == Role::kAnyone) {
+  if (caller.role == Role::kUser || caller.role == Role::kCommandUser ||
+      caller.role == Role::kAdmin || caller.role == Role::kAnyone) {
     return absl::OkStatus();
   }
   return absl::PermissionDeniedError(
@@ -54,6 +55,19 @@ absl::Status MayChangeCalibrations(const Principal& caller,
       absl::StrCat(Who(caller), " may not call ", rpc,
                    ": it changes the calibration every study of the GPU "
                    "plans with (admins only)"));
+}
+
+absl::Status MaySubmitCommandStudy(const Principal& caller) {
+  TESSERA_RETURN_IF_ERROR(MayUsePlannerService(caller, "SubmitStudy"));
+  if (caller.role == Role::kCommandUser || caller.role == Role::kAdmin ||
+      caller.role == Role::kAnyone) {
+    return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      Who(caller),
+      " may not submit a study of backend \"command\": its command runs on "
+      "the agents' hosts (roles command-user and admin may; each agent runs "
+      "only the commands its own --command-policy allows)"));
 }
 
 absl::Status MayCancelStudy(const Principal& caller, int64_t study_id,

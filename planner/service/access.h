@@ -5,8 +5,11 @@
 //   agent   AgentService only, and only as the agent id that is its name:
 //           it registers, heartbeats, leases and reports as itself, never
 //           for another agent's leases
-//   user    PlannerService; cancels only the studies it submitted
-//   admin   PlannerService; cancels any study, imports calibrations
+//   user    PlannerService; cancels only the studies it submitted; no
+//           command studies
+//   command-user  a user who may also submit command studies
+//   admin   PlannerService; cancels any study, imports calibrations,
+//           submits command studies
 //   anyone  a planner that does not tell callers apart (no TLS, or the one
 //           shared --auth-token-file): everything
 //
@@ -33,6 +36,12 @@ absl::Status MayUsePlannerService(const Principal& caller,
 // admins (and anyone on a planner that does not tell callers apart).
 absl::Status MayChangeCalibrations(const Principal& caller,
                                    absl::string_view rpc);
+
+// Submitting a study whose trials run its own command on the agents
+// (backend "command"): command-users and admins (and anyone on a planner
+// that does not tell callers apart; the agents' own command policies still
+// decide what runs).
+absl::Status MaySubmitCommandStudy(const Principal& caller);
 
 // Cancelling study `study_id`, submitted by `owner` ("" when its
 // submitter was not known: only an admin, or anyone on a planner that does

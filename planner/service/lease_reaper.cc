@@ -30,14 +30,41 @@ void Leases::StopReaper() {
 }
 
 void Leases::RunReaper() {
+  absl::Time last_pass = Now();
   while (true) {
     {
       absl::MutexLock lock(&reaper_mu_);
       reaper_wake_.WaitWithTimeout(&reaper_mu_, options_.reaper_period);
       if (stopping_) return;
     }
+    // A pass this late means the process did not run (stopped, suspended,
+    // starved): no agent could renew its lease meanwhile.
+    const absl::Time now = Now();
+    if (now - last_pass > StallAllowance()) {
+      outage_.Stalled(now, now - last_pass);
+    }
+    last_pass = now;
     Reap();
   }
+}
+
+bool Leases::ForgiveOpenOutage(absl::Time now) {
+  const std::optional<std::string> open = outage_.Open();
+  if (!open.has_value()) return false;
+  const absl::StatusOr<int64_t> renewed =
+      store_->ForgiveOutage(now, now + LeaseGraceAfterOutage(options_));
+  if (!renewed.ok()) {
+    // Still down: nothing may expire, and nothing can be written anyway.
+    outage_.StoreFailed(now, renewed.status());
+    return true;
+  }
+  outage_.Over(*open);
+  options_.log.Warning(absl::StrCat(
+      "planner outage over (", *open, "): ", *renewed,
+      " running trial(s) keep their lease for ",
+      absl::FormatDuration(LeaseGraceAfterOutage(options_)),
+      " from now, and no agent is gone for the time it could not reach us"));
+  return true;
 }
 
 std::vector<int64_t> Leases::EndGangsWithASilentMember(absl::Time now) {
@@ -75,10 +102,17 @@ std::vector<int64_t> Leases::EndGangsWithASilentMember(absl::Time now) {
 
 void Leases::Reap() {
   const absl::Time now = Now();
+  // The lease clock stood still while the planner could not serve: the
+  // leases are renewed first, and nothing expires in this pass.
+  if (ForgiveOpenOutage(now)) {
+    desk_->Tick(now);
+    return;
+  }
   // Leases that expired: the trials run again (or crash out of attempts).
   std::set<int64_t> touched;  // trials whose lease ended
   absl::StatusOr<db::RequeueResult> expired = store_->RequeueExpiredLeases(now);
   if (!expired.ok()) {
+    outage_.StoreFailed(now, expired.status());
     options_.log.Warning(absl::StrCat("reaper: re-queueing expired leases: ",
                                       expired.status().message()));
   } else {

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -16,6 +17,7 @@
 #include "nlohmann/json.hpp"
 #include "planner/service/agent_roster.h"
 #include "planner/service/measurement_check.h"
+#include "planner/service/probe_check.h"
 #include "planner/service/proto_mapping.h"
 #include "proto/convert.h"
 
@@ -124,7 +126,10 @@ absl::StatusOr<std::vector<int64_t>> Leases::Heartbeat(
     const std::string& agent_id, const std::set<int64_t>& running) {
   TESSERA_RETURN_IF_ERROR(RequireAgentId(agent_id));
   const absl::Time now = Now();
-  TESSERA_RETURN_IF_ERROR(store_->Heartbeat(agent_id, now));
+  if (absl::Status s = store_->Heartbeat(agent_id, now); !s.ok()) {
+    outage_.StoreFailed(now, s);
+    return s;
+  }
   const absl::Time expires_at = now + options_.lease_timeout;
   db::TrialFilter held_filter;
   held_filter.leased_to = agent_id;
@@ -144,9 +149,13 @@ absl::StatusOr<std::vector<int64_t>> Leases::Heartbeat(
   std::set<int64_t> extended;
   if (runs_all_it_holds && !held.empty()) {
     // The usual case: one write, not synced on its own (see the store).
-    TESSERA_ASSIGN_OR_RETURN(const std::vector<int64_t> ids,
-                             store_->ExtendLeasesOf(agent_id, expires_at));
-    extended.insert(ids.begin(), ids.end());
+    absl::StatusOr<std::vector<int64_t>> ids =
+        store_->ExtendLeasesOf(agent_id, expires_at);
+    if (!ids.ok()) {
+      outage_.StoreFailed(now, ids.status());
+      return ids.status();
+    }
+    extended.insert(ids->begin(), ids->end());
   } else {
     for (const db::Trial& t : held) {
       if (running.count(t.id) > 0 &&
@@ -208,6 +217,10 @@ bool Leases::AssignmentPending(const std::string& agent_id, int64_t trial_id) {
 absl::Status Leases::ReportProbes(const std::string& agent_id,
                                   std::vector<db::Probe> probes) {
   TESSERA_RETURN_IF_ERROR(RequireAgentId(agent_id));
+  TESSERA_ASSIGN_OR_RETURN(const db::Agent agent, store_->GetAgent(agent_id));
+  // A probe that cannot be a measurement is refused whole, before it could
+  // set any study's plausibility ceiling (probe_check.h).
+  TESSERA_RETURN_IF_ERROR(CheckProbes(agent, probes));
   TESSERA_RETURN_IF_ERROR(store_->AddProbes(agent_id, probes).status());
   desk_->AgentsChanged();
   return absl::OkStatus();
@@ -434,8 +447,16 @@ absl::Status Leases::ReportTrial(const std::string& agent_id, int64_t trial_id,
       return absl::InvalidArgumentError(
           absl::StrCat("result_json: ", result.status().message()));
     }
-    plausible = CheckMeasurement(
-        *result, BoundsOf(leased, desk_->TrialWorkload(leased)));
+    MeasurementBounds bounds = BoundsOf(leased, desk_->TrialWorkload(leased));
+    if (std::optional<AgentsCeiling> ceiling = AgentsGpuCeiling(leased);
+        ceiling.has_value() && bounds.peak_flops_per_gpu.has_value()) {
+      bounds.peak_flops_per_gpu = ceiling->tflops_per_rank * 1e12;
+      // A CPU host's GEMM probe is a share of cores others may use too.
+      if (ceiling->cpu_hosts) {
+        bounds.peak_slack = std::max(bounds.peak_slack, kCpuPeakSlack);
+      }
+    }
+    plausible = CheckMeasurement(*result, bounds);
   }
   TrialResult stored;
   if (plausible.ok()) {
@@ -447,8 +468,12 @@ absl::Status Leases::ReportTrial(const std::string& agent_id, int64_t trial_id,
     stored.ranks = leased.layout.world_size();
     stored.backend = "unknown (report refused)";
   }
-  TESSERA_RETURN_IF_ERROR(
-      store_->ReportTrial(trial_id, agent_id, stored, Now()));
+  const absl::Time now = Now();
+  if (absl::Status s = store_->ReportTrial(trial_id, agent_id, stored, now);
+      !s.ok()) {
+    outage_.StoreFailed(now, s);
+    return s;
+  }
   TrialLeaseEnded(trial_id);
   TellStudy(trial_id);
   return plausible;
@@ -473,6 +498,58 @@ absl::Status Leases::ReleaseTrial(const std::string& agent_id, int64_t trial_id,
   }
   TellStudy(trial_id);
   return absl::OkStatus();
+}
+
+std::optional<Leases::AgentsCeiling> Leases::AgentsGpuCeiling(
+    const db::Trial& trial) {
+  {
+    absl::MutexLock lock(&mu_);
+    const auto it = open_.find(trial.study_id);
+    if (it == open_.end() || !it->second.agents_gpu) return std::nullopt;
+  }
+  // The gang that holds (or held, for a late report) its lease.
+  const std::vector<std::string>& holders = trial.lease_agent_ids.empty()
+                                                ? trial.lost_lease_agent_ids
+                                                : trial.lease_agent_ids;
+  absl::StatusOr<std::vector<db::Agent>> agents =
+      store_->ListAgents(std::nullopt);
+  if (!agents.ok() || holders.empty()) return std::nullopt;
+  std::vector<db::Agent> gang;
+  for (const db::Agent& a : *agents) {
+    if (std::find(holders.begin(), holders.end(), a.info.id) != holders.end()) {
+      gang.push_back(a);
+    }
+  }
+  // Every GEMM probe of the kinds the gang measured (theirs and their
+  // peers', the references of probe_check.h).
+  std::set<std::string> kinds;
+  std::vector<db::Probe> probes;
+  for (const db::Agent& a : gang) {
+    db::ProbeFilter of_agent;
+    of_agent.agent_id = a.info.id;
+    absl::StatusOr<std::vector<db::Probe>> own = store_->ListProbes(of_agent);
+    if (!own.ok()) return std::nullopt;
+    for (const db::Probe& p : *own) {
+      if (absl::StartsWith(p.kind, "gemm")) kinds.insert(p.kind);
+    }
+  }
+  for (const std::string& kind : kinds) {
+    db::ProbeFilter of_kind;
+    of_kind.kind = kind;
+    absl::StatusOr<std::vector<db::Probe>> some = store_->ListProbes(of_kind);
+    if (!some.ok()) return std::nullopt;
+    probes.insert(probes.end(), some->begin(), some->end());
+  }
+  std::sort(probes.begin(), probes.end(),
+            [](const db::Probe& a, const db::Probe& b) {
+              return a.measured_at != b.measured_at
+                         ? a.measured_at < b.measured_at
+                         : a.id < b.id;
+            });
+  const std::optional<double> peak =
+      GangPeakTflopsPerRank(gang, *agents, probes);
+  if (!peak.has_value()) return std::nullopt;
+  return AgentsCeiling{*peak, kinds == std::set<std::string>{"gemm_f32"}};
 }
 
 void Leases::TrialLeaseEnded(int64_t trial_id) {

@@ -36,6 +36,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "db/trial_store.h"
+#include "planner/service/outage_watch.h"
 #include "planner/service/planner_options.h"
 #include "planner/service/rendezvous_board.h"
 #include "planner/service/study_desk.h"
@@ -126,8 +127,9 @@ class Leases {
   void CloseStudy(int64_t study_id);
   bool IsOpen(int64_t study_id);
 
-  // One pass of the reaper: expired leases, gangs with a silent member,
-  // silent agents; then the studies' Tick.
+  // One pass of the reaper: first an outage of the planner (outage_watch.h)
+  // is forgiven, and nothing expires in that pass; else expired leases,
+  // gangs with a silent member, silent agents; then the studies' Tick.
   void Reap();
   // Before the server shuts down: fails waiting rendezvous fetches (and
   // later ones), so that no call is left waiting.
@@ -158,6 +160,14 @@ class Leases {
 
   absl::Time Now() const;
   void RunReaper();
+  // A pass later than this after the one before is a stall of the process
+  // (outage_watch.h): the reaper period plus half a lease timeout.
+  absl::Duration StallAllowance() const {
+    return options_.reaper_period + options_.lease_timeout / 2;
+  }
+  // When an outage is open: renews every lease and agent (ForgiveOutage)
+  // and says so; true when one was open (forgiven or not).
+  bool ForgiveOpenOutage(absl::Time now);
   // A gang member silent this long (3 heartbeat intervals, at least 5 s)
   // ends its gang's lease: the other members' processes crash or hang
   // without it, and such a crash is not the layout's (the agents hold a
@@ -176,6 +186,16 @@ class Leases {
       const std::set<int64_t>& running, absl::Time now);
   // After a trial's state changed: its study hears of it (event, advance).
   void TellStudy(int64_t trial_id);
+  // For a trial of a study on the agents' own hardware ("agents" GPU): the
+  // plausibility ceiling, the highest trusted GEMM peak per rank of the
+  // agents that hold (or, reporting late, held) its lease (probe_check.h),
+  // and whether they are CPU hosts (their probe is a share of cores others
+  // use too: kCpuPeakSlack); nullopt for other studies or without probes.
+  struct AgentsCeiling {
+    double tflops_per_rank = 0;
+    bool cpu_hosts = false;
+  };
+  std::optional<AgentsCeiling> AgentsGpuCeiling(const db::Trial& trial);
 
   bool Fits(const db::Agent& agent, const LeasableStudy& study) const;
   v1::TrialAssignment Assignment(const db::Trial& trial,
@@ -213,6 +233,7 @@ class Leases {
 
   db::TrialStore* const store_;
   const PlannerOptions options_;
+  OutageWatch outage_;
   StudyEvents* const events_;
   StudyDesk* const desk_;
   RendezvousBoard rendezvous_;

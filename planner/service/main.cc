@@ -162,9 +162,10 @@ int Run(const std::vector<std::string>& args) {
                   &token_file);
   flags.AddString("principals-file", "FILE",
                   "instead of one token: 'ROLE NAME TOKEN' lines (roles "
-                  "agent, user, admin; an agent's name is its agent id), so "
-                  "that agents act only as themselves and users cancel only "
-                  "their own studies (proto/principals.h; needs TLS; 0600)",
+                  "agent, user, command-user, admin; an agent's name is its "
+                  "agent id), so that agents act only as themselves, users "
+                  "cancel only their own studies and only command-users and "
+                  "admins submit command studies (proto/principals.h; needs TLS; 0600)",
                   &principals_file);
   flags.AddString("tls-client-ca", "FILE",
                   "also accept agents by client certificate: PEM "

@@ -33,8 +33,27 @@ absl::Status CheckText(absl::string_view field, const std::string& text) {
   return absl::OkStatus();
 }
 
-// What holds for every status: sizes and signs.
+// `layout` resolved for the world and global batch of `lease`, so that a
+// layout written with its derived fields (dp, grad_accum) and one without
+// compare equal.
+std::optional<Layout> ResolvedFor(const Layout& layout, const Layout& lease) {
+  absl::StatusOr<Layout> resolved =
+      ResolveLayout(layout, lease.world_size(),
+                    lease.micro_batch * lease.dp * lease.grad_accum);
+  if (!resolved.ok()) return std::nullopt;
+  return *resolved;
+}
+
+// What holds for every status: the lease's layout, sizes and signs.
 absl::Status CheckShape(const TrialResult& r, const MeasurementBounds& b) {
+  if (b.layout.has_value()) {
+    const std::optional<Layout> reported = ResolvedFor(r.layout, *b.layout);
+    if (!reported.has_value() || reported != ResolvedFor(*b.layout, *b.layout)) {
+      return Implausible(absl::StrCat("layout ", FormatLayout(r.layout),
+                                      " for a trial leased as ",
+                                      FormatLayout(*b.layout)));
+    }
+  }
   for (const auto& [field, text] :
        {std::pair<const char*, const std::string*>{"reason", &r.reason},
         {"output_tail", &r.output_tail},
@@ -175,6 +194,7 @@ absl::Status CheckMeasured(const TrialResult& r, const MeasurementBounds& b) {
 MeasurementBounds BoundsOf(const db::Trial& trial,
                            const std::optional<Workload>& workload) {
   MeasurementBounds b;
+  b.layout = trial.layout;
   b.world_size = trial.layout.world_size();
   b.max_steps_recorded = trial.warmup_steps + trial.steps;
   if (!workload) return b;

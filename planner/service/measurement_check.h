@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "core/layout.h"
 #include "core/trial_result.h"
 #include "core/workload.h"
 #include "db/trial_store.h"
@@ -40,6 +41,9 @@ inline constexpr double kCpuPeakSlack = 2.0;
 
 // What the planner knows of a trial, independently of its report.
 struct MeasurementBounds {
+  // The layout the trial was leased with: a report of any other is refused
+  // (it would be stored under the lease's layout).
+  std::optional<Layout> layout;
   int64_t world_size = 0;          // GPUs (ranks) the layout runs on
   int64_t max_steps_recorded = 0;  // warm-up + measured steps asked for
   int64_t global_batch = 0;        // sequences per optimizer step
@@ -61,7 +65,7 @@ MeasurementBounds BoundsOf(const db::Trial& trial,
 
 // OK when `result` is plausible for `bounds`; InvalidArgument naming the
 // first implausible quantity otherwise ("implausible report: ...").
-// Every status: text sizes, per-step rows at most max_steps_recorded, at
+// Every status: the layout the lease's (compared resolved), text sizes, per-step rows at most max_steps_recorded, at
 // most world_size memory entries, numbers finite and not negative. An `ok`
 // result also: positive step times ordered p10 <= median <= p90, tokens/s
 // positive and within 10% of the step's tokens over the median step time,

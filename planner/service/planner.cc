@@ -29,10 +29,10 @@ absl::StatusOr<std::unique_ptr<Planner>> Planner::Create(
         "agent timeout must be positive");
   }
   // The time it was down counts against no running trial: their agents get
-  // a lease timeout from now to heartbeat again.
+  // LeaseGraceAfterOutage from now to heartbeat again.
   const absl::Time now = options.clock ? options.clock() : absl::Now();
   absl::StatusOr<int64_t> extended =
-      store->ForgiveOutage(now, now + options.lease_timeout);
+      store->ForgiveOutage(now, now + LeaseGraceAfterOutage(options));
   if (!extended.ok()) return extended.status();
   if (*extended > 0) {
     options.log.Info(absl::StrCat(

@@ -2,6 +2,7 @@
 // the clock (tests drive one by hand) and where the history is kept.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -59,5 +60,15 @@ struct PlannerOptions {
   // port 0 picks a free one); empty: nowhere.
   std::string metrics_listen;
 };
+
+// After an outage of the planner (a restart, a store that refused writes, a
+// stopped process: outage_watch.h), how long every lease lasts from its
+// return: the longer of the lease and agent timeouts, so that each agent
+// has at least a lease timeout of a working planner after its own
+// reconnection backoff, and no lease expires before its agent could be
+// called gone.
+inline absl::Duration LeaseGraceAfterOutage(const PlannerOptions& options) {
+  return std::max(options.lease_timeout, options.agent_timeout);
+}
 
 }  // namespace tessera::service

@@ -1,6 +1,7 @@
 #include "planner/service/planner_service.h"
 
 #include "core/status_macros.h"
+#include "core/trial_backend.h"
 #include "planner/service/access.h"
 #include "planner/service/unary.h"
 #include "planner/service/watch_reactor.h"
@@ -16,6 +17,12 @@ class RefusedWatch final : public grpc::ServerWriteReactor<v1::StudyEvent> {
   explicit RefusedWatch(const absl::Status& why) { Finish(ToGrpcStatus(why)); }
   void OnDone() override { delete this; }
 };
+
+// Whether trials of `backend` run the study's own command on the agents.
+bool RunsCommand(const std::string& backend) {
+  absl::StatusOr<const TrialBackend*> b = FindTrialBackend(backend);
+  return b.ok() && (*b)->launcher == TrialLauncher::kCommand;
+}
 
 }  // namespace
 
@@ -36,6 +43,9 @@ grpc::ServerUnaryReactor* PlannerServiceImpl::SubmitStudy(
       context, response, [&]() -> absl::StatusOr<v1::SubmitStudyResponse> {
         const Principal caller = Caller(context);
         TESSERA_RETURN_IF_ERROR(MayUsePlannerService(caller, "SubmitStudy"));
+        if (RunsCommand(request->spec().trials().backend())) {
+          TESSERA_RETURN_IF_ERROR(MaySubmitCommandStudy(caller));
+        }
         std::string note;
         absl::StatusOr<int64_t> id = studies_->SubmitStudy(
             request->spec(),

@@ -15,6 +15,7 @@
 #include "planner/search/plan_uncertainty.h"
 #include "planner/service/agent_roster.h"
 #include "planner/service/agents_gpu.h"
+#include "planner/service/probe_check.h"
 #include "planner/service/calibration_exchange.h"
 #include "planner/service/proto_mapping.h"
 #include "planner/service/recalibration.h"
@@ -343,6 +344,21 @@ absl::StatusOr<std::optional<Studies::OnAgent>> Studies::AgentsWorkload(
     absl::StatusOr<v1::GpuSpec> gpu =
         GpuSpecFromAgent(agent, probes, spec.cluster().gpu());
     if (!gpu.ok()) continue;
+    // Its GEMM rate as far as it is trusted (probe_check.h): one probe does
+    // not make the study's GPU faster than the others' probes allow.
+    if (!spec.cluster().gpu().has_peak_dense_tflops()) {
+      std::vector<db::Probe> gemm;
+      for (const db::Agent& each : agents) {
+        db::ProbeFilter of;
+        of.agent_id = each.info.id;
+        TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Probe> theirs,
+                                 store_->ListProbes(of));
+        gemm.insert(gemm.end(), theirs.begin(), theirs.end());
+      }
+      const std::optional<double> trusted =
+          TrustedPeakTflopsPerRank(agent, agents, gemm);
+      if (trusted.has_value()) gpu->set_peak_dense_tflops(*trusted);
+    }
     absl::StatusOr<Workload> w = WorkloadWithGpu(spec, *gpu);
     if (!w.ok()) {
       options_.log.Warning(absl::StrCat(

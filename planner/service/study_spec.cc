@@ -5,6 +5,7 @@
 #include "core/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "planner/service/agents_gpu.h"
+#include "planner/service/spec_bounds.h"
 #include "planner/service/trial_command_check.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
@@ -50,6 +51,7 @@ absl::Status CheckStudyName(absl::string_view name) {
 
 absl::StatusOr<CheckedStudy> CheckStudySpec(const v1::StudySpec& spec) {
   TESSERA_RETURN_IF_ERROR(CheckStudyName(spec.name()));
+  TESSERA_RETURN_IF_ERROR(CheckSpecBounds(spec));
   CheckedStudy out;
   out.spec = spec;
   out.agents_gpu = spec.cluster().gpu().preset() == kAgentsGpuPreset;

@@ -260,6 +260,36 @@ TEST_F(AgentTest, AResultNotReportedWithinTheDrainIsReportedByTheNextStart) {
   EXPECT_EQ(agent_->trials_reported(), 1);
 }
 
+// Issue 28: a planner whose store was full answered reports with errors,
+// and its heartbeats meanwhile said to stop the trial (its lease had run
+// out while it could not serve); the agent dropped the finished result.
+// Only a definite no drops it now: an UNAVAILABLE or RESOURCE_EXHAUSTED
+// report is retried, stop or not, and taken once the planner serves again.
+TEST_F(AgentTest, AResultIsKeptThroughFailedReportsAndACancelUntilTaken) {
+  options_.backoff.max = absl::Milliseconds(100);
+  planner_.FailReports(grpc::StatusCode::RESOURCE_EXHAUSTED);
+  planner_.Queue(Tiny(24, 1), {"node-a"});
+  StartAgent();
+  ASSERT_TRUE(
+      FakePlanner::WaitFor([&] { return planner_.report_attempts() >= 2; }));
+  // What a planner back from an outage said of the trial, while it still
+  // takes its late report (it was not leased again).
+  planner_.Cancel(24);
+  planner_.Hold(24, {"node-a"});
+  planner_.FailReports(grpc::StatusCode::UNAVAILABLE);
+  const int64_t attempts = planner_.report_attempts();
+  ASSERT_TRUE(FakePlanner::WaitFor(
+      [&] { return planner_.report_attempts() >= attempts + 3; }));
+  EXPECT_EQ(SpoolFiles(), std::set<std::string>{"trial-24.json"});
+  planner_.FailReports(grpc::StatusCode::OK);
+  ASSERT_TRUE(
+      FakePlanner::WaitFor([&] { return planner_.reports().size() == 1; }));
+  EXPECT_EQ(planner_.reports()[0].trial_id, 24);
+  ASSERT_TRUE(FakePlanner::WaitFor([&] { return SpoolFiles().empty(); }));
+  StopAndJoin();
+  EXPECT_EQ(agent_->trials_reported(), 1);
+}
+
 TEST_F(AgentTest, ARefusedResultIsRemovedFromTheSpool) {
   // Trial 22's lease is gone by the time it reports: FAILED_PRECONDITION,
   // dropped at once and not kept for a next start.

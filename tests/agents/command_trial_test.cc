@@ -6,15 +6,19 @@
 #include "agents/command_trial.h"
 
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <filesystem>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "agents/command_launch.h"
+#include "agents/command_policy.h"
 #include "agents/files.h"
 #include "core/trial_result.h"
 #include "gtest/gtest.h"
@@ -59,7 +63,14 @@ class CommandTrialTest : public ::testing::Test {
     return a;
   }
 
+  // This agent's operator allows the command (command_policy.h).
+  void Allow(const v1::TrialAssignment& a) {
+    options_.command_policy.source = "test policy";
+    options_.command_policy.templates.push_back(a.command());
+  }
+
   TrialResult Run(const v1::TrialAssignment& a) {
+    Allow(a);
     TrialOutcome outcome = RunTrialAssignment(a, options_, nullptr);
     EXPECT_EQ(outcome.end, TrialEnd::kResult) << outcome.summary;
     work_dir_ = outcome.work_dir;
@@ -222,14 +233,79 @@ TEST_F(CommandTrialTest, AMissingCommandIsACrashThatSaysSo) {
 // operator) hands the trial back to run again; a command that brings
 // itself down (SIGSEGV) is the layout's crash.
 TEST_F(CommandTrialTest, AKillFromOutsideIsAnInfrastructureFailure) {
-  const TrialOutcome killed = RunTrialAssignment(
-      Trial(Steps("5/1") + "; kill -KILL $$"), options_, nullptr);
+  const v1::TrialAssignment a = Trial(Steps("5/1") + "; kill -KILL $$");
+  Allow(a);
+  const TrialOutcome killed = RunTrialAssignment(a, options_, nullptr);
   EXPECT_EQ(killed.end, TrialEnd::kInfrastructureFailure) << killed.summary;
   EXPECT_EQ(killed.summary,
             "the command killed by signal 9 (Killed), a signal neither it "
             "nor the agent sent");
   const TrialResult crashed = Run(Trial(Steps("5/1") + "; kill -SEGV $$"));
   EXPECT_EQ(crashed.status, TrialStatus::kCrash);
+}
+
+// Issue 28, the red team's first attack: a study's command reached every
+// command agent and ran. A command the agent's own policy does not allow is
+// handed back, naming it, and never started.
+TEST_F(CommandTrialTest, ACommandNotOnTheAgentsPolicyIsRefusedAndNeverStarted) {
+  const std::string marker = root_ + "/ran";
+  const v1::TrialAssignment a =
+      Trial(absl::StrCat("touch ", marker, "; echo {config} {dp}"));
+  // No policy file: every command refused.
+  TrialOutcome refused = RunTrialAssignment(a, options_, nullptr);
+  EXPECT_EQ(refused.end, TrialEnd::kInfrastructureFailure);
+  EXPECT_NE(refused.summary.find("command refused"), std::string::npos)
+      << refused.summary;
+  EXPECT_NE(refused.summary.find("no --command-policy"), std::string::npos)
+      << refused.summary;
+  EXPECT_NE(refused.summary.find(a.command()), std::string::npos)
+      << refused.summary;
+  // A policy allowing another command: still refused, naming the policy.
+  options_.command_policy.source = "/etc/tessera/commands";
+  options_.command_policy.templates = {"/opt/train.sh {config}"};
+  options_.command_policy.programs = {"/usr/bin/touch"};
+  refused = RunTrialAssignment(a, options_, nullptr);
+  EXPECT_EQ(refused.end, TrialEnd::kInfrastructureFailure);
+  EXPECT_NE(refused.summary.find("not allowed by /etc/tessera/commands"),
+            std::string::npos)
+      << refused.summary;
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
+// Issue 28: the command ran as the agent's user (root) and copied the
+// agent's token. With a run-as user it runs as that user, with no
+// capability, none of the agent's TESSERA_/GRPC_ variables, and the
+// agent's 0600 files out of its reach. Needs root (to switch users).
+TEST_F(CommandTrialTest, ARunAsCommandRunsAsThatUserAwayFromTheAgentsSecrets) {
+  if (::geteuid() != 0) {
+    GTEST_SKIP() << "switching users needs root (or CAP_SETUID/CAP_SETGID)";
+  }
+  absl::StatusOr<CommandPolicy> policy =
+      ParseCommandPolicy("run-as nobody\n", "test policy");
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  const std::string secret = root_ + "/agent-token";
+  ASSERT_TRUE(WriteFileAtomically(secret, "s3cr3t-token\n").ok());
+  ASSERT_EQ(::chmod(secret.c_str(), 0600), 0);
+  ASSERT_EQ(::chmod(root_.c_str(), 0711), 0);  // as Agent::Run makes it
+  ::setenv("TESSERA_AGENT_TEST_SECRET", "s3cr3t-env", 1);
+  ::setenv("GRPC_TEST_SECRET", "s3cr3t-grpc", 1);
+  options_.command_policy = *policy;
+  const v1::TrialAssignment a = Trial(Literal(absl::StrCat(
+      "echo uid=$(id -u) groups=$(id -G); grep CapEff /proc/self/status; "
+      "env; cat ", secret, " || echo secret-unreadable; ")) +
+      Steps("5/1 4/1 3/1"));
+  const TrialResult r = Run(a);
+  ::unsetenv("TESSERA_AGENT_TEST_SECRET");
+  ::unsetenv("GRPC_TEST_SECRET");
+  ASSERT_EQ(r.status, TrialStatus::kOk) << r.reason << r.output_tail;
+  const std::string out = ReadFileTail(work_dir_ + "/command.out", 1 << 20);
+  EXPECT_NE(out.find("uid=65534 groups=65534\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("CapEff:\t0000000000000000"), std::string::npos) << out;
+  EXPECT_NE(out.find("secret-unreadable"), std::string::npos) << out;
+  EXPECT_EQ(out.find("s3cr3t"), std::string::npos) << out;
+  EXPECT_NE(out.find("USER=nobody"), std::string::npos) << out;
+  // What the command must see it still sees.
+  EXPECT_NE(out.find("TESSERA_METRICS="), std::string::npos) << out;
 }
 
 TEST_F(CommandTrialTest, ACommandThatReportsNothingIsACrash) {

@@ -27,6 +27,46 @@ set -e
 
 "$agent" --help | grep -q -- "--drain-timeout-s" || fail "help"
 
+# Issue 28: the command policy. A group-writable policy file is refused.
+printf 'program /bin/true\n' > "$dir/commands"
+chmod 664 "$dir/commands"
+set +e
+"$agent" --planner 127.0.0.1:1 --backend command --command-policy "$dir/commands" \
+  --work-dir "$dir/pw" 2> "$dir/err"; code=$?
+set -e
+[ $code -eq 2 ] || fail "writable policy: exit $code"
+grep -q "chmod go-w" "$dir/err" || fail "writable policy: $(cat "$dir/err")"
+chmod 644 "$dir/commands"
+printf 'token-0123456789abcdef0123456789abcdef\n' > "$dir/token"
+chmod 600 "$dir/token"
+touch "$dir/ca.pem"
+# Commands allowed but no run-as, with a token to steal: refused.
+set +e
+timeout 20 "$agent" --planner 127.0.0.1:1 --backend command --command-policy "$dir/commands" \
+  --tls-ca "$dir/ca.pem" --auth-token-file "$dir/token" --work-dir "$dir/pw" \
+  2> "$dir/err"; code=$?
+set -e
+[ $code -eq 2 ] || fail "no run-as: exit $code ($(cat "$dir/err"))"
+grep -q "names no run-as user" "$dir/err" || fail "no run-as: $(cat "$dir/err")"
+if [ "$(id -u)" = 0 ]; then
+  # As root: a token the run-as account could read is refused at start.
+  chmod 755 "$dir"
+  printf 'run-as nobody\nprogram /bin/true\n' > "$dir/commands"
+  chmod 644 "$dir/token"
+  openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=ca -days 1 \
+    -keyout "$dir/ca.key" -out "$dir/ca.pem" 2> /dev/null
+  set +e
+  timeout 20 "$agent" --planner 127.0.0.1:1 --backend command \
+    --command-policy "$dir/commands" --tls-ca "$dir/ca.pem" \
+    --auth-token-file "$dir/token" --work-dir "$dir/pw" --log "$dir/plog"
+  code=$?
+  set -e
+  [ $code -eq 1 ] || fail "readable token: exit $code ($(cat "$dir/plog"))"
+  grep -q "is readable or writable by that user" "$dir/plog" ||
+    fail "readable token: $(cat "$dir/plog")"
+  chmod 700 "$dir"
+fi
+
 # Port 1 refuses connections: the agent logs its retries and stays up.
 "$agent" --planner 127.0.0.1:1 --backend cpu --cpu-ranks 2 --id cli-test \
   --work-dir "$dir/work" --log "$dir/log" &

@@ -31,6 +31,7 @@ constexpr char kAdminToken[] = "admin-token-0123456789abcdef0123456789";
 constexpr char kAliceToken[] = "alice-token-0123456789abcdef0123456789";
 constexpr char kBobToken[] = "bob-token-0123456789abcdef0123456789ab";
 constexpr char kAgentToken[] = "node-1-token-0123456789abcdef012345678";
+constexpr char kCarolToken[] = "carol-token-0123456789abcdef0123456789";
 
 class PrincipalsTest : public testing::Test {
  protected:
@@ -43,7 +44,8 @@ class PrincipalsTest : public testing::Test {
     Secret("principals",
            absl::StrCat("# role name token\n", "admin ops ", kAdminToken,
                         "\nuser alice ", kAliceToken, "\nuser bob ", kBobToken,
-                        "  # a comment\n\nagent node-1 ", kAgentToken, "\n"));
+                        "  # a comment\n\nagent node-1 ", kAgentToken,
+                        "\ncommand-user carol ", kCarolToken, "\n"));
     absl::StatusOr<ServerSecurity> security =
         ServerSecurityFromFiles({.cert_file = Path("server.pem"),
                                  .key_file = Path("server.key"),
@@ -217,6 +219,41 @@ TEST_F(PrincipalsTest, AnAgentActsOnlyAsItself) {
   EXPECT_NE(list.error_message().find("agent node-1 may not call ListStudies"),
             std::string::npos)
       << list.error_message();
+}
+
+// Issue 28, attack 1: a plain user's command study was accepted and ran on
+// every command agent. Now only a command-user or an admin may submit one.
+TEST_F(PrincipalsTest, OnlyCommandUsersAndAdminsSubmitCommandStudies) {
+  v1::SubmitStudyRequest r;
+  v1::StudySpec* spec = r.mutable_spec();
+  spec->mutable_model()->set_preset("tiny");
+  spec->mutable_cluster()->mutable_gpu()->set_preset("h100-sxm");
+  spec->mutable_cluster()->set_nodes(1);
+  spec->mutable_cluster()->set_gpus_per_node(8);
+  spec->mutable_training()->set_global_batch(64);
+  spec->mutable_training()->set_seq_len(128);
+  spec->mutable_training()->set_total_tokens(1e9);
+  spec->mutable_training()->set_stack("pytorch-ddp");
+  spec->mutable_trials()->set_backend("command");
+  spec->mutable_trials()->set_command(
+      "id > /tmp/pwned; echo {config} {dp} {zero} {micro_batch}");
+  const auto submit = [&](const char* token) {
+    v1::SubmitStudyResponse out;
+    return v1::PlannerService::NewStub(Channel(token))
+        ->SubmitStudy(Context().get(), r, &out);
+  };
+  const grpc::Status denied = submit(kAliceToken);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(denied.error_message().find(
+                "user alice may not submit a study of backend \"command\""),
+            std::string::npos)
+      << denied.error_message();
+  EXPECT_EQ(submit(kAgentToken).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  for (const char* token : {kCarolToken, kAdminToken}) {
+    const grpc::Status taken = submit(token);
+    EXPECT_TRUE(taken.ok()) << taken.error_message();
+  }
 }
 
 TEST_F(PrincipalsTest, UsersAndAdminsAreNotAgents) {

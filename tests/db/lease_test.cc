@@ -373,10 +373,11 @@ TEST_F(LeaseTest, ExpiredLeasesAreRequeuedUntilMaxAttempts) {
         << t.reason;
     EXPECT_FALSE(t.lease_expires_at.has_value());
     EXPECT_FALSE(t.started_at.has_value());
-    // The agent that lost the lease reports late: refused.
+    EXPECT_EQ(t.lost_lease_agent_ids, std::vector<std::string>{"a"});
+    // An agent that never held it reports: refused.
     ExpectErrorWritesNothing(
         [&] {
-          return store_->ReportTrial(ids[0], "a", SampleResult(), clock_.Now());
+          return store_->ReportTrial(ids[0], "c", SampleResult(), clock_.Now());
         },
         absl::StatusCode::kFailedPrecondition, "does not hold");
   }
@@ -398,6 +399,59 @@ TEST_F(LeaseTest, ExpiredLeasesAreRequeuedUntilMaxAttempts) {
   ExpectErrorWritesNothing(
       [&] { return store_->LeaseTrial(ids[0], {"a"}, In(absl::Minutes(5))); },
       absl::StatusCode::kFailedPrecondition, "is crash, not queued");
+}
+
+// Issue 28: a finished result is never lost. The holder of a lease that
+// expired (the planner did not hear it in time) reports late: taken while
+// the trial was not leased again and its study is not final, with the lost
+// lease's attempt given back; refused, saying why, once it was leased again
+// or its study ended.
+TEST_F(LeaseTest, ALateReportOfATrialNotLeasedAgainIsTaken) {
+  const std::vector<int64_t> ids =
+      MakeTrials(study_, {SampleTrial(), SampleTrial(), SampleTrial()});
+  // Expired, not leased again: taken.
+  ASSERT_TRUE(store_->LeaseTrial(ids[0], {"a"}, In(absl::Minutes(1))).ok());
+  clock_.Advance(absl::Minutes(2));
+  ASSERT_TRUE(store_->RequeueExpiredLeases(clock_.Now()).ok());
+  ASSERT_EQ(GetTrialOrDie(ids[0]).attempts, 1);
+  ASSERT_TRUE(
+      store_->ReportTrial(ids[0], "a", SampleResult(), clock_.Now()).ok());
+  Trial t = GetTrialOrDie(ids[0]);
+  EXPECT_EQ(t.status, TrialState::kOk);
+  EXPECT_EQ(t.reported_by, "a");
+  EXPECT_EQ(t.attempts, 0);
+  EXPECT_TRUE(t.lost_lease_agent_ids.empty());
+  // A retry finds it stored.
+  EXPECT_EQ(
+      store_->ReportTrial(ids[0], "a", SampleResult(), clock_.Now()).code(),
+      absl::StatusCode::kAlreadyExists);
+
+  // Expired, then leased again to "b": the late report is refused naming
+  // the new holder, and b's report is the trial's.
+  ASSERT_TRUE(store_->LeaseTrial(ids[1], {"a"}, In(absl::Minutes(1))).ok());
+  clock_.Advance(absl::Minutes(2));
+  ASSERT_TRUE(store_->RequeueExpiredLeases(clock_.Now()).ok());
+  ASSERT_TRUE(store_->LeaseTrial(ids[1], {"b"}, In(absl::Minutes(1))).ok());
+  EXPECT_TRUE(GetTrialOrDie(ids[1]).lost_lease_agent_ids.empty());
+  ExpectErrorWritesNothing(
+      [&] {
+        return store_->ReportTrial(ids[1], "a", SampleResult(), clock_.Now());
+      },
+      absl::StatusCode::kFailedPrecondition, "held by b");
+  ASSERT_TRUE(
+      store_->ReportTrial(ids[1], "b", SampleResult(), clock_.Now()).ok());
+
+  // Expired, then the study ended: refused, saying so.
+  ASSERT_TRUE(store_->LeaseTrial(ids[2], {"a"}, In(absl::Minutes(1))).ok());
+  clock_.Advance(absl::Minutes(2));
+  ASSERT_TRUE(store_->RequeueExpiredLeases(clock_.Now()).ok());
+  ASSERT_TRUE(
+      store_->SetStudyStatus(study_, StudyStatus::kDone, "finished").ok());
+  ExpectErrorWritesNothing(
+      [&] {
+        return store_->ReportTrial(ids[2], "a", SampleResult(), clock_.Now());
+      },
+      absl::StatusCode::kFailedPrecondition, "its lease was lost and study");
 }
 
 TEST_F(LeaseTest, RequeueTrialsOfAnAgent) {

@@ -2,12 +2,14 @@
 // everyone (now 0600), a damaged page served without complaint (now refused
 // at open), no way to back it up while the planner runs (now BackupStore,
 // restorable by copying the file back).
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "db/store_backup.h"
 #include "gtest/gtest.h"
 #include "tests/db/test_util.h"
@@ -71,6 +73,79 @@ TEST(StoreIntegrityTest, ADamagedFileIsRefusedAtOpenNamingIt) {
   EXPECT_NE(reopened.status().message().find(path + " is damaged"),
             std::string::npos)
       << reopened.status();
+}
+
+// Runs `sql` on the file behind the store's back (what an editor of the
+// file, or a bad sector that still parses, does).
+void EditBehindTheStore(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+      << (error != nullptr ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(db);
+}
+
+// Issue 28: a changed digit inside a stored record (3101 -> 9101 tokens/s)
+// passed the integrity check and was served. Each result now carries a
+// checksum that the check at open verifies.
+TEST(StoreIntegrityTest, AChangedValueInAStoredResultIsRefusedAtOpen) {
+  TempDir dir;
+  ManualClock clock;
+  const std::string path = dir.File("t.db");
+  int64_t trial = 0;
+  {
+    auto store = OpenStore(path, clock);
+    const int64_t study = Fill(*store, 2);
+    absl::StatusOr<std::vector<Trial>> trials = store->ListTrials({});
+    ASSERT_TRUE(trials.ok() && !trials->empty());
+    trial = trials->front().id;
+    (void)study;
+    ASSERT_TRUE(store->UpsertAgent(SampleAgent("a")).ok());
+    ASSERT_TRUE(store->LeaseTrial(trial, {"a"}, clock.Now() + absl::Hours(1))
+                    .ok());
+    TrialResult r = SampleResult();
+    r.tokens_per_s = 3101;
+    ASSERT_TRUE(store->ReportTrial(trial, "a", r, clock.Now()).ok());
+    ASSERT_TRUE(store->InvalidateTrial(trial, "throttled GPU").ok());
+  }
+  // Untouched, it opens (the invalidation re-sealed the row).
+  ASSERT_TRUE(SqliteTrialStore::Open(path, SqliteTrialStoreOptions{}).ok());
+  for (const std::string& edit :
+       {absl::StrCat("UPDATE trials SET tokens_per_s = 9101 WHERE id = ",
+                     trial),
+        absl::StrCat("UPDATE trials SET result_json = replace(result_json, "
+                     "'3101', '9101') WHERE id = ",
+                     trial),
+        absl::StrCat("UPDATE trials SET status = 'ok' WHERE id = ", trial)}) {
+    const std::string copy = dir.File("edited.db");
+    fs::copy_file(path, copy, fs::copy_options::overwrite_existing);
+    EditBehindTheStore(copy, edit);
+    absl::StatusOr<std::unique_ptr<SqliteTrialStore>> reopened =
+        SqliteTrialStore::Open(copy, SqliteTrialStoreOptions{});
+    ASSERT_FALSE(reopened.ok()) << edit;
+    EXPECT_EQ(reopened.status().code(), absl::StatusCode::kDataLoss) << edit;
+    EXPECT_NE(reopened.status().message().find(absl::StrCat(
+                  "the stored result of trial ", trial,
+                  " does not match its checksum")),
+              std::string::npos)
+        << reopened.status();
+    fs::remove(copy);
+    fs::remove(copy + "-wal");
+    fs::remove(copy + "-shm");
+  }
+  // A result stored before checksums existed (NULL) is sealed at the next
+  // open, and checked from then on.
+  EditBehindTheStore(path, "UPDATE trials SET result_checksum = NULL");
+  ASSERT_TRUE(SqliteTrialStore::Open(path, SqliteTrialStoreOptions{}).ok());
+  EditBehindTheStore(path, absl::StrCat("UPDATE trials SET tokens_per_s = 1 "
+                                        "WHERE id = ",
+                                        trial));
+  EXPECT_EQ(SqliteTrialStore::Open(path, SqliteTrialStoreOptions{})
+                .status()
+                .code(),
+            absl::StatusCode::kDataLoss);
 }
 
 TEST(StoreIntegrityTest, ABackupWhileWritingIsAConsistentRestorableStore) {

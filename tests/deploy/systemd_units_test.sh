@@ -55,6 +55,27 @@ check_flags tessera-planner "$(grep ^ExecStart= "${units[0]}")" \
 check_flags tessera-agent "$(grep ^ExecStart= "${units[1]}")" \
   "$(grep ^TESSERA_AGENT_FLAGS= "$src/deploy/systemd/agent.env")"
 
+# A command agent: the installed drop-in (share/tessera/systemd) over the
+# agent's unit verifies too, its flags are the agent's, and it keeps the
+# agent's sandbox but for the capabilities it names (issue 28).
+dropin="$prefix/share/tessera/systemd/tessera-agent-commands.conf"
+[ -f "$dropin" ] || fail "no $dropin"
+units_dir=$(mktemp -d)
+cp "${units[1]}" "$units_dir/"
+mkdir "$units_dir/tessera-agent.service.d"
+cp "$dropin" "$units_dir/tessera-agent.service.d/commands.conf"
+status=0
+out=$(SYSTEMD_UNIT_PATH="$units_dir:" systemd-analyze verify "$units_dir/tessera-agent.service" 2>&1) || status=$?
+rm -rf "$units_dir"
+[ "$status" -eq 0 ] && [ -z "$out" ] ||
+  fail "systemd-analyze verify with the commands drop-in: exit $status, printed: $out"
+check_flags tessera-agent "$(grep ^ExecStart=/ "$dropin")"
+grep -q '^AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_CHOWN CAP_KILL CAP_DAC_OVERRIDE CAP_FOWNER$' "$dropin" ||
+  fail "the drop-in's capabilities changed"
+grep -q '^u tessera-command ' "$prefix/lib/sysusers.d/tessera.conf" ||
+  fail "no tessera-command account in sysusers"
+echo "tessera-agent.service with the commands drop-in: verified"
+
 # The check itself: a broken copy is reported.
 broken=$(mktemp -d)
 trap 'rm -rf "$broken"' EXIT

@@ -126,14 +126,28 @@ class SystemTest : public ::testing::Test {
     return (dir_ / ("agent-" + name)).string();
   }
 
-  // tessera-agent `name` of `backend` offering 2 CPU ranks.
-  void StartAgent(const std::string& name, const std::string& backend = "cpu") {
+  // tessera-agent `name` of `backend` offering 2 CPU ranks. A command
+  // agent gets a --command-policy allowing `programs` (by default torchrun
+  // and /bin/sh with plain-word arguments), run as nobody when the test runs
+  // as root (as the README's safe set-up; without root, as the test's user).
+  void StartAgent(const std::string& name, const std::string& backend = "cpu",
+                  const std::vector<std::string>& programs = {
+                      "/usr/bin/torchrun", "/bin/sh"}) {
+    std::vector<std::string> argv = {
+        TESSERA_AGENT_BIN, "--planner",    address_,       "--id",
+        name,              "--backend",    backend,        "--cpu-ranks",
+        "2",               "--work-dir",   AgentDir(name), "--trial-binary",
+        TESSERA_TRIAL_BIN};
+    if (backend == "command") {
+      std::string policy = geteuid() == 0 ? "run-as nobody\n" : "";
+      for (const std::string& p : programs) policy += "program " + p + "\n";
+      const std::string path = (dir_ / (name + "-commands")).string();
+      std::ofstream(path) << policy;
+      fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
+      argv.insert(argv.end(), {"--command-policy", path});
+    }
     agents_[name] = std::make_unique<ChildProcess>(
-        std::vector<std::string>{
-            TESSERA_AGENT_BIN, "--planner", address_, "--id", name, "--backend",
-            backend, "--cpu-ranks", "2", "--work-dir", AgentDir(name),
-            "--trial-binary", TESSERA_TRIAL_BIN},
-        (dir_ / (name + ".log")).string());
+        argv, (dir_ / (name + ".log")).string());
   }
 
   // `tessera submit` of `spec`; the study id.

@@ -54,5 +54,30 @@ TEST(AccessTest, EveryRoleAgainstEveryCheck) {
   }
 }
 
+// Issue 28, attack 1: any user's study ran its command on every agent.
+// Submitting a command study needs the role that says so.
+TEST(AccessTest, OnlyCommandUsersAndAdminsSubmitCommandStudies) {
+  const Principal carol{.name = "carol", .role = Role::kCommandUser};
+  EXPECT_TRUE(MaySubmitCommandStudy(carol).ok());
+  EXPECT_TRUE(MaySubmitCommandStudy(kOps).ok());
+  EXPECT_TRUE(MaySubmitCommandStudy(kAnyone).ok());
+  EXPECT_EQ(MaySubmitCommandStudy(kAlice).message(),
+            "user alice may not submit a study of backend \"command\": its "
+            "command runs on the agents' hosts (roles command-user and admin "
+            "may; each agent runs only the commands its own --command-policy "
+            "allows)");
+  for (const Principal& p : {kAgent, kUnknown}) {
+    EXPECT_TRUE(absl::IsPermissionDenied(MaySubmitCommandStudy(p)))
+        << RoleName(p.role);
+  }
+  // Otherwise a command-user is a user: it cancels only its own studies.
+  EXPECT_TRUE(MayUsePlannerService(carol, "SubmitStudy").ok());
+  EXPECT_TRUE(MayCancelStudy(carol, 1, "carol").ok());
+  EXPECT_TRUE(absl::IsPermissionDenied(MayCancelStudy(carol, 1, "alice")));
+  EXPECT_TRUE(absl::IsPermissionDenied(MayActAsAgent(carol, "carol")));
+  EXPECT_TRUE(absl::IsPermissionDenied(
+      MayChangeCalibrations(carol, "ImportCalibration")));
+}
+
 }  // namespace
 }  // namespace tessera::service

@@ -62,14 +62,38 @@ TEST_F(LeaseTest, AnExpiredLeaseIsRequeuedAndItsHolderToldToStop) {
   ASSERT_TRUE(agent_->Heartbeat({a->trial_id()}, &hb).ok());
   ASSERT_EQ(hb.cancel_trials_size(), 1);
   EXPECT_EQ(hb.cancel_trials(0), a->trial_id());
-  // Its late report is refused; the trial runs again and completes.
-  EXPECT_EQ(agent_->Report(a->trial_id(), OkResultJson(*a, 0.3)).error_code(),
-            grpc::StatusCode::FAILED_PRECONDITION);
-  std::optional<v1::TrialAssignment> again = agent_->Lease();
+  // It runs again (and completes); the old holder's late report of a trial
+  // leased again is refused, naming the new lease (issue 28: a late report
+  // of a trial NOT leased again is taken, LateReportTest below).
+  ScriptedAgent other(s_, "cpu-b");
+  ASSERT_TRUE(other.Register().ok());
+  std::optional<v1::TrialAssignment> again = other.Lease();
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ(again->trial_id(), a->trial_id());
-  ASSERT_TRUE(
-      agent_->Report(again->trial_id(), OkResultJson(*again, 0.3)).ok());
+  const grpc::Status late = agent_->Report(a->trial_id(), OkResultJson(*a, 0.3));
+  EXPECT_EQ(late.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(late.error_message().find("held by cpu-b"), std::string::npos)
+      << late.error_message();
+  ASSERT_TRUE(other.Report(again->trial_id(), OkResultJson(*again, 0.3)).ok());
+  EXPECT_EQ(GetStudy(s_, study_).study().state(), v1::STUDY_DONE);
+}
+
+// Issue 28: a finished result reported after its lease expired (the agent
+// was away longer than the lease) is taken while nothing ran the trial
+// since, and the lost lease's attempt is given back; once the trial is
+// leased to another agent, the old holder's report is refused naming it.
+TEST_F(LeaseTest, ALateReportOfATrialNotLeasedAgainIsTaken) {
+  Start();
+  std::optional<v1::TrialAssignment> a = agent_->Lease();
+  ASSERT_TRUE(a.has_value());
+  clock_.Advance(absl::Seconds(4));
+  s_.Reap();
+  ASSERT_EQ(Only().state(), v1::TRIAL_QUEUED);
+  ASSERT_EQ(Only().attempts(), 1);
+  const grpc::Status late = agent_->Report(a->trial_id(), OkResultJson(*a, 0.3));
+  EXPECT_TRUE(late.ok()) << late.error_message();
+  EXPECT_EQ(Only().state(), v1::TRIAL_OK);
+  EXPECT_EQ(Only().attempts(), 0);
   EXPECT_EQ(GetStudy(s_, study_).study().state(), v1::STUDY_DONE);
 }
 

@@ -157,12 +157,38 @@ TEST(MeasurementCheckTest, MoreMetricRowsThanStepsAreRefusedWhateverTheStatus) {
   TrialResult oom;
   oom.status = TrialStatus::kOom;
   oom.reason = "out of memory";
+  oom.layout = TrialOf8Ranks().layout;
   EXPECT_EQ(Refusal(oom), "");
   oom.step_times_s.assign(5, 1.0);
   EXPECT_NE(Refusal(oom), "");
   oom.step_times_s.clear();
   oom.reason.assign(kMaxReportTextBytes + 1, 'x');
   EXPECT_NE(Refusal(oom).find("reason"), std::string::npos);
+}
+
+// Issue 28: a report of another layout than the lease was stored ok under
+// the lease's layout. Every status is checked against the lease's layout,
+// compared resolved (a layout written with or without its derived fields
+// is the same layout).
+TEST(MeasurementCheckTest, AnotherLayoutThanTheLeasesIsRefusedWhateverTheStatus) {
+  TrialResult r = Honest();
+  r.layout.micro_batch *= 2;
+  r.layout.grad_accum = 0;  // derived again: the same batch
+  EXPECT_NE(Refusal(r).find("for a trial leased as"), std::string::npos)
+      << Refusal(r);
+  TrialResult oom;
+  oom.status = TrialStatus::kOom;
+  oom.reason = "out of memory";
+  oom.layout = TrialOf8Ranks().layout;
+  oom.layout.recompute = oom.layout.recompute == Recompute::kFull
+                             ? Recompute::kNone
+                             : Recompute::kFull;
+  EXPECT_NE(Refusal(oom).find("for a trial leased as"), std::string::npos);
+  // The lease's own layout with its derived fields left out is the same.
+  r = Honest();
+  r.layout.grad_accum = 0;
+  r.layout.shard_group = 0;
+  EXPECT_EQ(Refusal(r), "");
 }
 
 TEST(MeasurementCheckTest, ADifferentTrialThanAskedIsRefused) {
@@ -211,6 +237,7 @@ TEST(MeasurementCheckTest, CpuAgentsAreJudgedAgainstTheirProbeWithRoom) {
   auto at = [&](double times) {
     TrialResult r;
     r.status = TrialStatus::kOk;
+    r.layout = t.layout;
     r.backend = "cpu";
     r.ranks = 2;
     r.global_batch = 8;

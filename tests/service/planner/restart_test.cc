@@ -122,6 +122,53 @@ TEST(RestartTest, TheOutageCountsAgainstNoRunningTrial) {
   EXPECT_EQ(t.attempts, 0);
 }
 
+// Issue 28: the planner stopped (SIGSTOP) for 20 s with trials running; on
+// SIGCONT every lease expired in the same instant and the agents were told
+// to kill their trials. The reaper thread now takes a pass that comes
+// much later than it asked for as a stall of the process: no agent could
+// renew its lease meanwhile, so every lease and agent gets a lease timeout
+// from the planner's return before anything expires.
+TEST(RestartTest, TheLeaseClockStandsStillWhileThePlannerIsStopped) {
+  TempDir dir;
+  ManualClock clock;
+  PlannerOptions options = TestOptions(dir.File("t.db"), clock);
+  options.reaper_period = absl::Milliseconds(20);  // the reaper thread runs
+  TestServer s = StartServer(options);
+  ScriptedAgent agent(s, "cpu-a");
+  ASSERT_TRUE(agent.Register().ok());
+  v1::SubmitStudyRequest r;
+  *r.mutable_spec() = TinySpec(1, 2);
+  r.mutable_spec()->mutable_trials()->set_max_trials(2);
+  v1::SubmitStudyResponse out;
+  ASSERT_TRUE(s.planner->SubmitStudy(Context().get(), r, &out).ok());
+  std::optional<v1::TrialAssignment> a = agent.Lease();
+  ASSERT_TRUE(a.has_value());
+  // The process stops for 20 s (past the 3 s lease and the 10 s agent
+  // timeout): its clock jumps, its reaper's next pass is 20 s late.
+  clock.Advance(absl::Seconds(20));
+  absl::SleepFor(absl::Milliseconds(300));  // several reaper passes
+  v1::HeartbeatResponse hb;
+  ASSERT_TRUE(agent.Heartbeat({a->trial_id()}, &hb).ok());
+  EXPECT_EQ(hb.cancel_trials_size(), 0);
+  db::Trial t = *s.server->store().GetTrial(a->trial_id());
+  EXPECT_EQ(t.status, db::TrialState::kLeased) << t.reason;
+  EXPECT_EQ(t.attempts, 0);
+  ASSERT_TRUE(agent.Report(a->trial_id(), OkResultJson(*a, 0.3)).ok());
+  EXPECT_EQ(s.server->store().GetTrial(a->trial_id())->status,
+            db::TrialState::kOk);
+  // The clock runs again: a lease whose agent falls silent still expires.
+  std::optional<v1::TrialAssignment> b = agent.Lease();
+  ASSERT_TRUE(b.has_value());
+  for (int i = 0; i < 40; ++i) {  // 4 s in steps the reaper sees
+    clock.Advance(absl::Milliseconds(100));
+    absl::SleepFor(absl::Milliseconds(25));
+  }
+  absl::SleepFor(absl::Milliseconds(200));
+  t = *s.server->store().GetTrial(b->trial_id());
+  EXPECT_EQ(t.status, db::TrialState::kQueued) << t.reason;
+  EXPECT_EQ(t.attempts, 1);
+}
+
 TEST(RestartTest, AStudyWaitingForAgentsStartsAfterTheRestart) {
   TempDir dir;
   ManualClock clock;
