@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "planner/stacks/stack_calibration.h"
+#include "planner/validation/rank_correlation.h"
 
 namespace tessera::planner {
 namespace {
@@ -371,39 +372,6 @@ ErrorSummary Summarize(const std::vector<const ValidatedRun*>& rows) {
   return s;
 }
 
-// Ranks of `v` (1 = smallest), ties sharing their mean rank.
-std::vector<double> Ranks(const std::vector<double>& v) {
-  std::vector<size_t> order(v.size());
-  for (size_t i = 0; i < v.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> ranks(v.size());
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
-    for (size_t k = i; k <= j; ++k) ranks[order[k]] = 0.5 * (i + j) + 1;
-    i = j + 1;
-  }
-  return ranks;
-}
-
-double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
-  const std::vector<double> ra = Ranks(a), rb = Ranks(b);
-  const double n = static_cast<double>(a.size());
-  double ma = 0, mb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ma += ra[i] / n;
-    mb += rb[i] / n;
-  }
-  double cov = 0, va = 0, vb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    cov += (ra[i] - ma) * (rb[i] - mb);
-    va += (ra[i] - ma) * (ra[i] - ma);
-    vb += (rb[i] - mb) * (rb[i] - mb);
-  }
-  return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : 0;
-}
-
 RankingSummary Rank(const std::vector<ValidatedRun>& rows) {
   std::map<std::string, std::vector<const ValidatedRun*>> groups;
   for (const ValidatedRun& r : rows) groups[r.run->group].push_back(&r);
@@ -421,7 +389,7 @@ RankingSummary Rank(const std::vector<ValidatedRun>& rows) {
     }
     ++s.groups;
     if (best_predicted == best_measured) ++s.best_matches;
-    spearman_sum += Spearman(predicted, measured);
+    spearman_sum += SpearmanRho(predicted, measured);
   }
   if (s.groups > 0) s.mean_spearman = spearman_sum / static_cast<double>(s.groups);
   return s;

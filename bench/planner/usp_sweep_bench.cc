@@ -1,0 +1,114 @@
+// The cost model on a measured layout sweep (planner/validation/
+// layout_sweep.h): the Ultra-Scale Playbook's nanotron runs, 1B and 8B on
+// 1-8 nodes of 8 H100, every launched layout measured or failed. Three
+// columns of the same table:
+//   defaults     the nanotron stack's defaults and the generic network
+//   collectives  the same with the cluster's measured bus bandwidth (what
+//                `tessera calibrate --collectives` would read)
+//   fitted       with the collectives, and the coefficients fitted
+//                (FitCalibration, prior sd 0.3 as `tessera calibrate`) to the
+//                measured step times of the 1-2 node rows
+// Each reports per group (model x nodes) Spearman's rho, the planner's top
+// pick over the group's best, the median error, and the fit (1-2 nodes) and
+// check (4-8 nodes) rows apart, with stage-0 memory by pipeline depth. The
+// fit sees only the 1-2 node rows; the 4-8 node rows are the check.
+//
+//   build/bench/planner/usp_sweep_bench [SWEEP.json] [--rows]
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "planner/calibration/calibration_fit.h"
+#include "planner/stacks/stack_calibration.h"
+#include "planner/validation/layout_sweep.h"
+
+namespace tessera::planner {
+namespace {
+
+Calibration DefaultsFor(const SweepRow& row) {
+  absl::StatusOr<Calibration> c = DefaultCalibration(row.workload);
+  return c.ok() ? *c : Calibration{};
+}
+
+void PrintRows(const SweepReport& r) {
+  std::cout << "row group ran layout | measured predicted error | mem "
+               "ratio | reason\n";
+  for (const SweepPrediction& p : r.rows) {
+    std::cout << absl::StrFormat(
+        "%3d %-22s %-3s %s | %8.0f %8.0f %+6.1f%% | %s | %s\n", p.row->index,
+        p.row->group, p.row->ran ? "ok" : "no",
+        FormatLayout(p.evaluation.layout), p.row->measured_tokens_per_s_per_gpu,
+        p.evaluation.prediction.tokens_per_s_per_gpu, 100 * p.error,
+        p.memory_ratio ? absl::StrFormat("%.2f", *p.memory_ratio) : "-",
+        p.evaluation.feasible ? "" : p.evaluation.reason);
+  }
+}
+
+int Run(int argc, char** argv) {
+  std::string path =
+      std::string(TESSERA_SOURCE_DIR) + "/tests/data/usp_sweep.json";
+  bool rows = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--rows") {
+      rows = true;
+    } else {
+      path = a;
+    }
+  }
+  absl::StatusOr<LayoutSweep> sweep = LoadLayoutSweep(path);
+  if (!sweep.ok()) {
+    std::cerr << sweep.status().message() << "\n";
+    return 1;
+  }
+  std::cout << "== defaults (generic network)\n";
+  SweepReport defaults = EvaluateLayoutSweep(*sweep, DefaultsFor);
+  PrintSweepReport(defaults, std::cout);
+
+  auto with_collectives = [&](const SweepRow& row) {
+    Calibration c = DefaultsFor(row);
+    c.collectives = sweep->collectives;
+    return c;
+  };
+  std::cout << "\n== with the cluster's measured collectives\n";
+  SweepReport measured = EvaluateLayoutSweep(*sweep, with_collectives);
+  PrintSweepReport(measured, std::cout);
+
+  std::vector<CalibrationSample> samples;
+  for (const SweepPrediction& p : measured.rows) {
+    const SweepRow& row = *p.row;
+    if (row.nodes > 2 || !row.ran || !p.expressible) continue;
+    CalibrationSample s;
+    s.workload = row.workload;
+    s.layout = row.layout;
+    s.step_time_s = static_cast<double>(row.workload.training.tokens_per_step()) /
+                    (row.measured_tokens_per_s_per_gpu *
+                     static_cast<double>(row.workload.cluster.world_size()));
+    samples.push_back(s);
+  }
+  CalibrationFitOptions options;
+  options.prior_log_sd = 0.3;
+  absl::StatusOr<CalibrationFit> fit =
+      FitCalibration(samples, with_collectives(sweep->rows.front()), options);
+  if (!fit.ok()) {
+    std::cerr << "fit: " << fit.status().message() << "\n";
+    return 1;
+  }
+  std::cout << "\n== fitted on the " << samples.size()
+            << " measured rows on 1-2 nodes, with the collectives; fitted:";
+  for (const std::string& name : fit->fitted) {
+    std::cout << " " << name << "=" << *fit->calibration.Get(name);
+  }
+  std::cout << "\n";
+  SweepReport fitted = EvaluateLayoutSweep(
+      *sweep, [&](const SweepRow&) { return fit->calibration; });
+  PrintSweepReport(fitted, std::cout);
+  if (rows) PrintRows(fitted);
+  return 0;
+}
+
+}  // namespace
+}  // namespace tessera::planner
+
+int main(int argc, char** argv) { return tessera::planner::Run(argc, argv); }
