@@ -13,7 +13,7 @@
 // check (4-8 nodes) rows apart, with stage-0 memory by pipeline depth. The
 // fit sees only the 1-2 node rows; the 4-8 node rows are the check.
 //
-//   build/bench/planner/usp_sweep_bench [SWEEP.json] [--rows]
+//   build/bench/planner/usp_sweep_bench [SWEEP.json] [--rows] [--explain ROW]
 #include <iostream>
 #include <string>
 #include <vector>
@@ -29,6 +29,31 @@ namespace {
 Calibration DefaultsFor(const SweepRow& row) {
   absl::StatusOr<Calibration> c = DefaultCalibration(row.workload);
   return c.ok() ? *c : Calibration{};
+}
+
+// One row's prediction part by part (the fitted calibration's).
+void Explain(const SweepPrediction& p) {
+  const Prediction& x = p.evaluation.prediction;
+  const MemoryBreakdown& m = x.memory;
+  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+  std::cout << absl::StrFormat(
+      "row %d %s %s: measured %.0f predicted %.0f tokens/s/GPU\n"
+      "  step %.3f s = compute %.3f + exposed comm %.3f (tp %.3f cp %.3f pp "
+      "%.3f dp %.3f) + bubble %.3f; comm tp %.3f pp %.3f dp %.3f\n"
+      "  peak memory %.1f GiB: weights %.1f master %.1f grads %.1f optimizer "
+      "%.1f activations %.1f logits %.1f overhead %.1f%s\n",
+      p.row->index, p.row->group, FormatLayout(p.evaluation.layout),
+      p.row->measured_tokens_per_s_per_gpu, x.tokens_per_s_per_gpu,
+      x.step_time_s, x.compute_s, x.exposed_comm_s, x.tp_exposed_s,
+      x.cp_exposed_s, x.pp_exposed_s, x.dp_exposed_s, x.bubble_s, x.tp_comm_s,
+      x.pp_comm_s, x.dp_comm_s, m.total_bytes / kGiB, m.weights_bytes / kGiB,
+      m.master_weights_bytes / kGiB, m.gradients_bytes / kGiB,
+      m.optimizer_bytes / kGiB, m.activations_bytes / kGiB,
+      m.logits_bytes / kGiB, m.overhead_bytes / kGiB,
+      p.row->measured_peak_allocated_gib
+          ? absl::StrFormat(" (measured stage 0, allocated: %.1f)",
+                            *p.row->measured_peak_allocated_gib)
+          : "");
 }
 
 void PrintRows(const SweepReport& r) {
@@ -49,10 +74,13 @@ int Run(int argc, char** argv) {
   std::string path =
       std::string(TESSERA_SOURCE_DIR) + "/tests/data/usp_sweep.json";
   bool rows = false;
+  std::vector<int64_t> explain;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--rows") {
       rows = true;
+    } else if (a == "--explain" && i + 1 < argc) {
+      explain.push_back(std::stoll(argv[++i]));
     } else {
       path = a;
     }
@@ -105,6 +133,11 @@ int Run(int argc, char** argv) {
       *sweep, [&](const SweepRow&) { return fit->calibration; });
   PrintSweepReport(fitted, std::cout);
   if (rows) PrintRows(fitted);
+  for (int64_t index : explain) {
+    for (const SweepPrediction& p : fitted.rows) {
+      if (p.row->index == index) Explain(p);
+    }
+  }
   return 0;
 }
 
