@@ -81,7 +81,12 @@ StageStep StepOfStage(const Workload& w, const TrainingStack& stack,
       sp.params / (l.zero >= 1 ? static_cast<double>(place.shard.ranks) : 1);
 
   StageStep s;
-  s.micro_compute_s = work.forward_compute_s + work.backward_compute_s;
+  // A fixed cost per micro-batch and model chunk (micro_batch_overhead_s),
+  // counted with compute: the rank is busy, not communicating.
+  const double fixed_s =
+      static_cast<double>(l.vpp) * c.micro_batch_overhead_s;
+  s.micro_compute_s =
+      work.forward_compute_s + work.backward_compute_s + fixed_s;
   s.micro_s = s.micro_compute_s + layer_exposed_s +
               dp.per_micro_batch_exposed_s +
               (1 - c.pp_overlap_efficiency) * sends_s;

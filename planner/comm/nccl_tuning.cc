@@ -34,7 +34,12 @@ int A(NcclAlgorithm a) { return static_cast<int>(a); }
 int P(NcclProtocol p) { return static_cast<int>(p); }
 
 double FloorLog2(int64_t n) {
-  return n > 1 ? std::floor(std::log2(static_cast<double>(n))) : 0;
+  int bits = 0;
+  while (n > 1) {
+    n >>= 1;
+    ++bits;
+  }
+  return bits;
 }
 
 // NCCL's LL bandwidth ceiling, bytes/s (tuning.cc llMaxBws: by architecture
@@ -147,17 +152,51 @@ NcclChoice FastestNcclAlgorithm(Collective kind, double bytes,
                                 double ring_busbw_bytes_per_s,
                                 const ClusterConfig& cl,
                                 const Calibration& c) {
+  // NcclTimeS for each (algorithm, protocol) NCCL runs, with the hop counts
+  // and scales taken once (the search prices millions of collectives); the
+  // same arithmetic as NcclLatencyS.
+  const bool all_reduce = kind == Collective::kAllReduce;
+  const double n = static_cast<double>(g.ranks);
+  const double nodes = static_cast<double>(g.nodes);
+  const double intra_scale = cl.intra_node_latency_us / kReferenceIntraNodeUs;
+  const double net_scale = cl.inter_node_latency_us / kReferenceInterNodeUs;
+  const bool one_per_node = g.ranks_per_node == 1;
+  const double ring_all = all_reduce ? 2 * (n - 1) : n - 1;
+  const double ring_inter =
+      g.nodes <= 1 ? 0 : (all_reduce ? 2 : 1) * (nodes - 1);
+  const double log2_nodes = FloorLog2(g.nodes);
+  const double to_s = 1e-6 * c.ring_latency_factor;
+  const double ll_ceiling = LlCeilingBytesPerS(g, cl);
   NcclChoice best;
   best.time_s = std::numeric_limits<double>::infinity();
-  for (NcclAlgorithm a : kAlgorithms) {
-    for (NcclProtocol p : kProtocols) {
-      if (!NcclRuns(kind, a, p, g)) continue;
-      const double t =
-          NcclTimeS(kind, a, p, bytes, g, ring_busbw_bytes_per_s, cl, c);
-      if (t < best.time_s) {
-        best = NcclChoice{a, p, NcclLatencyS(kind, a, p, g, cl, c), t};
-      }
+  auto consider = [&](NcclAlgorithm a, NcclProtocol p, double bus_bytes,
+                      double hops_us) {
+    double busbw = ring_busbw_bytes_per_s * BandwidthFraction(a, p, g);
+    if (p == NcclProtocol::kLl) busbw = std::min(busbw, ll_ceiling);
+    const double latency_s = (kBaseUs[A(a)][P(p)] + hops_us) * to_s;
+    const double t = latency_s + bus_bytes / busbw;
+    if (t < best.time_s) best = NcclChoice{a, p, latency_s, t};
+  };
+  const double ring_bytes = (all_reduce ? 2 * (n - 1) / n : (n - 1) / n) * bytes;
+  const int ring = A(NcclAlgorithm::kRing), tree = A(NcclAlgorithm::kTree);
+  for (NcclProtocol p : kProtocols) {
+    const int net_algorithm = one_per_node ? tree : ring;
+    consider(NcclAlgorithm::kRing, p, ring_bytes,
+             (ring_all - ring_inter) * kNvlinkHopUs[ring][P(p)] * intra_scale +
+                 ring_inter * kNetHopUs[net_algorithm][P(p)] * net_scale);
+    if (all_reduce) {
+      consider(NcclAlgorithm::kTree, p, 2 * bytes,
+               2 * (static_cast<double>(g.ranks_per_node - 1) *
+                        kNvlinkHopUs[tree][P(p)] * intra_scale +
+                    log2_nodes * kNetHopUs[tree][P(p)] * net_scale));
     }
+  }
+  if (NcclRuns(kind, NcclAlgorithm::kPat, NcclProtocol::kSimple, g)) {
+    // One rank per node: the network hop is the tree's (NcclLatencyS).
+    consider(NcclAlgorithm::kPat, NcclProtocol::kSimple, bytes,
+             log2_nodes * kNetHopUs[tree][P(NcclProtocol::kSimple)] *
+                     net_scale / 3.5 +
+                 n * kPatPerRankUs);
   }
   return best;
 }

@@ -347,16 +347,18 @@ double Median(std::vector<double> v) {
 
 ErrorSummary Summarize(const std::vector<const ValidatedRun*>& rows) {
   ErrorSummary s;
-  std::vector<double> errors;
-  double abs_sum = 0, memory_sum = 0;
+  std::vector<double> errors, memory_ratios;
+  double abs_sum = 0, memory_sum = 0, sum = 0;
   for (const ValidatedRun* r : rows) {
     ++s.rows;
     if (!r->evaluation.feasible) ++s.infeasible;
     errors.push_back(r->error);
+    sum += r->error;
     abs_sum += std::abs(r->error);
     if (std::abs(r->error) > std::abs(s.worst_error)) s.worst_error = r->error;
     if (r->memory_ratio) {
       ++s.memory_rows;
+      memory_ratios.push_back(*r->memory_ratio);
       const double e = *r->memory_ratio - 1;
       memory_sum += std::abs(e);
       if (std::abs(e) > std::abs(s.worst_memory_error)) {
@@ -364,7 +366,11 @@ ErrorSummary Summarize(const std::vector<const ValidatedRun*>& rows) {
       }
     }
   }
-  if (s.rows > 0) s.mape = abs_sum / static_cast<double>(s.rows);
+  if (s.rows > 0) {
+    s.mape = abs_sum / static_cast<double>(s.rows);
+    s.mean_error = sum / static_cast<double>(s.rows);
+  }
+  s.median_memory_ratio = Median(memory_ratios);
   if (s.memory_rows > 0) {
     s.memory_mape = memory_sum / static_cast<double>(s.memory_rows);
   }
@@ -477,18 +483,25 @@ void PrintValidationReport(const ValidationReport& r, bool rows,
   auto line = [&](const std::string& name, const std::string& precision,
                   const ErrorSummary& s) {
     out << absl::StrFormat(
-        "%-22s %-5s %5d %6d %8.1f%% %+8.1f%% %+8.1f%% %6d %8s %9s\n", name,
-        precision, s.rows, s.infeasible, 100 * s.mape, 100 * s.median_error,
-        100 * s.worst_error, s.memory_rows,
+        "%-22s %-5s %5d %7d %8.1f%% %+8.1f%% %+8.1f%% %+8.1f%% %6d %6s %8s "
+        "%9s\n",
+        name, precision, s.rows, s.infeasible, 100 * s.mape,
+        100 * s.mean_error, 100 * s.median_error, 100 * s.worst_error,
+        s.memory_rows,
+        s.memory_rows > 0 ? absl::StrFormat("%.2f", s.median_memory_ratio)
+                          : "-",
         s.memory_rows > 0 ? absl::StrFormat("%.1f%%", 100 * s.memory_mape)
                           : "-",
         s.memory_rows > 0
             ? absl::StrFormat("%+.1f%%", 100 * s.worst_memory_error)
             : "-");
   };
-  out << absl::StrFormat("%-22s %-5s %5s %6s %9s %9s %9s %6s %8s %9s\n",
-                         "source", "prec", "rows", "infeas", "MAPE",
-                         "median", "worst", "mem", "memMAPE", "memWorst");
+  // infeas@0: rows called infeasible with no memory headroom, all of which
+  // ran; bias: the mean signed error; memRatio: median predicted/measured.
+  out << absl::StrFormat(
+      "%-22s %-5s %5s %7s %9s %9s %9s %9s %6s %6s %8s %9s\n", "source",
+      "prec", "rows", "infeas@0", "MAPE", "bias", "median", "worst", "mem",
+      "memRat", "memMAPE", "memWorst");
   for (const auto& [source, s] : r.by_source_bf16) line(source, "bf16", s);
   for (const auto& [source, s] : r.by_source_fp8) line(source, "fp8", s);
   line("all", "bf16", r.all_bf16);

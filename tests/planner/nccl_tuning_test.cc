@@ -124,6 +124,37 @@ TEST(NcclTuningTest, PatForOneRankPerNode) {
                         NcclProtocol::kSimple, g));
 }
 
+TEST(NcclTuningTest, TheFastestIsTheMinimumOfWhatNcclRuns) {
+  // FastestNcclAlgorithm takes its terms once for speed; it must agree with
+  // NcclTimeS over every (algorithm, protocol) NCCL runs.
+  const Calibration c;
+  ClusterConfig cl = H100Nodes(256);
+  cl.inter_node_latency_us = 7;
+  for (const GroupPlacement& g :
+       {PlaceGroup(8, 1, 8), PlaceGroup(16, 1, 8), PlaceGroup(64, 8, 8),
+        PlaceGroup(2048, 1, 8), PlaceGroup(32, 2, 8), PlaceGroup(2, 8, 8)}) {
+    for (Collective k : {Collective::kAllReduce, Collective::kAllGather,
+                         Collective::kReduceScatter}) {
+      for (double bytes : {8.0, 65536.0, 4e6, 1e9}) {
+        double least = 1e300;
+        for (NcclAlgorithm a :
+             {NcclAlgorithm::kRing, NcclAlgorithm::kTree, NcclAlgorithm::kPat}) {
+          for (NcclProtocol p : {NcclProtocol::kLl, NcclProtocol::kLl128,
+                                 NcclProtocol::kSimple}) {
+            if (!NcclRuns(k, a, p, g)) continue;
+            least = std::min(least, NcclTimeS(k, a, p, bytes, g, 300e9, cl, c));
+          }
+        }
+        const NcclChoice best = FastestNcclAlgorithm(k, bytes, g, 300e9, cl, c);
+        EXPECT_NEAR(best.time_s, least, least * 1e-12);
+        EXPECT_NEAR(best.latency_s,
+                    NcclLatencyS(k, best.algorithm, best.protocol, g, cl, c),
+                    1e-15);
+      }
+    }
+  }
+}
+
 TEST(NcclTuningTest, BandwidthBehindAMeasuredTimeGivesItBack) {
   const Calibration c;
   const ClusterConfig cl = H100Nodes(2);
