@@ -117,6 +117,9 @@ int Run(int argc, char** argv) {
   }
   CalibrationFitOptions options;
   options.prior_log_sd = 0.3;
+  // The sweep's runs span micro-batches of 1 to 256 sequences: the fixed
+  // cost per micro-batch is identified, so it is fitted too.
+  options.fixed = {};
   absl::StatusOr<CalibrationFit> fit =
       FitCalibration(samples, with_collectives(sweep->rows.front()), options);
   if (!fit.ok()) {
