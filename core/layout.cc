@@ -206,7 +206,8 @@ absl::StatusOr<Layout> ResolveLayout(const Layout& in, int64_t world_size,
 
 absl::Status CheckLayoutFitsModel(const Layout& l, const ModelConfig& m,
                                   int64_t seq_len,
-                                  bool allow_uneven_interleaving) {
+                                  bool allow_uneven_interleaving,
+                                  int64_t blocks_besides_layers) {
   const std::pair<const char*, int64_t> split_by_tp[] = {
       {"heads", m.heads},
       {"kv_heads", m.kv_heads},
@@ -218,20 +219,25 @@ absl::Status CheckLayoutFitsModel(const Layout& l, const ModelConfig& m,
           "tp", absl::StrCat(l.tp, " does not divide ", what, " ", dim));
     }
   }
-  if (l.pp > m.layers) {
-    return FieldError(
-        "pp", absl::StrCat(l.pp, " stages exceed the ", m.layers, " layers"));
+  const int64_t blocks = m.layers + blocks_besides_layers;
+  const std::string what =
+      blocks_besides_layers == 0
+          ? absl::StrCat(m.layers, " layers")
+          : absl::StrCat(blocks, " blocks (", m.layers, " layers and ",
+                         blocks_besides_layers, " others)");
+  if (l.pp > blocks) {
+    return FieldError("pp",
+                      absl::StrCat(l.pp, " stages exceed the ", what));
   }
-  if (l.vpp > 1 && l.pp * l.vpp > m.layers) {
+  if (l.vpp > 1 && l.pp * l.vpp > blocks) {
     return FieldError("vpp", absl::StrCat("pp*vpp = ", l.pp * l.vpp,
-                                          " model chunks exceed the ",
-                                          m.layers, " layers"));
+                                          " model chunks exceed the ", what));
   }
   if (l.vpp > 1 && !allow_uneven_interleaving &&
-      m.layers % (l.pp * l.vpp) != 0) {
+      blocks % (l.pp * l.vpp) != 0) {
     return FieldError(
         "vpp", absl::StrCat("pp*vpp = ", l.pp * l.vpp, " does not divide the ",
-                            m.layers, " layers"));
+                            what));
   }
   if (l.cp > 1 && seq_len % (2 * l.cp) != 0) {
     return FieldError("cp",

@@ -77,12 +77,16 @@ absl::StatusOr<Layout> ResolveLayout(const Layout& layout, int64_t world_size,
 // Checks the rules that depend on the model and sequence length: tp divides
 // heads, kv_heads, ffn_hidden and vocab; pp <= layers; pp*vpp <= layers, and
 // divides them when vpp > 1 unless `allow_uneven_interleaving` (stacks that
-// size each model chunk: Megatron-Core, torchtitan); cp > 1 needs seq_len
+// size each model chunk: Megatron-Core, torchtitan); `blocks_besides_layers`
+// more when the stack's pipeline split gives blocks other than layers a
+// chunk of their own (the embedding and the loss: a chunk may then hold no
+// layer; planner/pipeline/stage_split.h); cp > 1 needs seq_len
 // divisible by 2*cp (causal load balance); sp needs seq_len/cp divisible by
 // tp.
 absl::Status CheckLayoutFitsModel(const Layout& layout,
                                   const ModelConfig& model, int64_t seq_len,
-                                  bool allow_uneven_interleaving = false);
+                                  bool allow_uneven_interleaving = false,
+                                  int64_t blocks_besides_layers = 0);
 
 // The half-open range of layers [begin, end) of one model chunk.
 struct LayerRange {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "planner/memory/memory_model.h"
+#include "planner/pipeline/stage_split.h"
 #include "planner/stacks/training_stack.h"
 #include "planner/step_model.h"
 
@@ -51,7 +52,8 @@ LayoutEvaluation PredictLayout(const Workload& workload, const Layout& layout,
   }
   if (absl::Status s = CheckLayoutFitsModel(
           e.layout, workload.model, workload.training.seq_len,
-          stack->layouts.uneven_interleaving);
+          stack->layouts.uneven_interleaving,
+          PipelineBlocksBesidesLayers(stack->pipeline_split));
       !s.ok()) {
     e.reason = std::string(s.message());
     return e;

@@ -13,6 +13,7 @@
 #include "planner/memory/memory_model.h"
 #include "planner/pipeline/pipeline_schedule.h"
 #include "planner/pipeline/stage_params.h"
+#include "planner/pipeline/stage_split.h"
 #include "planner/power/power.h"
 
 namespace tessera::planner {
@@ -58,7 +59,8 @@ StageStep StepOfStage(const Workload& w, const TrainingStack& stack,
                       const Layout& l, const LayoutPlacement& place,
                       const LayerStep& lc, const Calibration& c,
                       int64_t stage) {
-  const StageParams sp = StageParamsPerGpu(w.model, l, stage);
+  const StageParams sp =
+      StageParamsPerGpu(w.model, l, stack.pipeline_split, stage);
   const double layers = static_cast<double>(sp.layers);
   const double m = static_cast<double>(l.grad_accum);
   StageWork work;
@@ -79,7 +81,12 @@ StageStep StepOfStage(const Workload& w, const TrainingStack& stack,
       sp.params / (l.zero >= 1 ? static_cast<double>(place.shard.ranks) : 1);
 
   StageStep s;
-  s.micro_compute_s = work.forward_compute_s + work.backward_compute_s;
+  // A fixed cost per micro-batch and model chunk (micro_batch_overhead_s),
+  // counted with compute: the rank is busy, not communicating.
+  const double fixed_s =
+      static_cast<double>(l.vpp) * c.micro_batch_overhead_s;
+  s.micro_compute_s =
+      work.forward_compute_s + work.backward_compute_s + fixed_s;
   s.micro_s = s.micro_compute_s + layer_exposed_s +
               dp.per_micro_batch_exposed_s +
               (1 - c.pp_overlap_efficiency) * sends_s;
@@ -137,10 +144,15 @@ bool PredictStep(const Workload& w, const TrainingStack& stack,
   const LayoutPlacement place = PlaceLayout(l, w.cluster.gpus_per_node);
   if (!layer->have_costs) CostLayer(w, stack, l, place, c, layer);
   const LayerStep& lc = *layer;
-  // The first, middle and last stages (the others repeat the middle one).
+  // The first, middle and head stages (the others repeat the middle one),
+  // and under a split by cost the second (the early ranks take the most
+  // layers); ranks that hold no block idle.
   StageStep beat = StepOfStage(w, stack, l, place, lc, c, 0);
   double once_s = beat.once_s;
-  for (int64_t stage : {l.pp / 2, l.pp - 1}) {
+  const int64_t head = HeadStage(w.model, l, stack.pipeline_split);
+  const int64_t second =
+      stack.pipeline_split == PipelineSplit::kEven ? 0 : 1;
+  for (int64_t stage : {second, std::min(l.pp / 2, head), head}) {
     if (stage <= 0) continue;
     const StageStep s = StepOfStage(w, stack, l, place, lc, c, stage);
     once_s = std::max(once_s, s.once_s);
@@ -148,7 +160,9 @@ bool PredictStep(const Workload& w, const TrainingStack& stack,
   }
   const double m = static_cast<double>(l.grad_accum);
   const double bubble_s =
-      PipelineBubbleFraction(l.pp, l.vpp, l.grad_accum) * m * beat.micro_s;
+      PipelineBubbleFraction(ActiveStages(w.model, l, stack.pipeline_split),
+                             l.vpp, l.grad_accum) *
+      m * beat.micro_s;
   const int64_t gpus = w.cluster.world_size();
   const double tokens = static_cast<double>(w.training.tokens_per_step());
   p.step_time_s = m * beat.micro_s + bubble_s + once_s;

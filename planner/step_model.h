@@ -5,7 +5,9 @@
 //
 // For pipeline stage i with m = grad_accum micro-batches and v = vpp:
 //   micro_i  = forward + backward compute (recomputation included) of its
-//              layers (+ the logits on the last stage) + their exposed TP/CP
+//              layers (+ the logits on the head stage) + v fixed costs of a
+//              micro-batch on a chunk (micro_batch_overhead_s) + their
+//              exposed TP/CP
 //              communication + exposed per-micro-batch FSDP/ZeRO-2 traffic
 //              + the exposed part of its 2*v pipeline sends
 //   once_i   = exposed once-per-step data-parallel traffic + optimizer step

@@ -140,8 +140,12 @@ struct CalibrationFitOptions {
   // so none of fewer than four (three samples cannot say which is wrong
   // with any confidence).
   double max_outlier_fraction = 0.25;
-  // Coefficients kept at the prior whatever the samples identify.
-  std::vector<std::string> fixed = {};
+  // Coefficients kept at the prior whatever the samples identify. By default
+  // micro_batch_overhead_s: every sample moves it (it adds to every
+  // micro-batch), so a few trials would trade it against the compute
+  // coefficients; a fit that has runs of many micro-batch sizes frees it
+  // (usp_sweep_bench does).
+  std::vector<std::string> fixed = {"micro_batch_overhead_s"};
 };
 
 // How one sample's step time (and power, when measured) compares.

@@ -21,7 +21,7 @@
 // Where the spreads come from:
 //   - the stack defaults (no calibration file): no coefficient spread; model
 //     error the published runs' step-time MAPE for the precision
-//     (bench/planner/published_runs_bench: bf16 7.8% on 251 runs, fp8 8.5%
+//     (bench/planner/published_runs_bench: bf16 7.9% on 251 runs, fp8 8.6%
 //     on 46) as a normal's sd (MAPE * sqrt(pi/2)): 0.10 and 0.11; it is the
 //     error on runs like those, not a bound.
 //   - a fitted calibration file: the fitted coefficients their posterior

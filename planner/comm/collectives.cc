@@ -4,6 +4,8 @@
 #include <cmath>
 #include <optional>
 
+#include "planner/comm/nccl_tuning.h"
+
 namespace tessera::planner {
 namespace {
 
@@ -62,25 +64,43 @@ CollectiveOp OpOf(Collective kind) {
   return CollectiveOp::kReduceScatter;
 }
 
-// The measured bus bandwidth of `op` for group `g`, bytes/s: the measured
-// figure on the group's nodes, scaled by the modelled ratio of the group's
-// placement to the measurement's (measured_collectives.h); nullopt when `op`
-// was not measured.
-std::optional<double> MeasuredBusBandwidth(CollectiveOp op, double bytes,
-                                           const GroupPlacement& g,
-                                           const ClusterConfig& cl,
-                                           const Calibration& c) {
+// nccl-tests' S / t over its bus bandwidth.
+double NcclTestsFactor(Collective kind, int64_t ranks) {
+  const double n = static_cast<double>(ranks);
+  return kind == Collective::kAllReduce ? 2 * (n - 1) / n : (n - 1) / n;
+}
+
+// The ring/Simple bus bandwidth of group `g`, bytes/s, from the measured
+// collective: at the size (clamped to the measured sizes), the measured time
+// less the model's latency for the measurement's placement (the
+// measurements' GPUs per node on the group's nodes) gives the bandwidth,
+// scaled by the modelled ratio of the group's placement to the
+// measurement's; nullopt when `kind` was not measured.
+std::optional<double> MeasuredRingBusBandwidth(Collective kind, double bytes,
+                                               const GroupPlacement& g,
+                                               const ClusterConfig& cl,
+                                               const Calibration& c) {
   if (c.collectives == nullptr) return std::nullopt;
+  const CollectiveOp op = OpOf(kind);
+  if (!c.collectives->Covers(op)) return std::nullopt;
+  const auto [lo, hi] = c.collectives->MeasuredBytesRange(op);
+  const double anchor = std::clamp(bytes, lo, hi);
   const std::optional<double> gbs =
-      c.collectives->BusBandwidthGbs(op, bytes, g.nodes);
+      c.collectives->BusBandwidthGbs(op, anchor, g.nodes);
   if (!gbs.has_value()) return std::nullopt;
-  const int64_t per_node = c.collectives->MeasuredGpusPerNode(op, g.nodes);
   GroupPlacement measured;
-  measured.ranks_per_node = std::max<int64_t>(per_node, 1);
+  measured.ranks_per_node =
+      std::max<int64_t>(c.collectives->MeasuredGpusPerNode(op, g.nodes), 1);
   measured.nodes = g.nodes;
   measured.ranks = measured.ranks_per_node * measured.nodes;
-  return *gbs * 1e9 * BusBandwidthBytesPerS(g, cl, c) /
-         BusBandwidthBytesPerS(measured, cl, c);
+  const double placement_ratio =
+      BusBandwidthBytesPerS(g, cl, c) / BusBandwidthBytesPerS(measured, cl, c);
+  if (measured.ranks <= 1) return *gbs * 1e9 * placement_ratio;
+  const double measured_s =
+      NcclTestsFactor(kind, measured.ranks) * anchor / (*gbs * 1e9);
+  return BandwidthBehindMeasuredTime(kind, anchor, measured_s, measured, cl,
+                                     c) *
+         placement_ratio;
 }
 
 }  // namespace
@@ -89,30 +109,12 @@ double CollectiveTimeS(Collective kind, double bytes, const GroupPlacement& g,
                        const ClusterConfig& cl, const Calibration& c,
                        double bandwidth_scale) {
   if (g.ranks <= 1) return 0;
-  const double n = static_cast<double>(g.ranks);
-  const double factor =
-      kind == Collective::kAllReduce ? 2 * (n - 1) / n : (n - 1) / n;
-  // nccl-tests' busbw at this size already holds the latency: no alpha.
-  if (const std::optional<double> measured =
-          MeasuredBusBandwidth(OpOf(kind), bytes, g, cl, c)) {
-    return factor * bytes / (*measured * bandwidth_scale);
-  }
-  const double busbw = BusBandwidthBytesPerS(g, cl, c) * bandwidth_scale;
-  const double step_s = StepLatencyS(g.nodes > 1, cl, c);
-  if (kind != Collective::kAllReduce) {
-    // nccl-tests: AllGather/ReduceScatter busbw = S/t * (n-1)/n.
-    return (n - 1) * step_s + (n - 1) / n * bytes / busbw;
-  }
-  // nccl-tests: AllReduce busbw = S/t * 2(n-1)/n.
-  const double transfer_s = 2 * (n - 1) / n * bytes / busbw;
-  const double ring_s = 2 * (n - 1) * step_s + transfer_s;
-  const double tree_steps_inter =
-      g.nodes > 1 ? std::ceil(std::log2(static_cast<double>(g.nodes))) : 0;
-  const double tree_s = 2 * (tree_steps_inter * StepLatencyS(true, cl, c) +
-                             static_cast<double>(g.ranks_per_node - 1) *
-                                 StepLatencyS(false, cl, c)) +
-                        transfer_s;
-  return std::min(ring_s, tree_s);
+  const double ring_busbw =
+      MeasuredRingBusBandwidth(kind, bytes, g, cl, c)
+          .value_or(BusBandwidthBytesPerS(g, cl, c));
+  return FastestNcclAlgorithm(kind, bytes, g, ring_busbw * bandwidth_scale,
+                              cl, c)
+      .time_s;
 }
 
 double PointToPointTimeS(double bytes, bool crosses_nodes,

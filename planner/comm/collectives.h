@@ -4,21 +4,26 @@
 // bus bandwidth busbw relates to the time t as
 //   AllReduce                 t = 2(n-1)/n * S / busbw
 //   AllGather, ReduceScatter  t =  (n-1)/n * S / busbw.
-// Model: t = alpha(algorithm, n, nodes) + S * factor / busbw(placement).
-//   alpha, ring: one latency per step, 2(n-1) steps for AllReduce and n-1 for
-//     AllGather/ReduceScatter; a step crosses InfiniBand once the group spans
-//     nodes, so it costs the inter-node latency.
-//   alpha, tree (AllReduce only; NCCL's double binary tree): 2 * (ceil(log2
-//     nodes) inter-node steps + (ranks per node - 1) NVLink steps). NCCL picks
-//     the faster of ring and tree; so does this model.
-//   busbw: NVLink inside a node (intra_node_gbs per GPU). A group spread over
-//     several nodes runs at the slower of NVLink and its share of the node's
-//     NICs: with rail-optimized rings a group with g GPUs in each node uses g
-//     of the node's gpus_per_node NICs, g * inter_node_gbs / gpus_per_node.
-// Bandwidth and latency efficiencies are calibration coefficients. Where the
-// calibration holds the cluster's measured bus bandwidth of a collective
-// (measured_collectives.h), that replaces busbw, and the alpha term (the
-// measurement at the message's size already holds it).
+// Model: NCCL's own (nccl_tuning.h): for each algorithm (ring; tree for
+// AllReduce; PAT for one rank per node) and protocol (LL, LL128, Simple)
+//   t = latency(algorithm, protocol, ranks, ranks per node, nodes)
+//       + bytes moved / (its share of the ring's bus bandwidth),
+// and the fastest runs. Only the ring's hops between nodes pay the network's
+// latency (nodes - 1 of the n - 1 steps), the tree's log2(nodes), PAT's a
+// third of log2(nodes).
+//   ring bus bandwidth: NVLink inside a node (intra_node_gbs per GPU). A
+//     group spread over several nodes runs at the slower of NVLink and its
+//     share of the node's NICs: with rail-optimized rings a group with g
+//     GPUs in each node uses g of the node's gpus_per_node NICs,
+//     g * inter_node_gbs / gpus_per_node.
+// Bandwidth and latency efficiencies are calibration coefficients.
+// Measured collectives (measured_collectives.h) replace the ring's bus
+// bandwidth at every size they cover: the measured time at the size (or,
+// outside the measured sizes, at the nearest one) with the model's latency
+// for the measurement's placement taken out gives the bandwidth; the
+// group's own latency is the model's, so a measurement at one size still
+// prices small messages by their latency and large ones by the cluster's
+// bandwidth, and ring_latency_factor stays something a fit can move.
 //
 //   GroupPlacement g = PlaceGroup(/*ranks=*/64, /*stride=*/8,
 //   /*gpus_per_node=*/8); double t = CollectiveTimeS(Collective::kAllGather,

@@ -120,6 +120,19 @@ int64_t MeasuredCollectives::MeasuredGpusPerNode(CollectiveOp op,
   return best;
 }
 
+std::pair<double, double> MeasuredCollectives::MeasuredBytesRange(
+    CollectiveOp op) const {
+  const std::vector<NodeCurve>& curves = curves_[static_cast<int>(op)];
+  if (curves.empty()) return {0, 0};
+  double lo = curves.front().log_bytes.front();
+  double hi = curves.front().log_bytes.back();
+  for (const NodeCurve& c : curves) {
+    lo = std::min(lo, c.log_bytes.front());
+    hi = std::max(hi, c.log_bytes.back());
+  }
+  return {std::exp(lo), std::exp(hi)};
+}
+
 absl::StatusOr<std::vector<CollectiveMeasurement>> ParseNcclTests(
     absl::string_view text, absl::string_view source,
     std::optional<CollectiveOp> op, int64_t nodes) {

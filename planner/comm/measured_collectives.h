@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -69,6 +70,11 @@ class MeasuredCollectives {
   // The GPUs per node of the measurements of `op` on the nearest node count
   // to `nodes` (0 when `op` was not measured).
   int64_t MeasuredGpusPerNode(CollectiveOp op, int64_t nodes) const;
+  // The smallest and largest size, bytes, `op` was measured at on any node
+  // count ({0, 0} when it was not): inside it the lookup interpolates
+  // measurements, outside it holds the nearest (collectives.h carries
+  // those to other sizes with the model's latencies).
+  std::pair<double, double> MeasuredBytesRange(CollectiveOp op) const;
 
  private:
   // The measurements of one collective on one node count, by size: the

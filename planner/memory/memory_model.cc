@@ -6,6 +6,7 @@
 #include "planner/memory/layer_activations.h"
 #include "planner/pipeline/pipeline_schedule.h"
 #include "planner/pipeline/stage_params.h"
+#include "planner/pipeline/stage_split.h"
 
 namespace tessera::planner {
 namespace {
@@ -62,7 +63,8 @@ MemoryBreakdown StageMemory(const ModelConfig& model, const Layout& l,
                             const TrainingConfig& training,
                             const TrainingStack& stack, const Calibration& c,
                             const LayerMemory& layer, int64_t stage) {
-  const StageParams sp = StageParamsPerGpu(model, l, stage);
+  const StageParams sp =
+      StageParamsPerGpu(model, l, stack.pipeline_split, stage);
   const double shards = static_cast<double>(l.shard_group * l.cp);
   const ModelStateBytes& b = stack.model_states;
   const bool sharded_zero2 = l.zero == 2 && !stack.fsdp.zero2_replicates_parameters;
@@ -76,8 +78,12 @@ MemoryBreakdown StageMemory(const ModelConfig& model, const Layout& l,
   m.gradients_bytes = b.gradients * sp.params / (l.zero >= 2 ? shards : 1);
   m.optimizer_bytes = b.optimizer * sp.params / (l.zero >= 1 ? shards : 1);
 
+  // Ranks past the last that holds a block take no part in the schedule.
+  Layout scheduled = l;
+  scheduled.pp = ActiveStages(model, l, stack.pipeline_split);
   m.activations_bytes =
-      InFlightLayers(l, stage, model.layers, sp.layers) * layer.kept_bytes;
+      InFlightLayers(scheduled, stage, model.layers, sp.layers) *
+      layer.kept_bytes;
   // The layer being recomputed re-materialises what it dropped (Korthikanti
   // 2022, Section 5: one layer's whole set under full recomputation).
   m.activations_bytes += layer.recompute_extra_bytes;
@@ -108,8 +114,10 @@ MemoryBreakdown PeakMemoryPerGpu(const ModelConfig& model, const Layout& l,
                                  const LayerMemory& layer) {
   MemoryBreakdown peak = StageMemory(model, l, training, stack, c, layer, 0);
   // The second stage holds one micro-batch fewer but may hold more layers
-  // (uneven stages are lighter at the ends); the last holds the logits.
-  for (int64_t stage : {int64_t{1}, l.pp - 1}) {
+  // (uneven stages are lighter at the ends); the head stage holds the
+  // logits.
+  for (int64_t stage :
+       {int64_t{1}, HeadStage(model, l, stack.pipeline_split)}) {
     if (stage <= 0 || stage >= l.pp) continue;
     MemoryBreakdown m =
         StageMemory(model, l, training, stack, c, layer, stage);

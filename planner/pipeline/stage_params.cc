@@ -1,14 +1,22 @@
 #include "planner/pipeline/stage_params.h"
 
+#include "planner/pipeline/stage_split.h"
+
 namespace tessera::planner {
 
 StageParams StageParamsPerGpu(const ModelConfig& m, const Layout& layout,
                               int64_t stage) {
+  return StageParamsPerGpu(m, layout, PipelineSplit::kEven, stage);
+}
+
+StageParams StageParamsPerGpu(const ModelConfig& m, const Layout& layout,
+                              PipelineSplit split, int64_t stage) {
   StageParams s;
-  s.layers = StageLayerCount(m.layers, layout.pp, layout.vpp, stage);
+  const StageBlocks blocks = StageBlocksOf(m, layout, split, stage);
+  s.layers = blocks.layers;
   const double tp = static_cast<double>(layout.tp);
-  s.first = stage == 0;
-  s.last = stage == layout.pp - 1;
+  s.first = blocks.embedding;
+  s.last = blocks.head;
   s.layer_params = static_cast<double>(m.ParamsPerLayer()) / tp;
   if (s.first) s.embedding_params = m.EmbeddingParams() / tp;
   if (s.last) {

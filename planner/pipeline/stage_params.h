@@ -1,9 +1,10 @@
 // What one pipeline rank holds of the model: its layers (over every virtual
-// chunk, core's StageLayers assignment: uneven stages are lighter at the
-// ends) and its parameters per tensor-parallel
-// rank. The first stage holds the input embedding, the last the final norm and
-// the output projection (with tied embeddings and pp > 1, a copy of the
-// embedding, as Megatron-LM keeps it). Parameters divide by tp; the few
+// chunk, as the stack splits them: stage_split.h; by default core's
+// StageLayers, uneven stages lighter at the ends) and its parameters per
+// tensor-parallel rank. The first stage holds the input embedding, the head
+// stage (the last, but for nanotron's split) the final norm and the output
+// projection (with tied embeddings on another stage, a copy of the
+// embedding, as Megatron-LM and nanotron keep it). Parameters divide by tp; the few
 // replicated norm weights are divided too (an approximation below 0.01%).
 //
 //   StageParams s = StageParamsPerGpu(model, layout, /*stage=*/0);
@@ -13,6 +14,7 @@
 
 #include "core/layout.h"
 #include "core/model.h"
+#include "planner/stacks/training_stack.h"
 
 namespace tessera::planner {
 
@@ -27,7 +29,10 @@ struct StageParams {
   bool last = false;            // computes the logits and the loss
 };
 
-// `stage` in [0, layout.pp).
+// `stage` in [0, layout.pp), split as `split` says.
+StageParams StageParamsPerGpu(const ModelConfig& model, const Layout& layout,
+                              PipelineSplit split, int64_t stage);
+// The even split.
 StageParams StageParamsPerGpu(const ModelConfig& model, const Layout& layout,
                               int64_t stage);
 

@@ -301,12 +301,27 @@ absl::StatusOr<CommBytes> ReadCommBytes(const StackReader& r, const Json& c,
   return b;
 }
 
+absl::StatusOr<PipelineSplit> ReadPipelineSplit(const StackReader& r,
+                                               const Json& o,
+                                               const std::string& p) {
+  TESSERA_ASSIGN_OR_RETURN(std::string split, r.String(o, "pipeline_split", p));
+  if (split == "even") return PipelineSplit::kEven;
+  if (split == "embedding_and_loss_as_layers") {
+    return PipelineSplit::kEmbeddingAndLossAsLayers;
+  }
+  if (split == "cumulative_cost") return PipelineSplit::kCumulativeCost;
+  return r.Error(StackReader::Path(p, "pipeline_split"),
+                 absl::StrCat("'", split,
+                              "' is not even, embedding_and_loss_as_layers "
+                              "or cumulative_cost"));
+}
+
 absl::StatusOr<StackOption> ReadOption(const StackReader& r, const Json& o,
                                        const std::string& p) {
   TESSERA_RETURN_IF_ERROR(r.OnlyKeys(
       o, p,
       {"name", "description", "default", "coefficients", "selective_recompute",
-       "comm_bytes", "model_states"}));
+       "comm_bytes", "model_states", "pipeline_split"}));
   StackOption opt;
   TESSERA_ASSIGN_OR_RETURN(opt.name, r.String(o, "name", p));
   if (opt.name.empty() || absl::StartsWith(opt.name, "no-") ||
@@ -336,6 +351,9 @@ absl::StatusOr<StackOption> ReadOption(const StackReader& r, const Json& o,
     for (const auto& [k, v] : o["comm_bytes"].items()) {
       opt.comm_bytes[k] = v.get<double>();
     }
+  }
+  if (o.contains("pipeline_split")) {
+    TESSERA_ASSIGN_OR_RETURN(opt.pipeline_split, ReadPipelineSplit(r, o, p));
   }
   if (o.contains("model_states")) {
     const std::string mp = StackReader::Path(p, "model_states");
@@ -369,7 +387,7 @@ absl::StatusOr<TrainingStack> ParseStack(absl::string_view file_name,
       o, "",
       {"name", "description", "source", "layouts", "attention", "saved",
        "selective_recompute", "fp8_saves_linear_inputs", "fsdp",
-       "model_states", "comm_bytes", "coefficients",
+       "pipeline_split", "model_states", "comm_bytes", "coefficients",
        "coefficients_by_architecture", "coefficient_sources", "options"}));
   TrainingStack s;
   TESSERA_ASSIGN_OR_RETURN(s.name, r.String(o, "name", ""));
@@ -424,6 +442,9 @@ absl::StatusOr<TrainingStack> ParseStack(absl::string_view file_name,
       s.fsdp.zero2_replicates_parameters,
       r.Bool(f, "zero2_replicates_parameters", "fsdp", true));
 
+  if (o.contains("pipeline_split")) {
+    TESSERA_ASSIGN_OR_RETURN(s.pipeline_split, ReadPipelineSplit(r, o, ""));
+  }
   if (!o.contains("model_states")) return r.Error("model_states", "required");
   TESSERA_ASSIGN_OR_RETURN(s.model_states,
                            ReadModelStates(r, o["model_states"], "model_states"));
@@ -600,6 +621,7 @@ absl::StatusOr<TrainingStack> StackForTraining(const TrainingConfig& t) {
   TrainingStack s = *stack;
   for (const StackOption* o : options) {
     if (o->selective.has_value()) s.selective = *o->selective;
+    if (o->pipeline_split.has_value()) s.pipeline_split = *o->pipeline_split;
     for (const auto& [field, value] : o->comm_bytes) {
       if (field == "parameter_gather") s.comm_bytes.parameter_gather = value;
       if (field == "gradient_reduce") s.comm_bytes.gradient_reduce = value;

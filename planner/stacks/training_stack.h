@@ -102,6 +102,25 @@ struct FsdpPolicy {
   bool zero2_replicates_parameters = true;
 };
 
+// How a stack assigns the model's layers to pipeline ranks
+// (planner/pipeline/stage_split.h gives the assignment).
+enum class PipelineSplit {
+  // Layers evenly over the pp * vpp model chunks, the ends one fewer when
+  // they do not divide (Megatron-LM, torchtitan); the first rank also holds
+  // the embedding, the last the output layer and the loss.
+  kEven,
+  // The embedding and the loss each count as a layer in that split
+  // (Megatron-Core --account-for-embedding-in-pipeline-split and
+  // --account-for-loss-in-pipeline-split): the first and last chunks hold
+  // one layer fewer, or none.
+  kEmbeddingAndLossAsLayers,
+  // Blocks (embedding, each layer, final norm, output layer, loss) to ranks
+  // in order by cumulative cost, a layer costing its weights' elements and
+  // the output layer V * h (nanotron models/base.py build_model with
+  // get_block_compute_costs); ranks past the loss hold nothing.
+  kCumulativeCost,
+};
+
 // Bytes of model state per parameter, before sharding (ZeRO: weights shard
 // at stage 3, gradients at 2, master weights and optimizer states at 1).
 struct ModelStateBytes {
@@ -156,6 +175,7 @@ struct StackOption {
   // Fields of the stack's comm_bytes and model_states it changes, by name.
   std::map<std::string, double> comm_bytes;
   std::map<std::string, double> model_states;
+  std::optional<PipelineSplit> pipeline_split;
 };
 
 struct TrainingStack {
@@ -173,6 +193,7 @@ struct TrainingStack {
   // (Transformer Engine); false: in bf16 (torchao float8).
   bool fp8_saves_linear_inputs = false;
   FsdpPolicy fsdp;
+  PipelineSplit pipeline_split = PipelineSplit::kEven;
   ModelStateBytes model_states;
   CommBytes comm_bytes;
   // Coefficient defaults over coefficients.inc's, then by GPU architecture

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "planner/stacks/stack_calibration.h"
+#include "planner/validation/rank_correlation.h"
 
 namespace tessera::planner {
 namespace {
@@ -347,16 +348,18 @@ double Median(std::vector<double> v) {
 
 ErrorSummary Summarize(const std::vector<const ValidatedRun*>& rows) {
   ErrorSummary s;
-  std::vector<double> errors;
-  double abs_sum = 0, memory_sum = 0;
+  std::vector<double> errors, memory_ratios;
+  double abs_sum = 0, memory_sum = 0, sum = 0;
   for (const ValidatedRun* r : rows) {
     ++s.rows;
     if (!r->evaluation.feasible) ++s.infeasible;
     errors.push_back(r->error);
+    sum += r->error;
     abs_sum += std::abs(r->error);
     if (std::abs(r->error) > std::abs(s.worst_error)) s.worst_error = r->error;
     if (r->memory_ratio) {
       ++s.memory_rows;
+      memory_ratios.push_back(*r->memory_ratio);
       const double e = *r->memory_ratio - 1;
       memory_sum += std::abs(e);
       if (std::abs(e) > std::abs(s.worst_memory_error)) {
@@ -364,45 +367,16 @@ ErrorSummary Summarize(const std::vector<const ValidatedRun*>& rows) {
       }
     }
   }
-  if (s.rows > 0) s.mape = abs_sum / static_cast<double>(s.rows);
+  if (s.rows > 0) {
+    s.mape = abs_sum / static_cast<double>(s.rows);
+    s.mean_error = sum / static_cast<double>(s.rows);
+  }
+  s.median_memory_ratio = Median(memory_ratios);
   if (s.memory_rows > 0) {
     s.memory_mape = memory_sum / static_cast<double>(s.memory_rows);
   }
   s.median_error = Median(errors);
   return s;
-}
-
-// Ranks of `v` (1 = smallest), ties sharing their mean rank.
-std::vector<double> Ranks(const std::vector<double>& v) {
-  std::vector<size_t> order(v.size());
-  for (size_t i = 0; i < v.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> ranks(v.size());
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
-    for (size_t k = i; k <= j; ++k) ranks[order[k]] = 0.5 * (i + j) + 1;
-    i = j + 1;
-  }
-  return ranks;
-}
-
-double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
-  const std::vector<double> ra = Ranks(a), rb = Ranks(b);
-  const double n = static_cast<double>(a.size());
-  double ma = 0, mb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ma += ra[i] / n;
-    mb += rb[i] / n;
-  }
-  double cov = 0, va = 0, vb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    cov += (ra[i] - ma) * (rb[i] - mb);
-    va += (ra[i] - ma) * (ra[i] - ma);
-    vb += (rb[i] - mb) * (rb[i] - mb);
-  }
-  return va > 0 && vb > 0 ? cov / std::sqrt(va * vb) : 0;
 }
 
 RankingSummary Rank(const std::vector<ValidatedRun>& rows) {
@@ -422,7 +396,7 @@ RankingSummary Rank(const std::vector<ValidatedRun>& rows) {
     }
     ++s.groups;
     if (best_predicted == best_measured) ++s.best_matches;
-    spearman_sum += Spearman(predicted, measured);
+    spearman_sum += SpearmanRho(predicted, measured);
   }
   if (s.groups > 0) s.mean_spearman = spearman_sum / static_cast<double>(s.groups);
   return s;
@@ -531,18 +505,25 @@ void PrintValidationReport(const ValidationReport& r, bool rows,
   auto line = [&](const std::string& name, const std::string& precision,
                   const ErrorSummary& s) {
     out << absl::StrFormat(
-        "%-22s %-5s %5d %6d %8.1f%% %+8.1f%% %+8.1f%% %6d %8s %9s\n", name,
-        precision, s.rows, s.infeasible, 100 * s.mape, 100 * s.median_error,
-        100 * s.worst_error, s.memory_rows,
+        "%-22s %-5s %5d %7d %8.1f%% %+8.1f%% %+8.1f%% %+8.1f%% %6d %6s %8s "
+        "%9s\n",
+        name, precision, s.rows, s.infeasible, 100 * s.mape,
+        100 * s.mean_error, 100 * s.median_error, 100 * s.worst_error,
+        s.memory_rows,
+        s.memory_rows > 0 ? absl::StrFormat("%.2f", s.median_memory_ratio)
+                          : "-",
         s.memory_rows > 0 ? absl::StrFormat("%.1f%%", 100 * s.memory_mape)
                           : "-",
         s.memory_rows > 0
             ? absl::StrFormat("%+.1f%%", 100 * s.worst_memory_error)
             : "-");
   };
-  out << absl::StrFormat("%-22s %-5s %5s %6s %9s %9s %9s %6s %8s %9s\n",
-                         "source", "prec", "rows", "infeas", "MAPE",
-                         "median", "worst", "mem", "memMAPE", "memWorst");
+  // infeas@0: rows called infeasible with no memory headroom, all of which
+  // ran; bias: the mean signed error; memRatio: median predicted/measured.
+  out << absl::StrFormat(
+      "%-22s %-5s %5s %7s %9s %9s %9s %9s %6s %6s %8s %9s\n", "source",
+      "prec", "rows", "infeas@0", "MAPE", "bias", "median", "worst", "mem",
+      "memRat", "memMAPE", "memWorst");
   for (const auto& [source, s] : r.by_source_bf16) line(source, "bf16", s);
   for (const auto& [source, s] : r.by_source_fp8) line(source, "fp8", s);
   line("all", "bf16", r.all_bf16);

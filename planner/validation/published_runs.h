@@ -99,9 +99,11 @@ struct ErrorSummary {
   int64_t infeasible = 0;  // called infeasible (all ran)
   double mape = 0;         // mean |error|
   double median_error = 0;  // signed: > 0 over-predicts
+  double mean_error = 0;    // signed bias: the mean of the errors
   double worst_error = 0;   // the largest |error|, signed
   int64_t memory_rows = 0;
   double memory_mape = 0;  // mean |predicted/measured - 1| of peak memory
+  double median_memory_ratio = 0;  // median predicted/measured peak memory
   double worst_memory_error = 0;
 };
 

@@ -3,6 +3,7 @@
 // and the collective model taking the measurement over the link figures.
 #include "planner/comm/measured_collectives.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -151,19 +152,72 @@ TEST(MeasuredCollectivesTest, TheModelTakesTheMeasurement) {
   const double preset =
       CollectiveTimeS(Collective::kAllGather, 1e9, g16, cl, c);
   c.collectives = std::make_shared<MeasuredCollectives>(PublicCluster());
-  // (n-1)/n * S / busbw with busbw = 55 GB/s measured on 16 nodes of 8.
+  // At a measured size and placement: (n-1)/n * S / busbw with busbw = 55
+  // GB/s measured on 16 nodes of 8.
+  const double measured_s = 127.0 / 128 * 1e9 / 55e9;
   EXPECT_NEAR(CollectiveTimeS(Collective::kAllGather, 1e9, g16, cl, c),
-              127.0 / 128 * 1e9 / 55e9, 1e-12);
+              measured_s, 1e-12);
   EXPECT_GT(CollectiveTimeS(Collective::kAllGather, 1e9, g16, cl, c),
             3 * preset);
-  // A group one GPU per node gets the measured figure times the modelled
-  // ratio of its NIC share to the measurement's (1/8 here).
+  // A group one GPU per node gets the measurement's bandwidth (its time
+  // less the ring's latency for 128 ranks on 16 nodes, 8.4 + 112 * 3.4 +
+  // 15 * 14 us = 599.2 us) times the modelled ratio of its NIC share to the
+  // measurement's (1/8), and its own latency: the ring, one rank per node,
+  // 8.4 + 15 * 14 us (PAT's 68.8 us with 0.75 of the bandwidth is slower).
+  const double busbw = 127.0 / 128 * 1e9 / (measured_s - 599.2e-6);
   const GroupPlacement strided = PlaceGroup(16, 8, 8);
   EXPECT_NEAR(CollectiveTimeS(Collective::kAllGather, 1e9, strided, cl, c),
-              15.0 / 16 * 1e9 / (55e9 / 8), 1e-12);
+              218.4e-6 + 15.0 / 16 * 1e9 / (busbw / 8), 1e-12);
   // Collectives that were not measured keep the link figures.
   EXPECT_EQ(CollectiveTimeS(Collective::kAllReduce, 1e9, g16, cl, c),
             CollectiveTimeS(Collective::kAllReduce, 1e9, g16, cl, Calibration{}));
+}
+
+TEST(MeasuredCollectivesTest, OneMeasuredSizeKeepsTheLatencyOfSmallMessages) {
+  // The Ultra-Scale Playbook's cluster: AllGather measured at 256 MiB only,
+  // 184.6 GB/s on 2 nodes of 8. Taking out the ring's Simple latency (8.4 +
+  // 14 * 3.4 + 1 * 14 us = 70 us) leaves the bandwidth B. A 1 MiB AllGather
+  // on the same 16 GPUs then costs the fastest of Simple (70 us + 1/256 of
+  // the rest), LL128 (14 + 14 * 1.9 + 4 = 44.6 us, 0.9375 B) and LL (6.6 +
+  // 14 * 0.6 + 2.7 = 17.7 us, min(B/2, 39 GB/s)); the measured
+  // bus bandwidth held at every size, as before, made it 1/256 of the
+  // measured time.
+  const ClusterConfig cl = MakeCluster(*GpuPreset("h100-sxm"), 2, 8);
+  const double s = 256.0 * 1024 * 1024;
+  Calibration c;
+  c.collectives = std::make_shared<MeasuredCollectives>(
+      std::vector<CollectiveMeasurement>{
+          {CollectiveOp::kAllGather, 2, 8, s, 184.6}});
+  const GroupPlacement g = PlaceGroup(16, 1, 8);
+  const double measured_s = 15.0 / 16 * s / 184.6e9;
+  auto by_hand = [&](double factor) {
+    const double simple_us = factor * 70.0;
+    const double ll128_us = factor * 44.6;
+    const double ll_us = factor * 17.7;
+    // The bandwidth at which the faster of Simple and LL128 takes the
+    // measured time (LL's 39 GB/s ceiling keeps it out at 256 MiB).
+    const double b =
+        std::min(15.0 / 16 * s / (measured_s - simple_us * 1e-6),
+                 15.0 / 16 * s / (0.9375 * (measured_s - ll128_us * 1e-6)));
+    const double bytes = 15.0 / 16 * s / 256;
+    return std::min({simple_us * 1e-6 + bytes / b,
+                     ll128_us * 1e-6 + bytes / (0.9375 * b),
+                     ll_us * 1e-6 + bytes / std::min(b / 2, 39e9)});
+  };
+  EXPECT_NEAR(CollectiveTimeS(Collective::kAllGather, s, g, cl, c),
+              measured_s, 1e-12);
+  const double small_s =
+      CollectiveTimeS(Collective::kAllGather, s / 256, g, cl, c);
+  EXPECT_NEAR(small_s, by_hand(1), 1e-12);
+  EXPECT_GT(small_s, 1.5 * measured_s / 256);
+  // The latency stays the cluster's to fit: five times the hop latency
+  // leaves the measured size as measured and slows the small message.
+  c.ring_latency_factor = 5;
+  EXPECT_NEAR(CollectiveTimeS(Collective::kAllGather, s, g, cl, c),
+              measured_s, 1e-12);
+  EXPECT_NEAR(CollectiveTimeS(Collective::kAllGather, s / 256, g, cl, c),
+              by_hand(5), 1e-12);
+  EXPECT_GT(by_hand(5), 2 * by_hand(1));
 }
 
 }  // namespace

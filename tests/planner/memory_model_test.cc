@@ -4,6 +4,7 @@
 #include "planner/memory/layer_activations.h"
 #include "planner/pipeline/pipeline_schedule.h"
 #include "planner/pipeline/stage_params.h"
+#include "planner/stacks/stack_calibration.h"
 
 namespace tessera::planner {
 namespace {
@@ -260,6 +261,43 @@ TEST(MemoryModelTest, FirstStageHoldsMostMicroBatches) {
   // The driver's memory less the default headroom of 5%.
   EXPECT_DOUBLE_EQ(UsableMemoryBytes(MakeCluster(*GpuPreset("h100-sxm"), 1, 8)),
                    0.95 * 81559.0 * 1024 * 1024);
+}
+
+}  // namespace
+}  // namespace tessera::planner
+
+namespace tessera::planner {
+namespace {
+
+TEST(MemoryModelTest, NanotronKeepsItsBytesAsNanotronDoes) {
+  // nanotron 1B (16 layers, h 2048, ffn 8192, V 131072, tied), dp 8, ZeRO-1,
+  // one sequence of 4096 per micro-batch, no recomputation:
+  //   gradients  bf16 .grad + the fp32 accumulation buffer, unsharded by
+  //              ZeRO-1: 6 bytes per parameter (FP32GradientAccumulator)
+  //   activations per layer and token: 8 h (norm inputs and outputs, q, k,
+  //              v, attention output) + 4 ffn (gate/up, SiLU(gate) kept by
+  //              the unfused GLU, their product) bf16 elements = 2 * (8 *
+  //              2048 + 4 * 8192) = 98,304 bytes, and flash attention's
+  //              fp32 log-sum-exp per head (32 x 4 bytes); 16 layers x 4096
+  //              tokens
+  //   logits     fp32 logits and their fp32 softmax: 8 bytes x 4096 x 131072
+  const ModelConfig m{.name = "1b", .layers = 16, .hidden = 2048, .heads = 32,
+                      .kv_heads = 32, .ffn_hidden = 8192, .vocab = 131072,
+                      .mlp = MlpKind::kSwiGlu, .tie_embeddings = true};
+  const Workload w{m, MakeCluster(*GpuPreset("h100-sxm"), 1, 8),
+                   TrainingConfig{.global_batch = 256, .seq_len = 4096,
+                                  .stack = "nanotron"}};
+  const Layout l{.dp = 8, .zero = 1, .shard_group = 8, .micro_batch = 1,
+                 .grad_accum = 32};
+  const TrainingStack stack = *StackForTraining(w.training);
+  const MemoryBreakdown b = StageMemory(m, l, w.training, stack,
+                                        *DefaultCalibration(w), 0);
+  const double params = 16 * static_cast<double>(m.ParamsPerLayer()) +
+                        static_cast<double>(m.EmbeddingParams()) +
+                        static_cast<double>(m.OutputParams());
+  EXPECT_DOUBLE_EQ(b.gradients_bytes, 6 * params);
+  EXPECT_DOUBLE_EQ(b.activations_bytes, 16.0 * 4096 * (98304 + 32 * 4));
+  EXPECT_DOUBLE_EQ(b.logits_bytes, 8.0 * 4096 * 131072);
 }
 
 }  // namespace

@@ -1,7 +1,11 @@
 // Tensor-, context-, pipeline- and data-parallel traffic against hand
 // computations on H100 nodes of 8 (360 GB/s NVLink bus bandwidth, 40 GB/s per
-// GPU's NIC share, 320 GB/s for a group with 8 GPUs per node; 1 us / 5 us
-// per step).
+// GPU's NIC share, 320 GB/s for a group with 8 GPUs per node; NCCL's
+// fastest algorithm and protocol, here the ring with Simple (base 8.4 us,
+// 3.4 us per NVLink hop, 14 us per hop between nodes) or LL128 (base 14 us,
+// 1.9 and 4.0 us per hop, 120/128 of the bandwidth): nccl_tuning.h).
+#include <algorithm>
+
 #include "gtest/gtest.h"
 #include "planner/comm/context_parallel_comm.h"
 #include "planner/comm/data_parallel_comm.h"
@@ -15,14 +19,23 @@ ClusterConfig H100Nodes(int64_t nodes) {
   return MakeCluster(*GpuPreset("h100-sxm"), nodes, 8);
 }
 
+// The ring's time: the faster of Simple and LL128, given each one's latency
+// (us), the bytes on the bus and the bus bandwidth.
+double Ring(double simple_us, double ll128_us, double bus_bytes,
+            double busbw) {
+  return std::min(simple_us * 1e-6 + bus_bytes / busbw,
+                  ll128_us * 1e-6 + bus_bytes / (120.0 / 128 * busbw));
+}
+
 TEST(TensorParallelCommTest, FourAllReducesPerLayerByHand) {
   // llama2-7b, tp 8 in a node, b 1, s 4096: S = 2*4096*4096 = 33,554,432 B;
-  // AllReduce = 14 us + 2*7/8 * S / 360e9 = 177.11 us.
+  // AllReduce: Simple 8.4 + 14 * 3.4 us + 2*7/8 * S / 360e9 = 219.1 us,
+  // LL128 14 + 14 * 1.9 us + 2*7/8 * S / (0.9375 * 360e9) = 214.6 us.
   const ModelConfig m = *ModelPreset("llama2-7b");
   const ClusterConfig cl = H100Nodes(1);
   Calibration c;
   const GroupPlacement g = PlaceGroup(8, 1, 8);
-  const double all_reduce = 14e-6 + 1.75 * 33554432 / 360e9;
+  const double all_reduce = Ring(56, 40.6, 1.75 * 33554432, 360e9);
   const LayerShard shard{.tp = 8, .seq_len = 4096};
   LayerCommTimes t =
       TensorParallelLayerComm(m, shard, Recompute::kNone, g, cl, c);
@@ -32,11 +45,13 @@ TEST(TensorParallelCommTest, FourAllReducesPerLayerByHand) {
   // Full recomputation repeats the forward's two in backward.
   t = TensorParallelLayerComm(m, shard, Recompute::kFull, g, cl, c);
   EXPECT_NEAR(t.backward_s, 4 * all_reduce, 1e-12);
-  // Sequence parallelism: AllGather + ReduceScatter, the same bytes.
+  // Sequence parallelism: AllGather + ReduceScatter, the same bytes, two
+  // latencies: each 8.4 + 7 * 3.4 us (Simple) or 14 + 7 * 1.9 (LL128).
   t = TensorParallelLayerComm(m,
                               LayerShard{.tp = 8, .sp = true, .seq_len = 4096},
                               Recompute::kNone, g, cl, c);
-  EXPECT_NEAR(t.forward_s, 2 * all_reduce, 1e-12);
+  EXPECT_NEAR(t.forward_s, 4 * Ring(32.2, 27.3, 0.875 * 33554432, 360e9),
+              1e-12);
   // Overlap hides a share; tp 1 has nothing to send.
   c.tp_overlap_efficiency = 0.25;
   t = TensorParallelLayerComm(m, shard, Recompute::kNone, g, cl, c);
@@ -116,28 +131,29 @@ class DataParallelCommTest : public ::testing::Test {
 };
 
 TEST_F(DataParallelCommTest, DdpAllReduceByHand) {
-  // AllReduce of 4e9 B of fp32 gradients over 16 GPUs on 2 nodes: tree
-  // 2*(1*5 + 7*1) us + 2*15/16 * 4e9 / 320e9 = 24 us + 23.4375 ms.
+  // AllReduce of 4e9 B of fp32 gradients over 16 GPUs on 2 nodes: ring,
+  // Simple 8.4 + 28 * 3.4 + 2 * 14 us + 2*15/16 * 4e9 / 320e9 = 131.6 us +
+  // 23.4375 ms (LL128's and the tree's bandwidth are slower at this size).
   const DataParallelTimes t = Run(Layout{.dp = 16, .shard_group = 1});
-  EXPECT_NEAR(t.per_step_s, 24e-6 + 0.0234375, 1e-12);
+  EXPECT_NEAR(t.per_step_s, 131.6e-6 + 0.0234375, 1e-12);
   EXPECT_EQ(t.per_step_exposed_s, t.per_step_s);  // default: no overlap
   EXPECT_EQ(t.per_micro_batch_s, 0);
   c_.dp_overlap_efficiency = 0.1;  // hides 10 ms of the 100 ms backward
   EXPECT_NEAR(Run(Layout{.dp = 16, .shard_group = 1}).per_step_exposed_s,
-              24e-6 + 0.0234375 - 0.01, 1e-12);
+              131.6e-6 + 0.0234375 - 0.01, 1e-12);
 }
 
 TEST_F(DataParallelCommTest, FsdpByHand) {
   // zero 3 over 16 GPUs with DeepSpeed-2021-like coefficients: 32 layers x 6
   // = 192 units at 19% of the bus bandwidth, 40% of a pass's compute hiding
-  // them. AllGathers of 2e9 B: 192 * 15 * 5 us + 15/16 * 2e9 / (320e9 *
-  // 0.19) = 14.4 ms + 30.839 ms; ReduceScatters of 4e9 B: 14.4 ms + 61.678
-  // ms.
+  // them. 192 AllGathers of 2e9/192 B and ReduceScatters of 4e9/192 B over
+  // 16 GPUs on 2 nodes at 320e9 * 0.19: ring, latency Simple 8.4 + 14 * 3.4
+  // + 14 = 70 us, LL128 14 + 14 * 1.9 + 4 = 44.6 us.
   c_.fsdp_units_per_layer = 6;
   c_.fsdp_bandwidth_efficiency = 0.19;
   c_.fsdp_overlap_efficiency = 0.4;
-  const double gather = 192 * 75e-6 + 15.0 / 16 * 2e9 / (320e9 * 0.19);
-  const double scatter = 192 * 75e-6 + 15.0 / 16 * 4e9 / (320e9 * 0.19);
+  const double gather = 192 * Ring(70, 44.6, 15.0 / 16 * 2e9 / 192, 320e9 * 0.19);
+  const double scatter = 192 * Ring(70, 44.6, 15.0 / 16 * 4e9 / 192, 320e9 * 0.19);
   const DataParallelTimes t =
       Run(Layout{.dp = 16, .zero = 3, .shard_group = 16});
   EXPECT_NEAR(t.per_micro_batch_s, 2 * gather + scatter, 1e-12);
@@ -159,12 +175,12 @@ TEST_F(DataParallelCommTest, FsdpPoliciesOfStacks) {
   c_.fsdp_units_per_layer = 1;
   c_.fsdp_bandwidth_efficiency = 1;
   // 32 units; AllGather of 2e9 B and ReduceScatter of 4e9 (fp32) B.
-  const double gather = 32 * 75e-6 + 15.0 / 16 * 2e9 / 320e9;
-  const double scatter = 32 * 75e-6 + 15.0 / 16 * 4e9 / 320e9;
+  const double gather = 32 * Ring(70, 44.6, 15.0 / 16 * 2e9 / 32, 320e9);
+  const double scatter = 32 * Ring(70, 44.6, 15.0 / 16 * 4e9 / 32, 320e9);
   // FSDP SHARD_GRAD_OP (pytorch-fsdp's zero 2, bf16 reduce by default):
   // gathered once in the forward, no gather in the backward.
   stack_ = *FindStack("pytorch-fsdp");
-  const double bf16_scatter = 32 * 75e-6 + 15.0 / 16 * 2e9 / 320e9;
+  const double bf16_scatter = gather;
   EXPECT_NEAR(Run(Layout{.dp = 16, .zero = 2, .shard_group = 16})
                   .per_micro_batch_s,
               gather + bf16_scatter, 1e-12);
@@ -187,11 +203,11 @@ TEST_F(DataParallelCommTest, FsdpPoliciesOfStacks) {
 
 TEST_F(DataParallelCommTest, HsdpAddsTheReplicaAllReduce) {
   // zero 3 in groups of 8 (one node each), 2 replicas: the replicas
-  // all-reduce 4e9/8 B over 2 GPUs one node apart (40 GB/s):
-  // 2 * 5 us + 2*1/2 * 5e8 / 40e9 = 10 us + 12.5 ms.
+  // all-reduce 4e9/8 B over 2 GPUs one node apart (40 GB/s): the ring with
+  // Simple, 8.4 + 2 * 14 us + 2*1/2 * 5e8 / 40e9 = 36.4 us + 12.5 ms.
   const DataParallelTimes t =
       Run(Layout{.dp = 16, .zero = 3, .shard_group = 8});
-  EXPECT_NEAR(t.per_step_s, 10e-6 + 0.0125, 1e-12);
+  EXPECT_NEAR(t.per_step_s, 36.4e-6 + 0.0125, 1e-12);
   // Shard groups inside a node gather over NVLink: faster than across nodes.
   EXPECT_LT(
       t.per_micro_batch_s,
@@ -200,8 +216,8 @@ TEST_F(DataParallelCommTest, HsdpAddsTheReplicaAllReduce) {
 
 TEST_F(DataParallelCommTest, ZeroOneAndTwo) {
   // ReduceScatter 4e9 B and AllGather 2e9 B over 16 GPUs on 2 nodes.
-  const double scatter = 75e-6 + 15.0 / 16 * 4e9 / 320e9;
-  const double gather = 75e-6 + 15.0 / 16 * 2e9 / 320e9;
+  const double scatter = Ring(70, 44.6, 15.0 / 16 * 4e9, 320e9);
+  const double gather = Ring(70, 44.6, 15.0 / 16 * 2e9, 320e9);
   const DataParallelTimes z1 =
       Run(Layout{.dp = 16, .zero = 1, .shard_group = 16});
   EXPECT_NEAR(z1.per_step_s, scatter + gather, 1e-12);

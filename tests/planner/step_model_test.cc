@@ -167,3 +167,35 @@ TEST_F(StepModelTest, PowerCountsWaitingAsCommunication) {
 
 }  // namespace
 }  // namespace tessera::planner
+
+namespace tessera::planner {
+namespace {
+
+TEST(MicroBatchOverheadTest, AFixedCostPerMicroBatchAndModelChunk) {
+  // micro_batch_overhead_s = 1 ms. Every stage's micro-batch takes v more
+  // ms (one per model chunk), so the beat does, and the step, m beats plus
+  // the bubble's (pp-1)/v of them, grows by (m + (pp-1)/v) * v ms:
+  //   tp 4, pp 1, dp 8, micro-batch 1:   m = 512/8 = 64   -> 64 ms
+  //   tp 4, pp 4 x vpp 2, dp 2, mb 2:     m = 512/4 = 128  -> (128 + 3/2)
+  //                                                            * 2 = 259 ms
+  const Workload w{*ModelPreset("llama2-7b"),
+                   MakeCluster(*GpuPreset("h100-sxm"), 4, 8),
+                   TrainingConfig{.global_batch = 512, .seq_len = 4096}};
+  auto step = [&](const Layout& l, double overhead_s) {
+    Calibration c = *DefaultCalibration(w);
+    c.micro_batch_overhead_s = overhead_s;
+    const LayoutEvaluation e = PredictLayout(w, l, c);
+    EXPECT_TRUE(e.feasible) << e.reason;
+    return e.prediction.step_time_s;
+  };
+  const Layout flat{.tp = 4, .sp = true, .zero = 1, .micro_batch = 1};
+  // dp = 32 / 4 = 8, m = 512 / 8 = 64.
+  EXPECT_NEAR(step(flat, 1e-3) - step(flat, 0), 64e-3, 1e-9);
+  const Layout piped{.tp = 4, .sp = true, .pp = 4, .vpp = 2, .zero = 1,
+                     .micro_batch = 2};
+  EXPECT_NEAR(step(piped, 1e-3) - step(piped, 0), (128 + 3.0 / 2) * 2e-3,
+              1e-9);
+}
+
+}  // namespace
+}  // namespace tessera::planner
