@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/known_names.h"
 #include "core/status_macros.h"
 #include "planner/stacks/training_stack.h"
 
@@ -69,8 +70,7 @@ absl::StatusOr<GpuSpec> GpuFromSpec(const v1::GpuSpec& spec) {
     if (!preset.ok()) {
       return FieldError(
           "cluster.gpu.preset",
-          absl::StrCat("unknown preset '", spec.preset(), "' (known: ",
-                       absl::StrJoin(GpuPresetNames(), ", "), ")"));
+          UnknownNameMessage("preset", spec.preset(), GpuPresetNames()));
     }
     g = *preset;
   } else {
@@ -137,7 +137,7 @@ absl::StatusOr<GpuSpec> GpuFromSpec(const v1::GpuSpec& spec) {
     if (g.architecture != spec.architecture()) changed = true;
     g.architecture = spec.architecture();
   }
-  if (!spec.preset().empty() && !changed) g.name = spec.preset();
+  // Unchanged, a preset keeps its own name ("H100-SXM" is h100-sxm).
   if (changed) g.name = "custom";
   TESSERA_RETURN_IF_ERROR(InSpecPath(ValidateGpu(g)));
   return g;
@@ -210,6 +210,7 @@ absl::StatusOr<TrainingConfig> TrainingFromSpec(const v1::TrainingSpec& spec) {
   absl::StatusOr<const planner::TrainingStack*> stack =
       planner::FindStack(t.stack);
   if (!stack.ok()) return stack.status();
+  t.stack = (*stack)->name;  // its own name: "TorchTitan" is torchtitan
   TESSERA_RETURN_IF_ERROR(
       planner::EnabledOptions(**stack, t.stack_options).status());
   if (!(*stack)->SupportsPrecision(t.precision)) {

@@ -943,6 +943,18 @@ TEST_F(PlannerLiveTest, HistoryCommandsReadTheStoreFileWithoutAPlanner) {
     }
   }
   EXPECT_EQ(FileBytes(db), before) << "a read-only command changed the store";
+  // The history is the file read, by the path given: a copy elsewhere
+  // prints the copy's path, not where the planner kept it.
+  const std::string copy = (dir_ / "copy-of-history.db").string();
+  std::filesystem::copy_file(db, copy);
+  const CliRun copied = RunCli({"best", sid, "--db", copy});
+  ASSERT_EQ(copied.status, 0) << copied.err;
+  EXPECT_NE(copied.out.find("\nhistory: " + copy + "\n"), std::string::npos)
+      << copied.out;
+  EXPECT_EQ(
+      json::parse(
+          RunCli({"best", sid, "--db", copy, "--json"}).out)["history_db"],
+      copy);
 
   // Bad sources: exit 2, one line naming --db, nothing printed.
   const std::string not_a_store = File("other.db", "");
