@@ -12,6 +12,8 @@
 #include "cli/planner_client.h"
 #include "cli/workload_flags.h"
 #include "core/flags.h"
+#include "core/layout.h"
+#include "core/status_macros.h"
 #include "planner/calibration/calibration.h"
 #include "planner/search/search.h"
 #include "planner/stacks/stack_calibration.h"
@@ -78,6 +80,98 @@ absl::StatusOr<planner::SearchResult> PlanOnService(
   return result;
 }
 
+// The search of `study` with its calibration, on the service or here.
+absl::StatusOr<planner::SearchResult> Rank(
+    const Study& study, const std::optional<std::string>& calibration_path,
+    const PlannerFlags& planner, const planner::SearchOptions& options,
+    std::ostream& err, std::optional<PlanUncertainty>* uncertainty) {
+  const bool on_service = planner.planner.has_value();
+  TESSERA_ASSIGN_OR_RETURN(
+      CommandCalibration calibration,
+      CalibrationForCommand(study.workload, calibration_path, on_service, err));
+  if (on_service) return PlanOnService(planner, study.spec, uncertainty);
+  TESSERA_ASSIGN_OR_RETURN(
+      planner::SearchResult result,
+      planner::SearchLayouts(study.workload, calibration.calibration, options));
+  *uncertainty = planner::AssessPlan(
+      study.workload, result, calibration.calibration, calibration.uncertainty);
+  return result;
+}
+
+// --export of a plan: the best candidate the target can write, ranked for
+// the target's stack. When the plan's stack is another, the workload is
+// ranked again with the target's stack (its default options) and a note
+// says so; when the best layouts cannot be written in the target's
+// configuration (a DeepSpeed JSON has no pipeline), the best that can is
+// exported and a note names what was passed over.
+absl::Status ExportBest(const Study& study, const planner::SearchResult& plan,
+                        const std::optional<std::string>& calibration_path,
+                        const PlannerFlags& planner,
+                        const planner::SearchOptions& options,
+                        const ExportFlags& exports, std::ostream& out,
+                        std::ostream& err) {
+  const std::string target(planner::ExportTargetName(exports.Target()));
+  const Study* ranked_study = &study;
+  const planner::SearchResult* ranked = &plan;
+  Study restacked;
+  planner::SearchResult reranked;
+  if (exports.OtherStack(study.workload)) {
+    restacked.spec = study.spec;
+    restacked.spec.mutable_training()->set_stack(exports.TargetStack());
+    restacked.spec.mutable_training()->clear_stack_options();
+    absl::StatusOr<Workload> w = WorkloadFromSpec(restacked.spec);
+    if (!w.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--export ", target, ": the workload on the ",
+                       exports.TargetStack(), " stack (which ", target,
+                       " runs): ", w.status().message(), "; use --stack ",
+                       study.workload.training.stack, "'s own target, if any"));
+    }
+    restacked.workload = *std::move(w);
+    std::optional<PlanUncertainty> ignored;
+    TESSERA_ASSIGN_OR_RETURN(reranked, Rank(restacked, calibration_path,
+                                            planner, options, err, &ignored));
+    err << "note: --export " << target << " runs the " << exports.TargetStack()
+        << " stack, not " << study.workload.training.stack
+        << ": ranked again for " << exports.TargetStack()
+        << " with its default options and exported its best layout (its "
+           "table: add --stack "
+        << exports.TargetStack() << ")\n";
+    ranked_study = &restacked;
+    ranked = &reranked;
+  }
+  if (ranked->candidates.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--export: no layout of the ", ranked_study->workload.training.stack,
+        " stack is feasible for this workload; nothing to export"));
+  }
+  // The best candidate the target's configuration can say.
+  absl::Status first_refusal;
+  for (size_t i = 0; i < ranked->candidates.size(); ++i) {
+    const Layout& layout = ranked->candidates[i].layout;
+    absl::StatusOr<planner::LayoutExport> e =
+        exports.Export(ranked_study->workload, layout);
+    if (!e.ok()) {
+      if (e.status().code() != absl::StatusCode::kInvalidArgument) {
+        return e.status();
+      }
+      if (first_refusal.ok()) first_refusal = e.status();
+      continue;
+    }
+    if (i > 0) {
+      err << "note: --export " << target << ": rank 1 to " << i
+          << " cannot be written as " << target << "'s configuration ("
+          << first_refusal.message() << "); exported rank " << i + 1 << ", "
+          << FormatLayout(layout) << "\n";
+    }
+    return exports.Write(*e, out, err);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      first_refusal.message(), "; none of the ", ranked->candidates.size(),
+      " layouts ranked can be written as ", target,
+      "'s configuration (--top 0 considers every feasible layout)"));
+}
+
 }  // namespace
 
 int RunPlan(const std::vector<std::string>& args, std::ostream& out,
@@ -132,22 +226,10 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     }
     return ReportError(err, kCommand, s);
   }
-  const bool on_service = planner.planner.has_value();
-  absl::StatusOr<CommandCalibration> calibration =
-      CalibrationForCommand(study->workload, calibration_path, on_service, err);
-  if (!calibration.ok()) {
-    return ReportError(err, kCommand, calibration.status());
-  }
-  const planner::Calibration& c = calibration->calibration;
   std::optional<PlanUncertainty> uncertainty;
   absl::StatusOr<planner::SearchResult> result =
-      on_service ? PlanOnService(planner, study->spec, &uncertainty)
-                 : planner::SearchLayouts(study->workload, c, *options);
+      Rank(*study, calibration_path, planner, *options, err, &uncertainty);
   if (!result.ok()) return ReportError(err, kCommand, result.status());
-  if (!on_service) {
-    uncertainty = planner::AssessPlan(study->workload, *result, c,
-                                      calibration->uncertainty);
-  }
   const PlanUncertainty* u = uncertainty ? &*uncertainty : nullptr;
   if (!exports.requested() || exports.to_file()) {
     if (output.format() == OutputFormat::kJson) {
@@ -159,14 +241,8 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     }
   }
   if (exports.requested()) {
-    // The best candidate; the search proposes only what the stack runs.
-    if (result->candidates.empty()) {
-      return ReportError(err, kCommand,
-                         absl::FailedPreconditionError(
-                             "--export: no feasible layout to export"));
-    }
-    if (absl::Status s = exports.Write(study->workload,
-                                       result->candidates.front().layout, out);
+    if (absl::Status s = ExportBest(*study, *result, calibration_path, planner,
+                                    *options, exports, out, err);
         !s.ok()) {
       return ReportError(err, kCommand, s);
     }

@@ -132,6 +132,15 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
   }
   absl::StatusOr<Study> study = workload_flags.Resolve();
   if (!study.ok()) return ReportError(err, kCommand, study.status());
+  // The prediction is the stack's: exporting it to another stack would
+  // hand over numbers that are not the target's.
+  if (absl::Status s = exports.CheckStack(
+          study->workload, "this prediction",
+          absl::StrCat("add --stack ", exports.TargetStack(),
+                       " to predict the layout on the stack the file runs"));
+      !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
   const bool on_service = planner.planner.has_value();
   absl::StatusOr<CommandCalibration> calibration =
       CalibrationForCommand(study->workload, calibration_path, on_service, err);
@@ -156,7 +165,7 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
   if (exports.requested() && !evaluation->feasible) {
     return ReportError(
         err, kCommand,
-        absl::FailedPreconditionError(absl::StrCat(
+        absl::InvalidArgumentError(absl::StrCat(
             "--export: the layout is infeasible: ", evaluation->reason)));
   }
   if (!exports.requested() || exports.to_file()) {
@@ -170,7 +179,7 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
   }
   if (exports.requested()) {
     if (absl::Status s =
-            exports.Write(study->workload, evaluation->layout, out);
+            exports.Write(study->workload, evaluation->layout, out, err);
         !s.ok()) {
       return ReportError(err, kCommand, s);
     }

@@ -93,6 +93,13 @@ TEST(PredictCommandTest, LayoutThatDoesNotResolveIsInfeasible) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("\ninfeasible: layout.tp: "), std::string::npos)
       << r.out;
+  // The echo names what was given, never "dp=0".
+  EXPECT_NE(r.out.find("\nlayout: tp=3,sp=0,pp=1,vpp=1,cp=1,zero=0,"
+                       "micro_batch=1,recompute=none (dp, shard group and "
+                       "gradient accumulation not resolved)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("dp=0"), std::string::npos) << r.out;
   r = RunCli(Predict("tp=3", {"--json"}));
   ASSERT_EQ(r.status, 0) << r.err;
   const json j = json::parse(r.out);
@@ -221,12 +228,76 @@ TEST(PredictCommandTest, ExportErrorsNameTheProblem) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--out: only with --export"), std::string::npos)
       << r.err;
-  // DeepSpeed's JSON cannot say tensor parallelism.
+  // DeepSpeed's JSON cannot say tensor parallelism: bad input, exit 2.
   r = RunCli(
       Predict(kLayout, {"--stack", "deepspeed", "--export", "deepspeed"}));
-  EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.err.find("layout.tp"), std::string::npos) << r.err;
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--export: layout.tp"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
+  // A target is found whatever its case, and a near name is suggested.
+  r = RunCli(Predict(kLayout, {"--export", "Megatron"}));
+  EXPECT_EQ(r.status, 0) << r.err;
+  r = RunCli(Predict(kLayout, {"--export", "megatron-lm"}));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("(did you mean megatron?)"), std::string::npos) << r.err;
+}
+
+TEST(PredictCommandTest, ExportNeverChangesTheStackSilently) {
+  // The prediction is pytorch-fsdp's; megatron runs megatron-core: refused,
+  // naming the --stack that predicts what the file runs.
+  const std::string layout = "tp=1,pp=1,zero=3,micro_batch=1";
+  CliRun r = RunCli(
+      Predict(layout, {"--stack", "pytorch-fsdp", "--export", "megatron"}));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--export megatron: megatron runs the megatron-core "
+                       "stack, and this prediction was ranked for "
+                       "pytorch-fsdp: add --stack megatron-core"),
+            std::string::npos)
+      << r.err;
+  // The default stack is megatron-core's: torchtitan refuses it too.
+  r = RunCli(Predict(layout, {"--export", "torchtitan"}));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("add --stack torchtitan"), std::string::npos) << r.err;
+  r = RunCli(
+      Predict(layout, {"--stack", "torchtitan", "--export", "torchtitan"}));
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
+TEST(PredictCommandTest, ExportNotesGoToStandardError) {
+  // Tensor parallelism on H100 with the distributed optimizer: Megatron-LM
+  // will not start without CUDA_DEVICE_MAX_CONNECTIONS=1.
+  CliRun r = RunCli(
+      Predict("tp=2,pp=1,cp=1,zero=1,micro_batch=2", {"--export", "megatron"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("note: export CUDA_DEVICE_MAX_CONNECTIONS=1"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("# note: export CUDA_DEVICE_MAX_CONNECTIONS=1"),
+            std::string::npos)
+      << r.out;
+  // Megatron-FSDP with TP: the opposite, and Megatron's own warning.
+  r = RunCli(
+      Predict("tp=2,pp=1,cp=1,zero=3,micro_batch=2", {"--export", "megatron"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("CUDA_DEVICE_MAX_CONNECTIONS=1 before"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("note: leave CUDA_DEVICE_MAX_CONNECTIONS unset"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("note: Megatron-LM warns against this layout"),
+            std::string::npos)
+      << r.err;
+  // DeepSpeed: the JSON has no comments, the note is on stderr only.
+  r = RunCli(Predict("tp=1,pp=1,zero=2,micro_batch=1,recompute=full",
+                     {"--stack", "deepspeed", "--export", "deepspeed"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NO_THROW(json::parse(r.out)) << r.out;
+  EXPECT_NE(r.err.find("note: recompute=full: the activation_checkpointing "
+                       "block only configures"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

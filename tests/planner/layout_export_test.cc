@@ -164,7 +164,8 @@ TEST(LayoutExportTest, ParsesTargetsAndNamesTheirStacks) {
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(std::string(bad.message()),
             "--export: 'jax' is not torchtitan, megatron, deepspeed or nemo");
-  EXPECT_FALSE(ParseExportTarget("Megatron").ok());
+  // Case is folded (issue 30): "Megatron" is megatron.
+  EXPECT_EQ(*ParseExportTarget("Megatron"), ExportTarget::kMegatron);
 }
 
 // Megatron-LM d98e8a6: megatron/training/arguments.py and the
@@ -688,6 +689,143 @@ TEST(LayoutExportTest, OptionsOfAnotherStackDoNotApply) {
       L("tp=2,zero=1"), ExportTarget::kMegatron);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tessera::planner
+
+namespace tessera::planner {
+namespace {
+
+// The notes of an export: what the file alone does not do.
+std::vector<std::string> Notes(const Workload& w, const Layout& l,
+                               ExportTarget t) {
+  absl::StatusOr<LayoutExport> e = ExportLayoutWithNotes(w, l, t);
+  EXPECT_TRUE(e.ok()) << e.status();
+  return e.ok() ? e->notes : std::vector<std::string>{};
+}
+
+bool AnyStartsWith(const std::vector<std::string>& notes,
+                   const std::string& prefix) {
+  return std::any_of(notes.begin(), notes.end(), [&](const std::string& n) {
+    return n.rfind(prefix, 0) == 0;
+  });
+}
+
+// Every note is in the file as a comment, whole (its words in order).
+void ExpectNotesInFile(const LayoutExport& e) {
+  std::string comments;
+  for (const std::string& line : Lines(e.text)) {
+    if (line.rfind("# ", 0) == 0) comments += line.substr(2) + " ";
+  }
+  std::string flat;
+  for (char c : comments) {
+    if (c != ' ' || (!flat.empty() && flat.back() != ' ')) flat += c;
+  }
+  for (const std::string& note : e.notes) {
+    EXPECT_NE(flat.find(note), std::string::npos) << note << "\n" << e.text;
+  }
+}
+
+TEST(LayoutExportNotesTest, MegatronTensorParallelismNeedsOneConnection) {
+  // megatron/training/arguments.py validate_args: tp or cp > 1 before
+  // Blackwell asserts CUDA_DEVICE_MAX_CONNECTIONS == "1" (unless FSDP).
+  const Workload w = MakeWorkload();
+  const std::string set = "export CUDA_DEVICE_MAX_CONNECTIONS=1";
+  const std::string unset = "leave CUDA_DEVICE_MAX_CONNECTIONS unset";
+  const std::string warns = "Megatron-LM warns against this layout";
+  std::vector<std::string> n = Notes(w, L(kExample), ExportTarget::kMegatron);
+  EXPECT_TRUE(AnyStartsWith(n, set));
+  EXPECT_FALSE(AnyStartsWith(n, unset));
+  n = Notes(w, L("tp=1,cp=2,zero=1,micro_batch=1"), ExportTarget::kMegatron);
+  EXPECT_TRUE(AnyStartsWith(n, set));
+  // No model parallelism: nothing to set.
+  n = Notes(w, L("tp=1,zero=1,micro_batch=1"), ExportTarget::kMegatron);
+  EXPECT_FALSE(AnyStartsWith(n, set));
+  EXPECT_FALSE(AnyStartsWith(n, unset));
+  // Megatron-FSDP: the opposite, and with TP Megatron's own warning.
+  n = Notes(w, L("tp=1,zero=3,micro_batch=1"), ExportTarget::kMegatron);
+  EXPECT_TRUE(AnyStartsWith(n, unset));
+  EXPECT_FALSE(AnyStartsWith(n, set));
+  EXPECT_FALSE(AnyStartsWith(n, warns));
+  n = Notes(w, L("tp=2,sp=1,zero=3,micro_batch=1"), ExportTarget::kMegatron);
+  EXPECT_TRUE(AnyStartsWith(n, unset));
+  EXPECT_TRUE(AnyStartsWith(n, warns));
+  EXPECT_FALSE(AnyStartsWith(n, set));
+  // Blackwell has no such requirement.
+  Workload b = w;
+  b.cluster.gpu.architecture = "blackwell";
+  n = Notes(b, L(kExample), ExportTarget::kMegatron);
+  EXPECT_FALSE(AnyStartsWith(n, set));
+  n = Notes(b, L("tp=2,sp=1,zero=3,micro_batch=1"), ExportTarget::kMegatron);
+  EXPECT_FALSE(AnyStartsWith(n, warns));
+  // The notes are in the file as comments; the arguments still parse.
+  absl::StatusOr<LayoutExport> e =
+      ExportLayoutWithNotes(w, L(kExample), ExportTarget::kMegatron);
+  ASSERT_TRUE(e.ok());
+  ExpectNotesInFile(*e);
+  EXPECT_EQ(MegatronArgs(e->text)["--tensor-model-parallel-size"], "2");
+}
+
+TEST(LayoutExportNotesTest, NemoFsdpAndTensorParallelism) {
+  const Workload w = MakeWorkload();
+  std::vector<std::string> n =
+      Notes(w, L("tp=1,zero=3,micro_batch=1"), ExportTarget::kNemo);
+  EXPECT_TRUE(AnyStartsWith(n, "leave CUDA_DEVICE_MAX_CONNECTIONS unset"));
+  n = Notes(w, L(kExample), ExportTarget::kNemo);
+  EXPECT_TRUE(AnyStartsWith(n, "export CUDA_DEVICE_MAX_CONNECTIONS=1"));
+  absl::StatusOr<LayoutExport> e =
+      ExportLayoutWithNotes(w, L(kExample), ExportTarget::kNemo);
+  ASSERT_TRUE(e.ok());
+  ExpectNotesInFile(*e);
+}
+
+TEST(LayoutExportNotesTest, DeepSpeedSaysFullRecomputeIsTheScriptsJob) {
+  const Workload w = MakeWorkload("llama2-7b", Precision::kBf16, "deepspeed");
+  std::vector<std::string> n = Notes(
+      w, L("zero=2,micro_batch=1,recompute=full"), ExportTarget::kDeepSpeed);
+  EXPECT_TRUE(AnyStartsWith(n,
+                            "recompute=full: the activation_checkpointing "
+                            "block only configures deepspeed.checkpointing"));
+  n = Notes(w, L("zero=2,micro_batch=1"), ExportTarget::kDeepSpeed);
+  EXPECT_FALSE(AnyStartsWith(n, "recompute=full"));
+  // A JSON has no comments: the text is the JSON alone.
+  absl::StatusOr<LayoutExport> e = ExportLayoutWithNotes(
+      w, L("zero=2,micro_batch=1,recompute=full"), ExportTarget::kDeepSpeed);
+  ASSERT_TRUE(e.ok());
+  EXPECT_NO_THROW(nlohmann::json::parse(e->text));
+}
+
+TEST(LayoutExportNotesTest, TorchtitanPipelineKeepsParametersGathered) {
+  // torchtitan/distributed/fsdp.py: "default" does not reshard after forward
+  // with pipeline parallelism; the comment must not call it ZeRO-3.
+  const Workload w = MakeWorkload("llama3-8b", Precision::kBf16, "torchtitan");
+  const Layout piped = L("tp=2,sp=1,pp=2,zero=3,micro_batch=1");
+  absl::StatusOr<LayoutExport> e =
+      ExportLayoutWithNotes(w, piped, ExportTarget::kTorchtitan);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->text.find("ZeRO-3"), std::string::npos) << e->text;
+  EXPECT_NE(e->text.find("FSDP without resharding after forward"),
+            std::string::npos);
+  EXPECT_TRUE(AnyStartsWith(e->notes,
+                            "with pipeline parallelism torchtitan's "
+                            "fsdp_reshard_after_forward"));
+  ExpectNotesInFile(*e);
+  // Without a pipeline, zero 3 reshards: ZeRO-3.
+  e = ExportLayoutWithNotes(w, L("tp=2,sp=1,zero=3,micro_batch=1"),
+                            ExportTarget::kTorchtitan);
+  ASSERT_TRUE(e.ok());
+  EXPECT_NE(e->text.find(": FSDP (ZeRO-3)"), std::string::npos) << e->text;
+  EXPECT_FALSE(AnyStartsWith(e->notes, "with pipeline parallelism"));
+}
+
+TEST(LayoutExportNotesTest, TargetsFoldCaseAndSuggestNearNames) {
+  EXPECT_EQ(*ParseExportTarget("TorchTitan"), ExportTarget::kTorchtitan);
+  EXPECT_EQ(*ParseExportTarget("NEMO"), ExportTarget::kNemo);
+  ExpectRefused(ParseExportTarget("megatron-lm").status(),
+                absl::StatusCode::kInvalidArgument,
+                "--export: 'megatron-lm' is not torchtitan, megatron, "
+                "deepspeed or nemo (did you mean megatron?)");
 }
 
 }  // namespace
