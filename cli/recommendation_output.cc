@@ -55,8 +55,9 @@ void PrintRecommendedLayout(absl::string_view title,
   }
   if (r.has_full_run()) {
     out << absl::StrFormat(
-        "  full run: %s days, %s MWh, %s GPU-hours (from %s tokens/s)\n",
-        Readable(r.full_run().days()), Readable(r.full_run().energy_mwh()),
+        "  full run: %s days, %s, %s GPU-hours (from %s tokens/s)\n",
+        Readable(r.full_run().days()),
+        ReadableEnergyMwh(r.full_run().energy_mwh()),
         Readable(r.full_run().gpu_hours()), ProvenanceName(r.provenance()));
   } else {
     out << "  full run: the study gives no token budget "
