@@ -1,6 +1,7 @@
 #include "cli/export_flag.h"
 
 #include "absl/strings/str_cat.h"
+#include "cli/exit_codes.h"
 #include "core/file_io.h"
 #include "core/status_macros.h"
 
@@ -73,7 +74,7 @@ absl::Status ExportFlags::Write(const planner::LayoutExport& e,
     stream << e.text;
   } else {
     if (absl::Status s = WriteFileAtomically(*out, e.text); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat("--out: ", s.message()));
+      return OutPathError(*out, s);
     }
     stream << "wrote " << *out << " (" << planner::ExportTargetName(Target())
            << ")\n";

@@ -244,7 +244,10 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
     if (absl::Status s = ExportBest(*study, *result, calibration_path, planner,
                                     *options, exports, out, err);
         !s.ok()) {
-      return ReportError(err, kCommand, s);
+      const int code = ReportError(err, kCommand, s);
+      // Nothing feasible to export is what exit 3 says.
+      return s.code() == absl::StatusCode::kFailedPrecondition ? kExitNoFeasible
+                                                               : code;
     }
   }
   return result->feasible > 0 ? kExitOk : kExitNoFeasible;

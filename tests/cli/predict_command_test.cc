@@ -234,6 +234,14 @@ TEST(PredictCommandTest, ExportErrorsNameTheProblem) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--export: layout.tp"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
+  // A file that cannot be written: bad input, named as given.
+  r = RunCli(Predict(kLayout, {"--export", "megatron", "--out",
+                               "/nonexistent/folder/args.txt"}));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--out: cannot write /nonexistent/folder/args.txt: "),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find(".tmp."), std::string::npos) << r.err;
   // A target is found whatever its case, and a near name is suggested.
   r = RunCli(Predict(kLayout, {"--export", "Megatron"}));
   EXPECT_EQ(r.status, 0) << r.err;
