@@ -571,6 +571,9 @@ bool CudaBackend::CudnnAttentionForward(const AttentionShape& shape,
                                         const Tensor& q, const Tensor& k,
                                         const Tensor& v, const Tensor& out,
                                         const Tensor& lse) {
+#ifndef TESSERA_HAVE_CUDNN
+  return false;
+#else
   if (cudnn_ == nullptr || !shape.self_causal) return false;
   constexpr absl::string_view kOp = "AttentionForward (cuDNN)";
   const cuda::CudnnAttentionShape s{shape.batch, shape.q_len, shape.heads,
@@ -590,12 +593,16 @@ bool CudaBackend::CudnnAttentionForward(const AttentionShape& shape,
   }
   ++cudnn_attention_calls_;
   return true;
+#endif
 }
 
 bool CudaBackend::CudnnAttentionBackward(
     const AttentionShape& shape, const Tensor& dout, const Tensor& q,
     const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
     const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+#ifndef TESSERA_HAVE_CUDNN
+  return false;
+#else
   if (cudnn_ == nullptr || !shape.self_causal) return false;
   constexpr absl::string_view kOp = "AttentionBackward (cuDNN)";
   const cuda::CudnnAttentionShape s{shape.batch, shape.q_len, shape.heads,
@@ -629,6 +636,7 @@ bool CudaBackend::CudnnAttentionBackward(
   CheckLaunch(kOp, cuda::LaunchAccumulate(gv, Ptr<float>(dv), nkv, stream_));
   ++cudnn_attention_calls_;
   return true;
+#endif
 }
 
 void CudaBackend::SwiGluForward(const Tensor& gate_up, int64_t tokens,
