@@ -20,6 +20,8 @@ namespace tessera::executor {
 namespace {
 
 using cuda_test::Download;
+using cuda_test::Iota;
+using cuda_test::MaxAbsDiff;
 using cuda_test::RandomBf16Values;
 using cuda_test::RelativeError;
 using cuda_test::Upload;
@@ -27,20 +29,6 @@ using cuda_test::UploadInts;
 
 constexpr DType kF32 = DType::kF32;
 constexpr DType kBF16 = DType::kBF16;
-
-std::vector<int32_t> Iota(int64_t n) {
-  std::vector<int32_t> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<int32_t>(i);
-  return v;
-}
-
-double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::abs(double(a[i]) - b[i]));
-  }
-  return worst;
-}
 
 // Shapes of plain causal blocks: GQA, MQA and MHA, lengths that are not
 // multiples of any tile, the head dims of Llama models, and the 1B
