@@ -9,11 +9,13 @@
 #include "cli/output_format.h"
 #include "cli/plan_output.h"
 #include "cli/planner_client.h"
+#include "cli/scale_output.h"
 #include "cli/workload_flags.h"
 #include "core/flags.h"
 #include "core/layout.h"
 #include "planner/calibration/calibration.h"
 #include "planner/prediction.h"
+#include "planner/search/scale_search.h"
 #include "planner/stacks/stack_calibration.h"
 #include "proto/convert.h"
 
@@ -175,6 +177,14 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
       PrintPredictionCsv(*evaluation, i, out);
     } else {
       PrintPrediction(study->workload, *evaluation, out, i, source);
+      // Its neighbours: the same layout on part of the cluster.
+      if (!on_service && evaluation->feasible) {
+        PrintLayoutAcrossCounts(
+            study->workload,
+            planner::LayoutAcrossCounts(study->workload, evaluation->layout,
+                                        c, planner::ScaleOptions{}),
+            out);
+      }
     }
   }
   if (exports.requested()) {

@@ -68,6 +68,11 @@ struct AttentionShape {
   int64_t heads = 0;
   int64_t kv_heads = 0;
   int64_t head_dim = 0;
+  // The caller's promise that q_pos and k_pos both hold 0..q_len-1 (q_len ==
+  // kv_len): plain causal self-attention, no context parallelism. A backend
+  // may then run a fused library kernel that takes no positions (the CUDA
+  // backend's cuDNN attention); the result is the same.
+  bool self_causal = false;
 };
 
 // Decoupled AdamW (Loshchilov & Hutter 2019) with bias correction.

@@ -255,6 +255,10 @@ void BackendChecks::Attention(absl::string_view op,
     Fail(op, absl::StrCat("shape.kv_heads = ", s.kv_heads,
                           " does not divide shape.heads = ", s.heads));
   }
+  if (s.self_causal && s.q_len != s.kv_len) {
+    Fail(op, absl::StrCat("shape.self_causal with q_len = ", s.q_len,
+                          " != kv_len = ", s.kv_len));
+  }
 }
 
 void BackendChecks::AttentionForward(const AttentionShape& shape,

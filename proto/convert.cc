@@ -268,6 +268,44 @@ absl::StatusOr<planner::SearchOptions> SearchOptionsFromSpec(
   return options;
 }
 
+absl::StatusOr<planner::ScaleOptions> ScaleOptionsFromSpec(
+    const v1::SearchOptions& spec) {
+  planner::ScaleOptions options;
+  TESSERA_ASSIGN_OR_RETURN(options.layouts, SearchOptionsFromSpec(spec));
+  const v1::ScaleSearch& scale = spec.scale();
+  if (scale.deadline_days() != 0) {
+    if (!(scale.deadline_days() > 0) || !std::isfinite(scale.deadline_days())) {
+      return FieldError("search.scale.deadline_days",
+                        absl::StrCat("must be positive and finite (0: no "
+                                     "deadline), got ",
+                                     scale.deadline_days()));
+    }
+    options.deadline_days = scale.deadline_days();
+    options.objective = planner::RunObjective::kEnergy;
+  }
+  if (!scale.objective().empty()) {
+    absl::StatusOr<planner::RunObjective> objective =
+        planner::ParseRunObjective(scale.objective());
+    if (!objective.ok()) {
+      return FieldError("search.scale.objective",
+                        absl::StrCat("'", scale.objective(),
+                                     "' is not one of time, energy, "
+                                     "gpu-hours"));
+    }
+    options.objective = *objective;
+  }
+  options.charge_idle_gpus = scale.charge_idle_gpus();
+  for (int i = 0; i < scale.node_counts_size(); ++i) {
+    if (scale.node_counts(i) < 1) {
+      return FieldError(absl::StrCat("search.scale.node_counts[", i, "]"),
+                        absl::StrCat("must be at least 1, got ",
+                                     scale.node_counts(i)));
+    }
+    options.node_counts.push_back(scale.node_counts(i));
+  }
+  return options;
+}
+
 v1::StudySpec SpecFromWorkload(const Workload& w) {
   v1::StudySpec spec;
   v1::ModelSpec* m = spec.mutable_model();

@@ -471,7 +471,7 @@ absl::StatusOr<MeasuredSweep> ParseTrials(const Json& trials,
           absl::StrCat(source, ": trial ", i, ": ", what));
     };
     if (!t.is_object() || !t.contains("state") || !t.contains("layout")) {
-      return at("not a `tessera trials --json` row (state, layout)");
+      return at("not a `tessera trials -o json` row (state, layout)");
     }
     const std::string state = TextOr(t, "state");
     absl::StatusOr<Layout> layout = LayoutFromJson(t["layout"]);
@@ -577,7 +577,7 @@ absl::StatusOr<MeasuredSweep> ParseMeasuredSweep(
       return absl::InvalidArgumentError(absl::StrCat(
           source,
           ": neither a sweep or published runs ({\"rows\": [...]}) nor "
-          "`tessera trials --json` output ([...])"));
+          "`tessera trials -o json` output ([...])"));
     }
     const bool sweep = std::all_of(
         file["rows"].begin(), file["rows"].end(),

@@ -381,7 +381,7 @@ TEST(CalibrateCommandTest, TesseraTrialResultsAreMeasurementsAtTheirScale) {
 }
 
 TEST(CalibrateCommandTest, TheTrialHistoryAsPrintedIsAMeasurementFile) {
-  // Two rows of `tessera trials --json`: an ok trial with the spec it ran,
+  // Two rows of `tessera trials -o json`: an ok trial with the spec it ran,
   // a failed one.
   json ok = {
       {"id", 7},

@@ -146,6 +146,8 @@ TEST(PlanCommandTest, SpecFileGivesWhatTheFlagsGive) {
   json b = json::parse(from_flags.out);
   a.erase("elapsed_ms");
   b.erase("elapsed_ms");
+  a["scale"].erase("elapsed_ms");
+  b["scale"].erase("elapsed_ms");
   EXPECT_EQ(a, b);
   EXPECT_EQ(a["candidates"].size(), 10u);  // the file's search.top
 }
@@ -517,6 +519,10 @@ TEST(PlanCommandTest, HelpDocumentsFlagsAndExitCodes) {
                            "--seq-len N",
                            "--total-tokens N",
                            "--top N",
+                           "--objective time|energy|gpu-hours",
+                           "--deadline DAYS",
+                           "--charge-idle",
+                           "--node-counts ladder|all|cluster|N,N,...",
                            "--json",
                            "Exit status:",
                            "  3  plan: no layout is feasible"}) {
@@ -526,6 +532,150 @@ TEST(PlanCommandTest, HelpDocumentsFlagsAndExitCodes) {
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("--layout LAYOUT"), std::string::npos);
   EXPECT_NE(r.out.find("Exit status:"), std::string::npos);
+}
+
+// llama3-70b on 256 x 8 H100 under torchtitan, 512 x 8192 tokens per step
+// and 1e12 tokens: on all 2048 GPUs communication stops hiding, so the
+// least energy uses part of the cluster.
+std::vector<std::string> ScaleFlags() {
+  return {"plan",        "--model",          "llama3-70b", "--gpu",
+          "h100-sxm",    "--nodes",          "256",        "--gpus-per-node",
+          "8",           "--global-batch",   "512",        "--seq-len",
+          "8192",        "--stack",          "torchtitan", "--total-tokens",
+          "1e12"};
+}
+
+TEST(PlanCommandTest, GpuCountSearchedWithObjectiveAndDeadline) {
+  const CliRun r =
+      RunCli(Concat(ScaleFlags(), {"--deadline", "30", "--top", "3", "--json"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json j = json::parse(r.out);
+  const json& scale = j.at("scale");
+  EXPECT_EQ(scale["objective"], "energy");  // a deadline's default
+  EXPECT_EQ(scale["deadline_days"], 30);
+  EXPECT_EQ(scale["charge_idle_gpus"], false);
+  EXPECT_EQ(scale["cluster_gpus"], 2048);
+  EXPECT_EQ(scale["counts"].size(), 16u);  // the ladder of 256 nodes
+  EXPECT_TRUE(scale["meets_deadline"].get<bool>());
+  const json& chosen = scale["chosen"];
+  const int64_t gpus = chosen["gpus"].get<int64_t>();
+  EXPECT_LT(gpus, 2048);
+  EXPECT_LE(chosen["full_run"]["days"].get<double>(), 30);
+  // The least energy among the front's points that meet the deadline.
+  ASSERT_GE(scale["front"].size(), 3u);
+  for (const json& p : scale["front"]) {
+    if (p["full_run"]["days"].get<double>() > 30) continue;
+    EXPECT_GE(p["full_run"]["energy_mwh"].get<double>(),
+              chosen["full_run"]["energy_mwh"].get<double>());
+  }
+  // The candidates are the chosen count's, with the global batch kept.
+  for (const json& c : j["candidates"]) {
+    const json& l = c["layout"];
+    EXPECT_EQ(l["tp"].get<int64_t>() * l["pp"].get<int64_t>() *
+                  l["cp"].get<int64_t>() * l["dp"].get<int64_t>(),
+              gpus);
+    EXPECT_EQ(l["micro_batch"].get<int64_t>() * l["dp"].get<int64_t>() *
+                  l["grad_accum"].get<int64_t>(),
+              512);
+  }
+  ASSERT_FALSE(scale["marginal"].empty());
+  EXPECT_EQ(scale["marginal"][0]["more_gpus"], 2048);
+  EXPECT_EQ(scale["marginal"][0]["text"].get<std::string>().rfind(
+                "the last 1,024 GPUs (2,048 rather than 1,024) shorten the "
+                "run by ",
+                0),
+            0u)
+      << scale["marginal"][0]["text"];
+
+  // The table says the same in words.
+  const CliRun t = RunCli(Concat(ScaleFlags(), {"--deadline", "30"}));
+  ASSERT_EQ(t.status, 0) << t.err;
+  for (const char* text :
+       {"\nGPU count: 16 whole-node counts of the cluster's 2,048 GPUs",
+        "objective: energy, deadline 30 days\n",
+        "\npareto front of time against energy and GPU-hours across counts: ",
+        "\nthe last 1,024 GPUs (2,048 rather than 1,024) shorten the run by ",
+        "\nwhy fewer GPUs use less energy: ",
+        "\nchosen for energy within the deadline of 30 days: ",
+        "GPUs this run leaves free are not charged to it (they can run other "
+        "work); --charge-idle charges their idle power (70 W each: "}) {
+    EXPECT_NE(t.out.find(text), std::string::npos) << text << "\n" << t.out;
+  }
+
+  // Charged: the idle GPUs' energy is in every point but the whole
+  // cluster's.
+  const CliRun c = RunCli(
+      Concat(ScaleFlags(), {"--deadline", "30", "--charge-idle", "--json"}));
+  ASSERT_EQ(c.status, 0) << c.err;
+  const json cj = json::parse(c.out)["scale"];
+  EXPECT_TRUE(cj["charge_idle_gpus"].get<bool>());
+  for (const json& p : cj["front"]) {
+    EXPECT_EQ(p["idle_joules_per_token"].get<double>() > 0,
+              p["gpus"].get<int64_t>() < 2048)
+        << p["gpus"];
+  }
+  EXPECT_GT(cj["chosen"]["full_run"]["energy_mwh"].get<double>(),
+            chosen["full_run"]["energy_mwh"].get<double>());
+}
+
+TEST(PlanCommandTest, UnmetDeadlineAndCountChoices) {
+  // One day is too short for any count: the fastest, flagged.
+  CliRun r = RunCli(Concat(ScaleFlags(), {"--deadline", "1", "--json"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  json scale = json::parse(r.out)["scale"];
+  EXPECT_FALSE(scale["meets_deadline"].get<bool>());
+  EXPECT_EQ(scale["chosen"], scale["front"][0]);
+  r = RunCli(Concat(ScaleFlags(), {"--deadline", "1"}));
+  EXPECT_NE(r.out.find("; no count meets the deadline of 1 days, this is the "
+                       "fastest: "),
+            std::string::npos)
+      << r.out;
+  // GPU-hours, and a list of counts.
+  r = RunCli(Concat(ScaleFlags(), {"--objective", "gpu-hours", "--node-counts",
+                                   "16,64,256", "--json"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  scale = json::parse(r.out)["scale"];
+  EXPECT_EQ(scale["objective"], "gpu-hours");
+  ASSERT_EQ(scale["counts"].size(), 3u);
+  EXPECT_EQ(scale["counts"][0]["gpus"], 128);
+  EXPECT_EQ(scale["counts"][2]["gpus"], 2048);
+  for (const json& p : scale["front"]) {
+    EXPECT_GE(p["gpu_seconds_per_token"].get<double>(),
+              scale["chosen"]["gpu_seconds_per_token"].get<double>());
+  }
+  // The whole cluster only: what plan did before the count was searched.
+  r = RunCli(Concat(ScaleFlags(), {"--node-counts", "cluster", "--json"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  scale = json::parse(r.out)["scale"];
+  ASSERT_EQ(scale["counts"].size(), 1u);
+  EXPECT_EQ(scale["chosen"]["gpus"], 2048);
+}
+
+TEST(PlanCommandTest, BadScaleFlagsExitTwoNamingTheField) {
+  std::vector<std::string> no_budget = ScaleFlags();
+  no_budget.resize(no_budget.size() - 2);
+  const std::vector<BadInput> cases = {
+      {Concat(no_budget, {"--deadline", "3"}),
+       "search.scale.deadline_days: a deadline needs the token budget"},
+      {Concat(ScaleFlags(), {"--deadline", "-2"}),
+       "--deadline: must be positive days"},
+      {Concat(ScaleFlags(), {"--objective", "watts"}),
+       "search.scale.objective: 'watts' is not one of time, energy, "
+       "gpu-hours"},
+      {Concat(ScaleFlags(), {"--node-counts", "0"}),
+       "--node-counts: '0' is not ladder, all, cluster or a node count in "
+       "1..256"},
+      {Concat(ScaleFlags(), {"--node-counts", "8,300"}),
+       "--node-counts: '300' is not"},
+  };
+  for (const BadInput& c : cases) {
+    SCOPED_TRACE(c.expected);
+    const CliRun r = RunCli(c.args);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace

@@ -87,6 +87,27 @@ TEST(PredictCommandTest, FeasibleLayoutHuman) {
   EXPECT_EQ(r.out.find("infeasible"), std::string::npos);
 }
 
+TEST(PredictCommandTest, TheSameLayoutOnPartOfTheCluster) {
+  // tp 2 with micro-batch 2 on 32 nodes of 8: dp and gradient accumulation
+  // take up the 512 sequences at each count of the ladder.
+  const CliRun r = RunCli(Predict(kLayout));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const size_t at = r.out.find(
+      "\nthe same layout on part of the cluster (whole nodes; dp and "
+      "gradient accumulation absorb the global batch):\n");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string part = r.out.substr(at);
+  // 1 node: dp 4, 64 micro-batches of 2; 32 nodes: dp 128, 2. On 3
+  // nodes (dp 12) 512 sequences do not split: no row.
+  EXPECT_NE(part.find("\n    1     8    4  64 "), std::string::npos) << part;
+  EXPECT_NE(part.find("\n   32   256  128   2 "), std::string::npos) << part;
+  EXPECT_EQ(part.find("\n    3 "), std::string::npos) << part;
+  EXPECT_NE(part.find("\nthe last 128 GPUs (256 rather than 128) shorten the "
+                      "run by 50% for "),
+            std::string::npos)
+      << part;
+}
+
 TEST(PredictCommandTest, LayoutThatDoesNotResolveIsInfeasible) {
   // tp=3 does not divide the 256 GPUs: infeasible, not an input error.
   CliRun r = RunCli(Predict("tp=3"));

@@ -632,6 +632,26 @@ TEST(RecommendationOutputTest, LabelsEveryNumber) {
   EXPECT_NE(t2.find("calibration: the cost model's defaults"),
             std::string::npos);
   EXPECT_EQ(t2.find("history:"), std::string::npos);
+  EXPECT_EQ(t2.find("GPU count:"), std::string::npos);  // not searched
+
+  // A study that chose its GPU count says which count its figures are for.
+  v1::RecommendationScale* scale = p.mutable_scale();
+  scale->set_nodes(64);
+  scale->set_gpus(512);
+  scale->set_cluster_nodes(256);
+  scale->set_cluster_gpus(2048);
+  scale->set_objective("energy");
+  scale->set_deadline_days(30);
+  std::ostringstream scaled;
+  PrintRecommendation(p, scaled);
+  EXPECT_NE(scaled.str().find(
+                "study 8 recommendation:\nGPU count: every figure below is "
+                "for 512 GPUs (64 nodes), the count chosen for energy within "
+                "30 days from the cluster's 2048 GPUs (256 nodes); the trials "
+                "ran at that count, and the GPUs it leaves free are not "
+                "charged (they can run other work)\nbest throughput: "),
+            std::string::npos)
+      << scaled.str();
 
   std::ostringstream out3;
   v1::Recommendation none;

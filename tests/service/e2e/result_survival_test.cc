@@ -169,9 +169,9 @@ TEST_F(ResultSurvivalTest, APlannerStoppedPastEveryTimeoutLosesNoTrial) {
   ASSERT_TRUE(WaitFor(absl::Seconds(60), [&] {
     return Count("status = 'leased'") == 2;
   })) << Logs();
-  // Past the lease (2 s) and agent (4 s) timeouts three times over.
+  // Past the lease (2 s) timeout three times over and the agent (8 s) one.
   planner_->Signal(SIGSTOP);
-  absl::SleepFor(absl::Seconds(7));
+  absl::SleepFor(absl::Seconds(9));
   planner_->Signal(SIGCONT);
   ExpectEveryResultKept(study, 2);
   EXPECT_NE(ReadFile((dir_ / "planner.out").string())
