@@ -492,11 +492,13 @@ TEST_F(PlannerLiveTest, TrialsReportedByAnAgentReachEveryCommand) {
            "400 W", "&quot;preset&quot;: &quot;tiny&quot;", "</html>"}) {
     EXPECT_NE(html.find(expected), std::string::npos) << expected;
   }
-  // A page that cannot be written: exit 1, one line naming it, no file.
+  // A page that cannot be written is bad input: exit 2, one line naming the
+  // path as given and why, no file.
   const std::string nowhere = File("no-such-dir", "") + "/x/report.html";
   r = Run({"report", sid, "--out", nowhere});
-  EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.err, "tessera report: --out: cannot write " + nowhere + "\n");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "tessera report: --out: cannot write " + nowhere +
+                       ": Not a directory\n");
   EXPECT_FALSE(std::filesystem::exists(nowhere));
 }
 
