@@ -47,7 +47,7 @@ PlannerClient::PlannerClient(std::string address,
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
               Milliseconds(options.reconnect_min));
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
-              Milliseconds(options.reconnect_min));
+              Milliseconds(options.connect_timeout));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               Milliseconds(options.reconnect_max));
   stub_ = std::make_unique<Stub>();

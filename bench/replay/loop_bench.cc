@@ -195,7 +195,7 @@ int Main(int argc, char** argv) {
         }
       }
     }
-    for (const std::string& name : {"study", "model-order", "random", "naive"}) {
+    for (const char* name : {"study", "model-order", "random", "naive"}) {
       Sum& sum = sums[name];
       std::sort(sum.to2.begin(), sum.to2.end());
       const double median = sum.to2.empty() ? 0 : sum.to2[sum.to2.size() / 2];
