@@ -204,8 +204,10 @@ class Backend {
                                 const Tensor& lse) = 0;
   // Given dout and the final (out, lse) of the query rows over all key
   // blocks, adds this key block's contribution into dq ([batch, q_len, heads,
-  // head_dim]), dk and dv ([batch, kv_len, kv_heads, head_dim]); all three
-  // f32 or act.
+  // head_dim]), dk and dv ([batch, kv_len, kv_heads, head_dim]), all three
+  // f32. A shape.self_causal block is the whole sequence, the only block:
+  // it writes dq, dk and dv instead (what they held is ignored), and they
+  // may be act as well as f32 (cuDNN's bf16 gradients land in place).
   virtual void AttentionBackward(const AttentionShape& shape,
                                  const Tensor& dout, const Tensor& q,
                                  const Tensor& k, const Tensor& v,

@@ -24,8 +24,7 @@
 // defines: LaunchLogitsRowMax, LaunchLogitsSumExpAndTarget,
 //          LaunchCrossEntropyBackward
 #include "executor/cuda/cross_entropy.cuh"
-// defines: LaunchCast, LaunchFill, LaunchAdd, LaunchAccumulate, LaunchScale,
-//          LaunchSumSquares
+// defines: LaunchCast, LaunchFill, LaunchAdd, LaunchScale, LaunchSumSquares
 #include "executor/cuda/elementwise.cuh"
 // defines: LaunchEmbeddingForward, LaunchEmbeddingBackward
 #include "executor/cuda/embedding.cuh"
@@ -550,21 +549,43 @@ void CudaBackend::AttentionBackward(const AttentionShape& shape,
   if (CudnnAttentionBackward(shape, dout, q, k, v, out, lse, dq, dk, dv)) {
     return;
   }
+  // Tessera's kernels add into f32 gradients: a self-causal block's (which
+  // it writes) are zeroed first, and bf16 ones go through f32 scratch.
+  const int64_t rows = shape.batch * shape.heads * shape.q_len;
+  const int64_t nq = shape.batch * shape.q_len * shape.heads * shape.head_dim;
+  const int64_t nkv =
+      shape.batch * shape.kv_len * shape.kv_heads * shape.head_dim;
+  const bool staged = dq.dtype != DType::kF32;  // only when self_causal
+  const int64_t delta_floats = (rows + 63) / 64 * 64;  // 256-byte aligned
+  auto* delta = static_cast<float*>(Scratch(
+      static_cast<size_t>(delta_floats + (staged ? nq + 2 * nkv : 0)) *
+          sizeof(float),
+      kOp));
+  float* gq = staged ? delta + delta_floats : Ptr<float>(dq);
+  float* gk = staged ? gq + nq : Ptr<float>(dk);
+  float* gv = staged ? gk + nkv : Ptr<float>(dv);
+  if (shape.self_causal) {
+    CheckLaunch(kOp, cuda::LaunchFill(gq, nq, 0.0f, stream_));
+    CheckLaunch(kOp, cuda::LaunchFill(gk, nkv, 0.0f, stream_));
+    CheckLaunch(kOp, cuda::LaunchFill(gv, nkv, 0.0f, stream_));
+  }
   cuda::AttentionParams p =
       AttentionParamsFor(shape, q, k, v, q_pos, k_pos, lse);
   p.dout = Ptr<const bf16>(dout);
-  p.dq = Ptr<float>(dq);
-  p.dk = Ptr<float>(dk);
-  p.dv = Ptr<float>(dv);
-  const int64_t rows = shape.batch * shape.heads * shape.q_len;
-  auto* delta = static_cast<float*>(
-      Scratch(static_cast<size_t>(rows) * sizeof(float), kOp));
+  p.dq = gq;
+  p.dk = gk;
+  p.dv = gv;
   const int d = static_cast<int>(shape.head_dim);
   WithFloatType(out.dtype, [&](auto tag) {
     using O = decltype(tag);
     CheckLaunch(kOp, cuda::LaunchAttentionBackward(p, d, Ptr<const O>(out),
                                                    delta, stream_));
   });
+  if (staged) {
+    CheckLaunch(kOp, cuda::LaunchCast(gq, Ptr<bf16>(dq), nq, stream_));
+    CheckLaunch(kOp, cuda::LaunchCast(gk, Ptr<bf16>(dk), nkv, stream_));
+    CheckLaunch(kOp, cuda::LaunchCast(gv, Ptr<bf16>(dv), nkv, stream_));
+  }
 }
 
 bool CudaBackend::CudnnAttentionForward(const AttentionShape& shape,
@@ -610,19 +631,24 @@ bool CudaBackend::CudnnAttentionBackward(
   const int64_t nq = shape.batch * shape.q_len * shape.heads * shape.head_dim;
   const int64_t nkv =
       shape.batch * shape.kv_len * shape.kv_heads * shape.head_dim;
-  // cuDNN writes bf16 gradients, which are added into the f32 dq, dk, dv
-  // (the contract accumulates); an f32 out is read through a bf16 copy.
+  // cuDNN writes bf16 gradients: in place when dq, dk, dv are bf16 (the
+  // engine's, without context parallelism), else through bf16 scratch cast
+  // to f32; an f32 out is read through a bf16 copy.
+  const bool in_place = dq.dtype == DType::kBF16;
   const bool staged_out = out.dtype != DType::kBF16;
-  const size_t grads = static_cast<size_t>(nq + 2 * nkv);
-  bf16* scratch = static_cast<bf16*>(Scratch(
-      (grads + (staged_out ? static_cast<size_t>(nq) : 0)) * sizeof(bf16),
-      kOp));
-  bf16* gq = scratch;
-  bf16* gk = gq + nq;
-  bf16* gv = gk + nkv;
+  const size_t scratch_elems =
+      (in_place ? 0 : static_cast<size_t>(nq + 2 * nkv)) +
+      (staged_out ? static_cast<size_t>(nq) : 0);
+  bf16* scratch =
+      scratch_elems > 0
+          ? static_cast<bf16*>(Scratch(scratch_elems * sizeof(bf16), kOp))
+          : nullptr;
+  bf16* gq = in_place ? Ptr<bf16>(dq) : scratch;
+  bf16* gk = in_place ? Ptr<bf16>(dk) : gq + nq;
+  bf16* gv = in_place ? Ptr<bf16>(dv) : gk + nkv;
   const void* o = out.data;
   if (staged_out) {
-    bf16* copy = gv + nkv;
+    bf16* copy = in_place ? scratch : gv + nkv;
     CheckLaunch(kOp, cuda::LaunchCast(Ptr<const float>(out), copy, nq, stream_));
     o = copy;
   }
@@ -631,9 +657,11 @@ bool CudaBackend::CudnnAttentionBackward(
                        Ptr<const float>(lse), gq, gk, gv);
   if (absl::IsUnimplemented(st)) return false;  // no engine for the shape
   if (!st.ok()) checks_.Fail(kOp, st.message());
-  CheckLaunch(kOp, cuda::LaunchAccumulate(gq, Ptr<float>(dq), nq, stream_));
-  CheckLaunch(kOp, cuda::LaunchAccumulate(gk, Ptr<float>(dk), nkv, stream_));
-  CheckLaunch(kOp, cuda::LaunchAccumulate(gv, Ptr<float>(dv), nkv, stream_));
+  if (!in_place) {
+    CheckLaunch(kOp, cuda::LaunchCast(gq, Ptr<float>(dq), nq, stream_));
+    CheckLaunch(kOp, cuda::LaunchCast(gk, Ptr<float>(dk), nkv, stream_));
+    CheckLaunch(kOp, cuda::LaunchCast(gv, Ptr<float>(dv), nkv, stream_));
+  }
   ++cudnn_attention_calls_;
   return true;
 #endif

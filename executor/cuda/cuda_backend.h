@@ -24,7 +24,8 @@
 // Which dtypes each kernel takes (the contract's "f32 or act" choices):
 //   Copy f32 <-> bf16 both ways and same-type copies of any dtype; Fill, Add,
 //   Scale, SumSquares f32 or bf16; Gemm a, b bf16, c bf16 or f32; RoPE
-//   backward dq/dk/dv f32 or bf16; attention out f32 or bf16, dq/dk/dv f32;
+//   backward dq/dk/dv f32 or bf16; attention out f32 or bf16, dq/dk/dv f32
+//   (bf16 too for a self-causal block, which writes them);
 //   logits and dlogits f32 or bf16; AdamW f32.
 //
 // Threads: one backend per thread (each rank thread of the in-process world

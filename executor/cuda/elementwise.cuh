@@ -5,8 +5,7 @@
 // Arithmetic is in float; bf16 results round once, to nearest even.
 //
 // defines: Vec, PackAligned, CastKernel, LaunchCast, FillKernel, LaunchFill,
-//          AddKernel, LaunchAdd, AccumulateKernel, LaunchAccumulate,
-//          ScaleKernel, LaunchScale,
+//          AddKernel, LaunchAdd, ScaleKernel, LaunchScale,
 //          SumSquaresKernel, LaunchSumSquares
 //
 //   LaunchAdd<bf16>(x, o, x_mid, n, stream);  // x_mid = x + o
@@ -114,24 +113,6 @@ cudaError_t LaunchAdd(const T* a, const T* b, T* out, int64_t n,
   const bool packed = PackAligned(a, b, out);
   const Launch l = ElementwiseLaunch(packed ? (n + 7) / 8 : n);
   AddKernel<T><<<l.blocks, l.threads, 0, stream>>>(a, b, out, n, packed);
-  return cudaGetLastError();
-}
-
-// dst[i] += src[i] in float (a bf16 gradient added into an f32 one).
-template <typename Src>
-__global__ void AccumulateKernel(const Src* __restrict__ src,
-                                 float* __restrict__ dst, int64_t n) {
-  for (int64_t i = GridIndex(); i < n; i += GridStride()) {
-    dst[i] += ToFloat(src[i]);
-  }
-}
-
-template <typename Src>
-cudaError_t LaunchAccumulate(const Src* src, float* dst, int64_t n,
-                             cudaStream_t stream) {
-  if (n <= 0) return cudaSuccess;
-  const Launch l = ElementwiseLaunch(n);
-  AccumulateKernel<Src><<<l.blocks, l.threads, 0, stream>>>(src, dst, n);
   return cudaGetLastError();
 }
 

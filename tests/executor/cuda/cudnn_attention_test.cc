@@ -4,8 +4,8 @@
 // (skipped without one, saying why). Tolerances as cuda_kernels_test.cc's
 // for attention (P and dS enter the tensor cores as bf16): out 1e-2,
 // gradients 2e-2 relative; lse 1e-3 absolute (cuDNN's statistics come from
-// its own order of f32 sums). cuDNN's gradients are bf16 before they are
-// added into the f32 ones: within the same 2e-2.
+// its own order of f32 sums). cuDNN's gradients are bf16 (cast to f32 where
+// the caller's are): within the same 2e-2.
 #include <cmath>
 #include <memory>
 #include <string>
@@ -83,35 +83,33 @@ class CudnnAttentionTest : public ::testing::Test {
   struct Grads {
     std::vector<float> dq, dk, dv;
   };
-  // One plain causal backward on `backend`, adding into dq0, dk0, dv0;
-  // returns the added parts.
+  // One plain causal backward on `backend` into gradients of `grad_type`
+  // that hold `held` before (a self-causal block writes them: what they
+  // held must not show); returns them.
   static Grads Backward(Backend& backend, const AttentionShape& s,
                         const std::vector<float>& q,
                         const std::vector<float>& k,
                         const std::vector<float>& v,
                         const std::vector<float>& out,
                         const std::vector<float>& lse,
-                        const std::vector<float>& dout,
-                        const std::vector<float>& dq0,
-                        const std::vector<float>& dk0,
-                        const std::vector<float>& dv0, DType act,
-                        DType out_type) {
+                        const std::vector<float>& dout, float held, DType act,
+                        DType out_type, DType grad_type) {
     DeviceBuffer bq = Upload(backend, q, act), bk = Upload(backend, k, act),
                  bv = Upload(backend, v, act), bo = Upload(backend, out, out_type),
                  bdo = Upload(backend, dout, act),
                  blse = Upload(backend, lse, kF32),
                  pos = UploadInts(backend, Iota(s.q_len));
-    DeviceBuffer dq = Upload(backend, dq0, kF32), dk = Upload(backend, dk0, kF32),
-                 dv = Upload(backend, dv0, kF32);
+    DeviceBuffer dq = Upload(backend, std::vector<float>(q.size(), held),
+                             grad_type),
+                 dk = Upload(backend, std::vector<float>(k.size(), held),
+                             grad_type),
+                 dv = Upload(backend, std::vector<float>(v.size(), held),
+                             grad_type);
     backend.AttentionBackward(s, bdo.view(), bq.view(), bk.view(), bv.view(),
                               bo.view(), blse.view(), pos.view(), pos.view(),
                               dq.view(), dk.view(), dv.view());
-    auto added = [&](const DeviceBuffer& b, const std::vector<float>& init) {
-      std::vector<float> total = Download(backend, b.view());
-      for (size_t i = 0; i < total.size(); ++i) total[i] -= init[i];
-      return total;
-    };
-    return {added(dq, dq0), added(dk, dk0), added(dv, dv0)};
+    return {Download(backend, dq.view()), Download(backend, dk.view()),
+            Download(backend, dv.view())};
   }
 
   CpuBackend cpu_;
@@ -144,7 +142,10 @@ TEST_F(CudnnAttentionTest, ForwardMatchesTheCpuAndTheOwnKernels) {
   }
 }
 
-TEST_F(CudnnAttentionTest, BackwardAddsWhatTheCpuAndTheOwnKernelsAdd) {
+// The backward of a plain causal block writes dq, dk and dv, f32 (ring
+// attention's accumulators) or bf16 (the engine's without context
+// parallelism: cuDNN writes them in place), on cuDNN and on the own kernels.
+TEST_F(CudnnAttentionTest, BackwardWritesWhatTheCpuAndTheOwnKernelsWrite) {
   for (const AttentionShape& s : Shapes()) {
     SCOPED_TRACE(testing::Message() << s.batch << "x" << s.q_len << ", "
                                     << s.heads << "/" << s.kv_heads
@@ -159,26 +160,28 @@ TEST_F(CudnnAttentionTest, BackwardAddsWhatTheCpuAndTheOwnKernelsAdd) {
     std::vector<float> out = f.out;
     for (float& o : out) o = Bf16ToFloat(FloatToBf16(o));
     const std::vector<float> dout = RandomBf16Values(q_numel, 4);
-    const std::vector<float> dq0 = RandomBf16Values(q_numel, 5);
-    const std::vector<float> dk0 = RandomBf16Values(kv_numel, 6);
-    const std::vector<float> dv0 = RandomBf16Values(kv_numel, 7);
+    const Grads cpu = Backward(cpu_, s, q, k, v, out, f.lse, dout, 0.5f, kF32,
+                               kF32, kF32);
     const int64_t calls = gpu_->cudnn_attention_calls();
-    const Grads cpu = Backward(cpu_, s, q, k, v, out, f.lse, dout, dq0, dk0,
-                               dv0, kF32, kF32);
-    const Grads own = Backward(*own_, s, q, k, v, out, f.lse, dout, dq0, dk0,
-                               dv0, kBF16, kBF16);
-    for (DType out_type : {kBF16, kF32}) {
-      const Grads cudnn = Backward(*gpu_, s, q, k, v, out, f.lse, dout, dq0,
-                                   dk0, dv0, kBF16, out_type);
-      EXPECT_LE(RelativeError(cudnn.dq, cpu.dq), 2e-2) << DTypeName(out_type);
-      EXPECT_LE(RelativeError(cudnn.dk, cpu.dk), 2e-2) << DTypeName(out_type);
-      EXPECT_LE(RelativeError(cudnn.dv, cpu.dv), 2e-2) << DTypeName(out_type);
-      EXPECT_LE(RelativeError(cudnn.dq, own.dq), 2e-2) << DTypeName(out_type);
-      EXPECT_LE(RelativeError(cudnn.dk, own.dk), 2e-2) << DTypeName(out_type);
-      EXPECT_LE(RelativeError(cudnn.dv, own.dv), 2e-2) << DTypeName(out_type);
+    for (DType grad_type : {kF32, kBF16}) {
+      for (DType out_type : {kBF16, kF32}) {
+        SCOPED_TRACE(testing::Message() << "gradients " << DTypeName(grad_type)
+                                        << ", out " << DTypeName(out_type));
+        const Grads cudnn = Backward(*gpu_, s, q, k, v, out, f.lse, dout, 0.5f,
+                                     kBF16, out_type, grad_type);
+        const Grads own = Backward(*own_, s, q, k, v, out, f.lse, dout, 0.5f,
+                                   kBF16, out_type, grad_type);
+        EXPECT_LE(RelativeError(cudnn.dq, cpu.dq), 2e-2);
+        EXPECT_LE(RelativeError(cudnn.dk, cpu.dk), 2e-2);
+        EXPECT_LE(RelativeError(cudnn.dv, cpu.dv), 2e-2);
+        EXPECT_LE(RelativeError(own.dq, cpu.dq), 2e-2);
+        EXPECT_LE(RelativeError(own.dk, cpu.dk), 2e-2);
+        EXPECT_LE(RelativeError(own.dv, cpu.dv), 2e-2);
+      }
     }
-    EXPECT_EQ(gpu_->cudnn_attention_calls(), calls + 2)
+    EXPECT_EQ(gpu_->cudnn_attention_calls(), calls + 4)
         << "cuDNN did not run: " << gpu_->attention_kernels();
+    EXPECT_EQ(own_->cudnn_attention_calls(), 0);
   }
 }
 
