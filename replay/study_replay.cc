@@ -314,9 +314,8 @@ absl::StatusOr<StudyReplay> StudyReplayer::Replay(const SweepGroup& group,
   const int64_t nodes = group.workload.cluster.nodes;
   TESSERA_ASSIGN_OR_RETURN(const v1::StudySpec spec, Prepare(group, options));
   std::vector<std::string> agents;
-  for (int64_t i = 0; i < nodes; ++i) {
-    agents.push_back(ReplayAgent(ReplayBackend(group), i));
-  }
+  const std::string backend = ReplayBackend(group);
+  for (int64_t i = 0; i < nodes; ++i) agents.push_back(ReplayAgent(backend, i));
   std::map<std::string, const SweepRow*> rows;
   for (const SweepRow& row : group.rows) rows[SweepKey(row.layout)] = &row;
 

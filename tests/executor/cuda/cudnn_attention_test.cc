@@ -9,8 +9,10 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "executor/cpu/cpu_backend.h"
 #include "executor/cuda/cuda_backend.h"
 #include "gtest/gtest.h"
@@ -40,6 +42,21 @@ const std::vector<AttentionShape>& Shapes() {
       {2, 512, 512, 16, 8, 128, true},
   };
   return shapes;
+}
+
+// "2x100, 4/2 heads of 64".
+std::string Describe(const AttentionShape& s) {
+  return absl::StrCat(s.batch, "x", s.q_len, ", ", s.heads, "/", s.kv_heads,
+                      " heads of ", s.head_dim);
+}
+
+// Seeded bf16-rounded q, k and v of a shape (the same in every test).
+std::tuple<std::vector<float>, std::vector<float>, std::vector<float>>
+RandomInputs(const AttentionShape& s) {
+  const int64_t q_numel = s.batch * s.q_len * s.heads * s.head_dim;
+  const int64_t kv_numel = s.batch * s.kv_len * s.kv_heads * s.head_dim;
+  return {RandomBf16Values(q_numel, 1, -2, 2),
+          RandomBf16Values(kv_numel, 2, -2, 2), RandomBf16Values(kv_numel, 3)};
 }
 
 class CudnnAttentionTest : public ::testing::Test {
@@ -119,14 +136,8 @@ class CudnnAttentionTest : public ::testing::Test {
 
 TEST_F(CudnnAttentionTest, ForwardMatchesTheCpuAndTheOwnKernels) {
   for (const AttentionShape& s : Shapes()) {
-    SCOPED_TRACE(testing::Message() << s.batch << "x" << s.q_len << ", "
-                                    << s.heads << "/" << s.kv_heads
-                                    << " heads of " << s.head_dim);
-    const int64_t q_numel = s.batch * s.q_len * s.heads * s.head_dim;
-    const int64_t kv_numel = s.batch * s.kv_len * s.kv_heads * s.head_dim;
-    const std::vector<float> q = RandomBf16Values(q_numel, 1, -2, 2);
-    const std::vector<float> k = RandomBf16Values(kv_numel, 2, -2, 2);
-    const std::vector<float> v = RandomBf16Values(kv_numel, 3);
+    SCOPED_TRACE(Describe(s));
+    const auto [q, k, v] = RandomInputs(s);
     const int64_t calls = gpu_->cudnn_attention_calls();
     for (DType out_type : {kBF16, kF32}) {
       const Forwarded cudnn = Forward(*gpu_, s, q, k, v, kBF16, out_type);
@@ -147,19 +158,14 @@ TEST_F(CudnnAttentionTest, ForwardMatchesTheCpuAndTheOwnKernels) {
 // parallelism: cuDNN writes them in place), on cuDNN and on the own kernels.
 TEST_F(CudnnAttentionTest, BackwardWritesWhatTheCpuAndTheOwnKernelsWrite) {
   for (const AttentionShape& s : Shapes()) {
-    SCOPED_TRACE(testing::Message() << s.batch << "x" << s.q_len << ", "
-                                    << s.heads << "/" << s.kv_heads
-                                    << " heads of " << s.head_dim);
-    const int64_t q_numel = s.batch * s.q_len * s.heads * s.head_dim;
-    const int64_t kv_numel = s.batch * s.kv_len * s.kv_heads * s.head_dim;
-    const std::vector<float> q = RandomBf16Values(q_numel, 1, -2, 2);
-    const std::vector<float> k = RandomBf16Values(kv_numel, 2, -2, 2);
-    const std::vector<float> v = RandomBf16Values(kv_numel, 3);
+    SCOPED_TRACE(Describe(s));
+    const auto [q, k, v] = RandomInputs(s);
     // The CPU's forward, out rounded to bf16, is every backward's input.
     const Forwarded f = Forward(cpu_, s, q, k, v, kF32, kF32);
     std::vector<float> out = f.out;
     for (float& o : out) o = Bf16ToFloat(FloatToBf16(o));
-    const std::vector<float> dout = RandomBf16Values(q_numel, 4);
+    const std::vector<float> dout =
+        RandomBf16Values(static_cast<int64_t>(q.size()), 4);
     const Grads cpu = Backward(cpu_, s, q, k, v, out, f.lse, dout, 0.5f, kF32,
                                kF32, kF32);
     const int64_t calls = gpu_->cudnn_attention_calls();
