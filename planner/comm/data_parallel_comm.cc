@@ -44,7 +44,10 @@ DataParallelTimes DataParallelComm(const Layout& l, const LayoutPlacement& p,
   const double gather_s =
       CollectiveTimeS(Collective::kAllGather, params, p.shard, cl, c);
   r.per_step_s += gather_s;
-  r.per_step_exposed_s += Exposed(gather_s, w.forward_compute_s, e);
+  r.per_step_exposed_s +=
+      stack.fsdp.zero_gathers_parameters_in_optimizer_step
+          ? gather_s
+          : Exposed(gather_s, w.forward_compute_s, e);
   if (l.zero == 1) {
     r.per_step_s += scatter_s;
     r.per_step_exposed_s += Exposed(scatter_s, w.backward_compute_s, e);

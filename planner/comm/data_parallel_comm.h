@@ -15,7 +15,10 @@
 //   zero 1: ReduceScatter of the gradients (plus, with HSDP, an AllReduce of
 //     the shard across replicas) after the last backward, AllGather of the
 //     updated bf16 parameters before the next forward, each overlapped as
-//     above with the backward / forward.
+//     above with the backward / forward; where the stack gathers inside the
+//     optimizer step (FsdpPolicy::zero_gathers_parameters_in_optimizer_step:
+//     nanotron, DeepSpeed, PyTorch's ZeroRedundancyOptimizer, Tessera's
+//     executor) the AllGather is all exposed.
 //   zero 2: as zero 1, but gradients are partitioned, so they are
 //     reduce-scattered after every micro-batch's backward.
 //   zero 3 and sharded zero 2: FsdpComm (fsdp_comm.h).

@@ -432,7 +432,8 @@ absl::StatusOr<TrainingStack> ParseStack(absl::string_view file_name,
   TESSERA_RETURN_IF_ERROR(
       r.OnlyKeys(f, "fsdp",
                  {"reshard_after_forward", "keeps_gathered_across_pipeline_micro_batches",
-                  "zero2_replicates_parameters"}));
+                  "zero2_replicates_parameters",
+                  "zero_gathers_parameters_in_optimizer_step"}));
   TESSERA_ASSIGN_OR_RETURN(s.fsdp.reshard_after_forward,
                            r.Bool(f, "reshard_after_forward", "fsdp", true));
   TESSERA_ASSIGN_OR_RETURN(
@@ -441,6 +442,9 @@ absl::StatusOr<TrainingStack> ParseStack(absl::string_view file_name,
   TESSERA_ASSIGN_OR_RETURN(
       s.fsdp.zero2_replicates_parameters,
       r.Bool(f, "zero2_replicates_parameters", "fsdp", true));
+  TESSERA_ASSIGN_OR_RETURN(
+      s.fsdp.zero_gathers_parameters_in_optimizer_step,
+      r.Bool(f, "zero_gathers_parameters_in_optimizer_step", "fsdp", false));
 
   if (o.contains("pipeline_split")) {
     TESSERA_ASSIGN_OR_RETURN(s.pipeline_split, ReadPipelineSplit(r, o, ""));

@@ -100,6 +100,14 @@ struct FsdpPolicy {
   // sharded at rest and gathered for each micro-batch's forward, kept to
   // its backward.
   bool zero2_replicates_parameters = true;
+  // ZeRO-1 and replicated-parameter ZeRO-2 all-gather the updated parameters
+  // inside the optimizer step, before the next forward starts, so none of
+  // it hides (nanotron ZeroDistributedOptimizer._all_gather_params, DeepSpeed
+  // stage 1/2's all_gather_dp_groups in step(), PyTorch's
+  // ZeroRedundancyOptimizer._sync_params); false: bucket by bucket as the
+  // next forward reaches them (Megatron-Core --overlap-param-gather), hidden
+  // by dp_overlap_efficiency of a forward.
+  bool zero_gathers_parameters_in_optimizer_step = false;
 };
 
 // How a stack assigns the model's layers to pipeline ranks

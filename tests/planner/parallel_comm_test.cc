@@ -229,5 +229,31 @@ TEST_F(DataParallelCommTest, ZeroOneAndTwo) {
   EXPECT_NEAR(z2.per_step_s, gather, 1e-12);
 }
 
+TEST_F(DataParallelCommTest, ParameterGatherInsideTheOptimizerStepIsExposed) {
+  // Half of the last backward (100 ms) and of the first forward (50 ms)
+  // hide collectives where the stack overlaps them.
+  c_.dp_overlap_efficiency = 0.5;
+  const double scatter = Ring(70, 44.6, 15.0 / 16 * 4e9, 320e9);
+  const double gather = Ring(70, 44.6, 15.0 / 16 * 2e9, 320e9);
+  const Layout z1{.dp = 16, .zero = 1, .shard_group = 16};
+  // Megatron-Core (--overlap-param-gather): the gather behind the forward.
+  EXPECT_NEAR(Run(z1).per_step_exposed_s,
+              std::max(0.0, scatter - 0.05) + std::max(0.0, gather - 0.025),
+              1e-12);
+  // nanotron: ZeroDistributedOptimizer.step() gathers before returning;
+  // the gradients' ReduceScatter still rides the last backward.
+  stack_ = *FindStack("nanotron");
+  ASSERT_TRUE(stack_->fsdp.zero_gathers_parameters_in_optimizer_step);
+  const DataParallelTimes t = Run(z1);
+  EXPECT_NEAR(t.per_step_s, scatter + gather, 1e-12);
+  EXPECT_NEAR(t.per_step_exposed_s, std::max(0.0, scatter - 0.05) + gather,
+              1e-12);
+  // DDP (zero 0) has no parameter gather: the same under both stacks.
+  const Layout z0{.dp = 16, .shard_group = 1};
+  const double nanotron_ddp = Run(z0).per_step_exposed_s;
+  stack_ = *FindStack("megatron-core");
+  EXPECT_NEAR(Run(z0).per_step_exposed_s, nanotron_ddp, 1e-12);
+}
+
 }  // namespace
 }  // namespace tessera::planner
