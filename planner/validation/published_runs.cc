@@ -28,6 +28,9 @@ std::string SourceOf(const std::string& s) {
   if (absl::StrContains(s, "cases_april2021")) return "megatron-lm-a100-2021";
   if (absl::StrContains(s, "Megatron-LM")) return "megatron-lm-h100";
   if (absl::StrContains(s, "Megatron-Bridge")) return "megatron-bridge";
+  if (absl::StrContains(s, "performance_long_sequence")) {
+    return "nemo-long-sequence";
+  }
   if (absl::StrContains(s, "llm-foundry")) return "llm-foundry";
   if (absl::StrContains(s, "fms-fsdp")) return "fms-fsdp";
   return "";
@@ -36,7 +39,8 @@ std::string SourceOf(const std::string& s) {
 // The training stack each source ran.
 std::string StackOf(const std::string& source) {
   if (source == "torchtitan") return "torchtitan";
-  if (source == "megatron-lm-h100" || source == "megatron-bridge") {
+  if (source == "megatron-lm-h100" || source == "megatron-bridge" ||
+      source == "nemo-long-sequence") {
     return "megatron-core";
   }
   if (source == "megatron-lm-a100-2021") return "megatron-2021";

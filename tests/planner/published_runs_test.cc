@@ -149,3 +149,46 @@ TEST(PublishedRunsTest, Llama3_405bAsTrainedReachesItsPublishedMfu) {
 
 }  // namespace
 }  // namespace tessera::planner
+
+namespace tessera::planner {
+namespace {
+
+// NeMo's long-sequence table (tests/data/nemo_long_sequence.json): held out,
+// no coefficient was chosen against it. The target (MAPE <= 12%) is
+// not met; the bound below only keeps the model from getting worse there.
+TEST(LongSequenceRunsTest, NemoRowsMapAsPublished) {
+  absl::StatusOr<PublishedRuns> runs = LoadPublishedRuns(
+      std::string(TESSERA_SOURCE_DIR) + "/tests/data/nemo_long_sequence.json");
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  ASSERT_EQ(runs->runs.size(), 9u);
+  EXPECT_TRUE(runs->unmapped.empty());
+  const PublishedRun& longest = runs->runs.back();
+  EXPECT_EQ(longest.source, "nemo-long-sequence");
+  EXPECT_EQ(longest.workload.training.stack, "megatron-core");
+  EXPECT_EQ(longest.workload.training.precision, Precision::kFp8);
+  EXPECT_EQ(longest.workload.training.seq_len, 1048576);
+  EXPECT_EQ(longest.workload.training.global_batch, 4);
+  EXPECT_EQ(longest.layout.tp, 8);
+  EXPECT_EQ(longest.layout.cp, 32);
+  EXPECT_EQ(longest.layout.dp, 4);
+  // 536 TFLOP/s over NeMo's Llama-2 count at s = 2^20: 32 * 4096^2 * (12 +
+  // 12 + 18 * 11008/4096 + 12 * 2^20/4096) + 6 * 32000 * 4096 = 1.68891e12
+  // FLOP per token.
+  EXPECT_NEAR(longest.measured_tokens_per_s_per_gpu, 536e12 / 1.688906e12,
+              0.1);
+}
+
+TEST(LongSequenceRunsTest, HeldOutErrorDoesNotGrow) {
+  absl::StatusOr<PublishedRuns> runs = LoadPublishedRuns(
+      std::string(TESSERA_SOURCE_DIR) + "/tests/data/nemo_long_sequence.json");
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  const ValidationReport r = ValidatePublishedRuns(*runs);
+  PrintValidationReport(r, /*rows=*/true, std::cout);
+  // 2026-11-28: MAPE 27.0%, every row from 8K on over-predicted (+4.9% at
+  // 8K rising to +43.7% at 1M), the 4K row called infeasible (90.6 GiB).
+  EXPECT_LE(r.all.mape, 0.30);
+  EXPECT_LE(r.all.infeasible, 1);
+}
+
+}  // namespace
+}  // namespace tessera::planner
