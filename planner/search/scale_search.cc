@@ -1,9 +1,11 @@
 #include "planner/search/scale_search.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <set>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -51,35 +53,48 @@ absl::Status ValidateScaleOptions(const Workload& w, const ScaleOptions& o) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ScaleResult> SearchScale(const Workload& workload,
-                                        const ScaleOptions& options,
-                                        const LayoutSearchFn& search) {
-  const auto start = std::chrono::steady_clock::now();
-  TESSERA_RETURN_IF_ERROR(ValidateWorkload(workload));
-  TESSERA_RETURN_IF_ERROR(ValidateScaleOptions(workload, options));
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The counts to search: the options' (or the ladder), ascending, once each.
+std::vector<int64_t> CountsToSearch(const Workload& workload,
+                                    const ScaleOptions& options) {
   std::vector<int64_t> nodes = options.node_counts.empty()
                                    ? NodeCountLadder(workload.cluster.nodes)
                                    : options.node_counts;
   std::sort(nodes.begin(), nodes.end());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
 
+// Whether a count's search failed because the count cannot reach the global
+// batch (a property of the count) rather than for the workload's reasons.
+bool CountCannotReachBatch(const absl::Status& s) {
+  return absl::StartsWith(s.message(), "training.global_batch");
+}
+
+// The result from each count's search (`searched[i]` for nodes[i]): the
+// counts, the front across them and the choice on it.
+absl::StatusOr<ScaleResult> AssembleScale(
+    const Workload& workload, const ScaleOptions& options,
+    const std::vector<int64_t>& nodes,
+    std::vector<absl::StatusOr<SearchResult>> searched, Clock::time_point start) {
   ScaleResult r;
   r.cluster_nodes = workload.cluster.nodes;
   r.cluster_gpus = workload.cluster.world_size();
   std::vector<ScalePoint> points;
   std::optional<absl::Status> unreachable;  // the largest count's
-  for (int64_t n : nodes) {
-    const Workload at = WorkloadOnNodes(workload, n);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Workload at = WorkloadOnNodes(workload, nodes[i]);
     ScaleCount count;
-    count.nodes = n;
+    count.nodes = nodes[i];
     count.gpus = at.cluster.world_size();
-    absl::StatusOr<SearchResult> s = search(at);
+    absl::StatusOr<SearchResult>& s = searched[i];
     if (!s.ok()) {
       // Only an unreachable global batch is a property of the count; any
       // other error is the workload's, at every count.
-      if (!absl::StartsWith(s.status().message(), "training.global_batch")) {
-        return s.status();
-      }
+      if (!CountCannotReachBatch(s.status())) return s.status();
       count.skipped = std::string(s.status().message());
       unreachable = s.status();
     } else {
@@ -103,10 +118,31 @@ absl::StatusOr<ScaleResult> SearchScale(const Workload& workload,
       if (r.counts[i].gpus == gpus) r.chosen_count = static_cast<int64_t>(i);
     }
   }
-  r.elapsed_ms = std::chrono::duration<double, std::milli>(
-                     std::chrono::steady_clock::now() - start)
-                     .count();
+  r.elapsed_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return r;
+}
+
+}  // namespace
+
+absl::StatusOr<ScaleResult> SearchScale(const Workload& workload,
+                                        const ScaleOptions& options,
+                                        const LayoutSearchFn& search) {
+  const Clock::time_point start = Clock::now();
+  TESSERA_RETURN_IF_ERROR(ValidateWorkload(workload));
+  TESSERA_RETURN_IF_ERROR(ValidateScaleOptions(workload, options));
+  const std::vector<int64_t> nodes = CountsToSearch(workload, options);
+  // One count after another (`search` may call the planner service); the
+  // first of the workload's own errors ends the search.
+  std::vector<absl::StatusOr<SearchResult>> searched;
+  for (int64_t n : nodes) {
+    searched.push_back(search(WorkloadOnNodes(workload, n)));
+    if (!searched.back().ok() &&
+        !CountCannotReachBatch(searched.back().status())) {
+      return searched.back().status();
+    }
+  }
+  return AssembleScale(workload, options, nodes, std::move(searched), start);
 }
 
 std::optional<ScalePoint> BestOfCount(const Workload& workload,
@@ -152,9 +188,30 @@ std::vector<ScalePoint> LayoutAcrossCounts(const Workload& workload,
 absl::StatusOr<ScaleResult> SearchScale(const Workload& workload,
                                         const Calibration& calibration,
                                         const ScaleOptions& options) {
-  return SearchScale(workload, options, [&](const Workload& at) {
-    return SearchLayouts(at, calibration, options.layouts);
-  });
+  const Clock::time_point start = Clock::now();
+  TESSERA_RETURN_IF_ERROR(ValidateWorkload(workload));
+  TESSERA_RETURN_IF_ERROR(ValidateScaleOptions(workload, options));
+  const std::vector<int64_t> nodes = CountsToSearch(workload, options);
+  // The counts' searches share nothing they write (SearchLayouts reads the
+  // workload, the calibration and the stack registry): one worker per core,
+  // each taking the next count; results land by index, so the answer is the
+  // one a single thread gives.
+  std::vector<absl::StatusOr<SearchResult>> searched(
+      nodes.size(), absl::UnknownError("count not searched"));
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t i = next++; i < nodes.size(); i = next++) {
+      searched[i] = SearchLayouts(WorkloadOnNodes(workload, nodes[i]),
+                                  calibration, options.layouts);
+    }
+  };
+  const size_t workers = std::min<size_t>(
+      nodes.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < workers; ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  return AssembleScale(workload, options, nodes, std::move(searched), start);
 }
 
 }  // namespace tessera::planner

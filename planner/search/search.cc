@@ -51,6 +51,15 @@ std::vector<int64_t> Divisors(int64_t n) {
   return small;
 }
 
+// How many divisors n has (Divisors(n).size(), without the vector).
+int64_t DivisorCount(int64_t n) {
+  int64_t count = 0;
+  for (int64_t d = 1; d <= n / d; ++d) {
+    if (n % d == 0) count += d == n / d ? 1 : 2;
+  }
+  return count;
+}
+
 // A costed feasible layout, kept compact until the end.
 struct Scored {
   double tokens_per_s = 0;
@@ -111,6 +120,9 @@ class Searcher {
   void EnumerateInner(const Layout& outer, RejectKind model_rule,
                       SearchResult* r);
   void Keep(const Layout& l, const Prediction& p);
+  // Layouts EnumerateInner enumerates per micro-batch for `pp` stages and
+  // `dp` replicas: recompute modes x (zero 0 + zero 1..3 x shard groups).
+  int64_t InnerLayoutCount(int64_t pp, int64_t dp) const;
 
   const Workload& w_;
   const TrainingStack& stack_;
@@ -150,27 +162,33 @@ void Searcher::Keep(const Layout& l, const Prediction& p) {
   }
 }
 
+int64_t Searcher::InnerLayoutCount(int64_t pp, int64_t dp) const {
+  const StackLayouts& s = stack_.layouts;
+  const int64_t shard_group_count = s.hsdp ? DivisorCount(dp) : 1;
+  int64_t per_recompute = 0;
+  for (int64_t z : s.zero_stages) {
+    if (pp > 1 && z > s.max_zero_with_pipeline) continue;
+    per_recompute += z == 0 ? 1 : shard_group_count;
+  }
+  return static_cast<int64_t>(s.recompute.size()) * per_recompute;
+}
+
 // `model_rule`: the first of CheckLayoutFitsModel's rules that fails, kKinds
-// when none does.
+// when none does. The global batch divides into outer.dp replicas (Run
+// counts the layouts whose dp does not divide it).
 void Searcher::EnumerateInner(const Layout& outer, RejectKind model_rule,
                               SearchResult* r) {
   const int64_t gb = w_.training.global_batch;
   const int64_t dp = outer.dp;
   const StackLayouts& s = stack_.layouts;
+  const int64_t inner = InnerLayoutCount(outer.pp, dp);
+  if (inner == 0) return;
   const std::vector<int64_t> shard_groups =
       s.hsdp ? Divisors(dp) : std::vector<int64_t>{dp};
   std::vector<int64_t> zeros;
   for (int64_t z : s.zero_stages) {
     if (outer.pp == 1 || z <= s.max_zero_with_pipeline) zeros.push_back(z);
   }
-  // recompute x (zero 0 + zero 1..3 x shard groups)
-  int64_t per_recompute = 0;
-  for (int64_t z : zeros) {
-    per_recompute += z == 0 ? 1 : static_cast<int64_t>(shard_groups.size());
-  }
-  const int64_t inner =
-      static_cast<int64_t>(s.recompute.size()) * per_recompute;
-  if (inner == 0) return;
   for (int64_t mb : batch_divisors_) {
     r->searched += inner;
     if (gb % mb != 0 || (gb / mb) % dp != 0) {  // gb % (mb*dp), no overflow
@@ -229,9 +247,27 @@ void Searcher::Run(SearchResult* r) {
     for (int sp = sp_min; sp <= sp_max; ++sp) {
       for (int64_t pp : Divisors(world_ / tp)) {
         if (pp > m.layers || (pp > 1 && !s.pipeline_parallel)) break;
-        for (int64_t vpp : VirtualStages(s, m.layers, pp)) {
-          for (int64_t cp : Divisors(world_ / (tp * pp))) {
-            if (cp > 1 && (2 * cp > seq || !s.context_parallel)) break;
+        // The cp degrees enumerated; where dp = world / (tp*pp*cp) does not
+        // divide the global batch, it divides no global batch / micro_batch
+        // either: those layouts fail on the micro-batch at every vpp and are
+        // counted here at once (most layouts of an odd node count).
+        std::vector<int64_t> cps;
+        int64_t unreachable = 0;  // such layouts per vpp
+        for (int64_t cp : Divisors(world_ / (tp * pp))) {
+          if (cp > 1 && (2 * cp > seq || !s.context_parallel)) break;
+          const int64_t dp = world_ / (tp * pp * cp);
+          if (w_.training.global_batch % dp == 0) {
+            cps.push_back(cp);
+          } else {
+            unreachable += InnerLayoutCount(pp, dp) *
+                           static_cast<int64_t>(batch_divisors_.size());
+          }
+        }
+        const std::vector<int64_t> vpps = VirtualStages(s, m.layers, pp);
+        r->searched += unreachable * static_cast<int64_t>(vpps.size());
+        rejected_[kMicroBatch] += unreachable * static_cast<int64_t>(vpps.size());
+        for (int64_t vpp : vpps) {
+          for (int64_t cp : cps) {
             Layout l;
             l.tp = tp;
             l.sp = sp == 1;

@@ -245,6 +245,40 @@ TEST(ScaleSearchTest, FrontAcrossCountsOnTheExample) {
   }
 }
 
+TEST(ScaleSearchTest, CountsSearchedAtOnceAnswerAsOneAfterAnother) {
+  // The local search runs the counts on every core; the callback overload
+  // (the planner service's route) one after another. Same answer.
+  Workload w = ExampleWorkload();
+  w.cluster.nodes = 24;  // 24 counts, some of them odd
+  const Calibration c = *DefaultCalibration(w);
+  ScaleOptions o;
+  for (int64_t n = 1; n <= 24; ++n) o.node_counts.push_back(n);
+  absl::StatusOr<ScaleResult> parallel = SearchScale(w, c, o);
+  absl::StatusOr<ScaleResult> serial =
+      SearchScale(w, o, [&](const Workload& at) {
+        return SearchLayouts(at, c, o.layouts);
+      });
+  ASSERT_TRUE(parallel.ok()) << parallel.status();
+  ASSERT_TRUE(serial.ok()) << serial.status();
+  ASSERT_EQ(parallel->counts.size(), serial->counts.size());
+  for (size_t i = 0; i < serial->counts.size(); ++i) {
+    const ScaleCount& a = parallel->counts[i];
+    const ScaleCount& b = serial->counts[i];
+    EXPECT_EQ(a.nodes, b.nodes);
+    EXPECT_EQ(a.skipped, b.skipped);
+    EXPECT_EQ(a.search.searched, b.search.searched);
+    EXPECT_EQ(a.search.rejected, b.search.rejected);
+    EXPECT_EQ(a.search.best_throughput.layout, b.search.best_throughput.layout);
+  }
+  ASSERT_EQ(parallel->front.size(), serial->front.size());
+  for (size_t i = 0; i < serial->front.size(); ++i) {
+    EXPECT_EQ(parallel->front[i].gpus, serial->front[i].gpus);
+    EXPECT_EQ(parallel->front[i].evaluation.layout,
+              serial->front[i].evaluation.layout);
+  }
+  EXPECT_EQ(parallel->chosen_count, serial->chosen_count);
+}
+
 TEST(ScaleSearchTest, EnergyOptimalCountWhereCommunicationStopsHiding) {
   // llama3-70b on 256 x 8 H100 under torchtitan, 512 x 8192 tokens per
   // step: on 2048 GPUs each holds a quarter sequence of compute per step

@@ -20,10 +20,10 @@ std::vector<int64_t> DivisorsOf(int64_t n) {
 // `tiny` (4 layers, 8 heads, 4 kv heads) on 2 nodes of 4 GPUs whose memory
 // is small enough that some layouts do not fit; 36-token sequences make some
 // cp (36 % (2*4) != 0) and sp (36 % 8 != 0) choices invalid.
-Workload SmallWorkload() {
+Workload SmallWorkload(int64_t nodes = 2) {
   GpuSpec gpu = *GpuPreset("h100-sxm");
   gpu.memory_bytes = 10 << 20;  // 10 MiB
-  return Workload{*ModelPreset("tiny"), MakeCluster(gpu, 2, 4),
+  return Workload{*ModelPreset("tiny"), MakeCluster(gpu, nodes, 4),
                   TrainingConfig{.global_batch = 16, .seq_len = 36}};
 }
 
@@ -111,6 +111,23 @@ TEST(SearchTest, AgreesWithCoreRulesLayoutByLayout) {
   }
   EXPECT_GT(r->feasible, 0);
   EXPECT_EQ(r->candidates.size(), static_cast<size_t>(r->feasible));
+}
+
+TEST(SearchTest, AgreesWithCoreRulesWhereTheBatchDoesNotSplit) {
+  // 3 nodes of 4 GPUs and 16 sequences: dp 3, 6 and 12 divide no global
+  // batch / micro-batch, so whole (tp, pp, cp) blocks fail on the
+  // micro-batch at every vpp (the search counts them at once).
+  const Workload w = SmallWorkload(3);
+  const Calibration c = NoFixedOverhead();
+  absl::StatusOr<SearchResult> r = SearchLayouts(w, c, SearchOptions{.top = 0});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const Brute b = BruteForce(w, c);
+  std::map<std::string, int64_t> kinds = r->rejected;
+  kinds["feasible"] = r->feasible;
+  EXPECT_EQ(kinds, b.kinds);
+  EXPECT_EQ(r->searched, b.searched);
+  EXPECT_GT(r->rejected["layout.micro_batch"], 0);
+  EXPECT_GT(r->feasible, 0);
 }
 
 TEST(SearchTest, RanksAndFindsTheParetoFront) {
