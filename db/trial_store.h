@@ -242,17 +242,17 @@ struct LayoutFilter {
 // The trial query, within one study or across studies (the history). Every
 // set field must match.
 struct TrialFilter {
-  std::optional<int64_t> study_id;
-  std::vector<TrialState> statuses;  // any of these; empty = all
-  std::string model;                 // the study's model; "" = any
-  std::string gpu;                   // the study's GPU; "" = any
-  std::optional<int64_t> nodes;      // the study's cluster
-  std::optional<int64_t> gpus_per_node;
-  LayoutFilter layout;
-  std::optional<int64_t> rung;
-  std::string leased_to;  // an agent holding the lease now; "" = any
-  TimeRange created;
-  TimeRange finished;
+  std::optional<int64_t> study_id{};
+  std::vector<TrialState> statuses{};  // any of these; empty = all
+  std::string model{};                 // the study's model; "" = any
+  std::string gpu{};                   // the study's GPU; "" = any
+  std::optional<int64_t> nodes{};      // the study's cluster
+  std::optional<int64_t> gpus_per_node{};
+  LayoutFilter layout{};
+  std::optional<int64_t> rung{};
+  std::string leased_to{};  // an agent holding the lease now; "" = any
+  TimeRange created{};
+  TimeRange finished{};
   // Sort key: "id" (creation order, the default), "created_at", "finished_at",
   // "rung", "attempts", "tokens_per_s", "tokens_per_s_per_gpu",
   // "tokens_per_joule", "step_time_s", "tflops_per_gpu", "mfu",

@@ -27,14 +27,14 @@ namespace tessera {
 
 // The planner's side; "" for a file not given.
 struct ServerSecurityFiles {
-  std::string cert_file;   // --tls-cert: PEM certificate chain
-  std::string key_file;    // --tls-key: PEM private key
-  std::string token_file;  // --auth-token-file: one token, callers alike
+  std::string cert_file{};   // --tls-cert: PEM certificate chain
+  std::string key_file{};    // --tls-key: PEM private key
+  std::string token_file{};  // --auth-token-file: one token, callers alike
   // --principals-file: named callers, their roles and tokens (principals.h)
-  std::string principals_file;
+  std::string principals_file{};
   // --tls-client-ca: PEM certificates that sign agents' client
   // certificates; an agent's common name is its agent id
-  std::string client_ca_file;
+  std::string client_ca_file{};
 };
 
 // Plaintext credentials when no file is given; TLS otherwise, with every
@@ -58,13 +58,13 @@ ServerCredentialsFromFiles(const ServerSecurityFiles& files);
 
 // An agent's or a user's side; "" for a file not given.
 struct ClientSecurityFiles {
-  std::string ca_file;     // --tls-ca: PEM certificates that sign the planner's
-  std::string token_file;  // --auth-token-file
+  std::string ca_file{};     // --tls-ca: PEM certificates that sign the planner's
+  std::string token_file{};  // --auth-token-file
   // An agent's client certificate (--tls-cert) and its key (--tls-key,
   // which others may not read): the planner takes its common name as the
   // agent id when it serves --tls-client-ca.
-  std::string cert_file;
-  std::string key_file;
+  std::string cert_file{};
+  std::string key_file{};
 };
 
 // Plaintext when no file is given; TLS checked against the CA, with the

@@ -203,7 +203,9 @@ TEST(MetricsTest, CountsMatchTheStoreAndTheCallsMade) {
     const absl::string_view bound =
         line.substr(start, line.find('"', start) - start);
     double le = INFINITY, count = 0;
-    if (bound != "+Inf") ASSERT_TRUE(absl::SimpleAtod(bound, &le)) << line;
+    if (bound != "+Inf") {
+      ASSERT_TRUE(absl::SimpleAtod(bound, &le)) << line;
+    }
     ASSERT_TRUE(absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &count));
     buckets.emplace_back(le, count);
   }
