@@ -211,6 +211,22 @@ absl::StatusOr<LayoutSweep> LoadLayoutSweep(const std::string& path) {
     }
     sweep.rows.push_back(*std::move(r));
   }
+  // Collapsed runs: against the same layout on half the nodes.
+  std::map<std::string, double> by_layout;  // model|nodes|layout -> tokens/s
+  const auto key = [](const SweepRow& r, int64_t nodes) {
+    return absl::StrCat(r.workload.model.layers, "x", r.workload.model.hidden,
+                        "|", nodes, "|", r.layout.tp, ",", r.layout.pp, ",",
+                        r.layout.zero, ",", r.layout.micro_batch);
+  };
+  for (const SweepRow& r : sweep.rows) {
+    if (r.ran) by_layout[key(r, r.nodes)] = r.measured_tokens_per_s_per_gpu;
+  }
+  for (SweepRow& r : sweep.rows) {
+    if (!r.ran || r.nodes < 2 || r.nodes % 2 != 0) continue;
+    const auto half = by_layout.find(key(r, r.nodes / 2));
+    r.collapsed = half != by_layout.end() &&
+                  r.measured_tokens_per_s_per_gpu < 0.5 * half->second;
+  }
   // The cluster's nodes (8 H100 each in the Playbook's sweep).
   const int64_t gpus_per_node =
       sweep.rows.empty() ? 8 : sweep.rows.front().workload.cluster.gpus_per_node;
@@ -267,6 +283,24 @@ SweepReport EvaluateLayoutSweep(const LayoutSweep& sweep,
   report.fit = Score(fit_rows, fit_groups);
   report.check = Score(check_rows, check_groups);
   report.all = Score(all_rows, all_groups);
+  // The check again without the collapsed rows, groups re-ranked.
+  std::map<std::string, std::vector<const SweepPrediction*>> kept_by_group;
+  std::vector<const SweepPrediction*> kept_rows;
+  for (const SweepPrediction* p : check_rows) {
+    if (p->row->collapsed) {
+      ++report.collapsed_rows;
+      continue;
+    }
+    kept_rows.push_back(p);
+    kept_by_group[p->row->group].push_back(p);
+  }
+  std::vector<SweepGroupScore> kept_groups;
+  for (const auto& [name, rows] : kept_by_group) {
+    kept_groups.push_back(ScoreGroup(name, rows));
+  }
+  std::vector<const SweepGroupScore*> kept_group_ptrs;
+  for (const SweepGroupScore& g : kept_groups) kept_group_ptrs.push_back(&g);
+  report.check_without_collapsed = Score(kept_rows, kept_group_ptrs);
   return report;
 }
 
@@ -296,6 +330,11 @@ void PrintSweepReport(const SweepReport& r, std::ostream& out) {
   };
   line("fit", r.fit);
   line("check", r.check);
+  out << absl::StrFormat(
+      "       without its %d collapsed rows (under half the same layout's "
+      "tokens/s per GPU on half the nodes):\n",
+      r.collapsed_rows);
+  line("check'", r.check_without_collapsed);
   line("all", r.all);
 }
 

@@ -50,6 +50,11 @@ struct SweepRow {
   // torch.cuda.max_memory_allocated() / 1024^3, labelled "GB" by the source.
   std::optional<double> measured_peak_allocated_gib;
   bool flagged = false;  // the source flags it (MFU < 1%, labels)
+  // Ran at under half the tokens/s per GPU of the same model and layout
+  // (tp, pp, zero, micro-batch) on half the nodes: a cliff of the cluster or
+  // the run (the 1B at pp 4, mbs 1: 32,105 on 4 nodes, 890 on 8), which no
+  // cost model without that cluster's fault predicts. Scored apart.
+  bool collapsed = false;
 };
 
 struct LayoutSweep {
@@ -109,6 +114,9 @@ struct SweepReport {
   SweepScores fit;    // groups on at most 2 nodes
   SweepScores check;  // groups on 4 or more nodes
   SweepScores all;
+  // The check groups without their collapsed rows (SweepRow::collapsed).
+  SweepScores check_without_collapsed;
+  int64_t collapsed_rows = 0;
 };
 
 // The calibration to predict a row with.
