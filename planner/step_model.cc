@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/model_flops.h"
 #include "planner/comm/context_parallel_comm.h"
 #include "planner/comm/data_parallel_comm.h"
 #include "planner/comm/pipeline_comm.h"
@@ -168,7 +169,9 @@ bool PredictStep(const Workload& w, const TrainingStack& stack,
   p.step_time_s = m * beat.micro_s + bubble_s + once_s;
   p.tokens_per_s = tokens / p.step_time_s;
   p.tokens_per_s_per_gpu = p.tokens_per_s / static_cast<double>(gpus);
-  p.tflops_per_gpu = ModelFlopsPerStep(w.model, w.training) /
+  // The same model FLOPs a trial's measured MFU divides (core/model_flops.h).
+  p.tflops_per_gpu = ModelFlopsPerStep(w.model, w.training.global_batch,
+                                       w.training.seq_len) /
                      (p.step_time_s * static_cast<double>(gpus)) / 1e12;
   p.mfu = p.tflops_per_gpu / gpu.peak_dense_tflops;
   p.compute_s = m * beat.micro_compute_s + beat.once_compute_s;

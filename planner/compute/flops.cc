@@ -40,18 +40,4 @@ double RecomputeLayerFlops(const ModelConfig& m, Recompute recompute,
   return 0;
 }
 
-double ModelFlopsPerStep(const ModelConfig& m, const TrainingConfig& t) {
-  // Backward = 2x forward (Kaplan et al. 2020: 6*N*D over 2*N*D forward).
-  const double forward = m.layers * ForwardLayerFlops(m, 1, t.seq_len).total() +
-                         LogitsForwardFlops(m, 1, t.seq_len);
-  return 3 * forward * static_cast<double>(t.global_batch);
-}
-
-double HardwareFlopsPerStep(const ModelConfig& m, const TrainingConfig& t,
-                            Recompute recompute) {
-  return ModelFlopsPerStep(m, t) +
-         m.layers * RecomputeLayerFlops(m, recompute, 1, t.seq_len) *
-             static_cast<double>(t.global_batch);
-}
-
 }  // namespace tessera::planner

@@ -1,13 +1,15 @@
 // Floating-point operations of a decoder-only transformer (Llama: SwiGLU MLP of
-// 3 matrices, grouped-query attention; GPT: 4h GELU MLP of 2 matrices).
+// 3 matrices, grouped-query attention; GPT: 4h GELU MLP of 2 matrices), by
+// layer part and micro-batch, as the compute model times them. The model
+// FLOPs that MFU divides, predicted and measured alike, are core's
+// (core/model_flops.h): these parts sum to them (flops_test checks it).
 // A multiply-add counts as 2 FLOPs. Causal attention is counted in full
 // (QK^T and PV over all s x s positions, masked half included), as Megatron-LM
 // and the SC'21 table count it; kernels that skip masked blocks are faster,
 // which the compute model's attention efficiency absorbs.
 //
 //   LayerFlops f = ForwardLayerFlops(model, /*micro_batch=*/1,
-//   /*seq_len=*/4096); double step = ModelFlopsPerStep(model, training);  //
-//   for MFU
+//                                    /*seq_len=*/4096);
 #pragma once
 
 #include <cstdint>
@@ -41,15 +43,5 @@ double LogitsForwardFlops(const ModelConfig& model, int64_t micro_batch,
 // whole forward (full), the attention core (selective), nothing (none).
 double RecomputeLayerFlops(const ModelConfig& model, Recompute recompute,
                            int64_t micro_batch, int64_t seq_len);
-
-// Model FLOPs of one optimizer step, forward + backward (3x forward) over the
-// global batch, without recomputation: the numerator of MFU.
-double ModelFlopsPerStep(const ModelConfig& model,
-                         const TrainingConfig& training);
-
-// FLOPs the GPUs execute per step: model FLOPs plus recomputation.
-double HardwareFlopsPerStep(const ModelConfig& model,
-                            const TrainingConfig& training,
-                            Recompute recompute);
 
 }  // namespace tessera::planner

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "core/model_flops.h"
 #include "gtest/gtest.h"
 #include "planner/compute/compute_time.h"
 #include "planner/compute/flops.h"
@@ -81,7 +82,9 @@ TEST(PredictionTest, BreakdownAddsUp) {
   EXPECT_DOUBLE_EQ(p.tokens_per_s_per_gpu, p.tokens_per_s / 32);
   EXPECT_NEAR(
       p.tflops_per_gpu,
-      ModelFlopsPerStep(w.model, w.training) / p.step_time_s / 32 / 1e12, 1e-9);
+      ModelFlopsPerStep(w.model, w.training.global_batch, w.training.seq_len) /
+          p.step_time_s / 32 / 1e12,
+      1e-9);
   EXPECT_NEAR(p.mfu, p.tflops_per_gpu / 989.4, 1e-12);
   EXPECT_GT(p.mfu, 0.1);
   EXPECT_LT(p.mfu, 0.8);
