@@ -3,11 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "executor/comm/tcp_communicator.h"
-#include "executor/cpu/cpu_backend.h"
-#ifdef TESSERA_HAVE_CUDA
-#include "executor/cuda/cuda_collective_probe.h"
-#endif
+#include "executor/trial/executor_backends.h"
 
 namespace tessera::executor {
 namespace {
@@ -37,45 +33,19 @@ absl::Status CheckConfig(const CollectiveProbeConfig& c) {
   return absl::OkStatus();
 }
 
-nlohmann::json RunCpu(const CollectiveProbeConfig& c) {
-  TcpWorldOptions options;
-  options.rendezvous_file = c.rendezvous_file;
-  options.bind_host = c.bind_host;
-  options.advertise_host = c.advertise_host;
-  if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
-  absl::StatusOr<std::unique_ptr<TcpCommunicator>> world = ConnectTcpWorld(
-      static_cast<int>(c.rank), static_cast<int>(c.ranks), options);
-  if (!world.ok()) {
-    return Error(absl::StrCat("rendezvous: ", world.status().message()));
-  }
-  CpuBackend host;
-  absl::StatusOr<std::vector<SweptCollective>> swept =
-      SweepCollectives(**world, host, c.ranks_per_node, c.sweep);
-  if (!swept.ok()) {
-    // Tell the peers now rather than at their next wait.
-    (*world)->Abort(swept.status());
-    return Error(swept.status().message());
-  }
-  return SweepToJson(*swept);
-}
-
 }  // namespace
 
 nlohmann::json RunCollectiveProbe(const CollectiveProbeConfig& c) {
   if (absl::Status s = CheckConfig(c); !s.ok()) return Error(s.message());
-  if (c.backend == "cpu") return RunCpu(c);
-  if (c.backend == "cuda") {
-#ifdef TESSERA_HAVE_CUDA
-    absl::StatusOr<std::vector<SweptCollective>> swept =
-        RunCudaCollectiveSweep(c);
-    if (!swept.ok()) return Error(swept.status().message());
-    return SweepToJson(*swept);
-#else
-    return Error("--backend: 'cuda' is not part of this build");
-#endif
+  absl::StatusOr<const ExecutorBackend*> backend =
+      FindExecutorBackend(c.backend, ExecutorCapability::kCollectiveSweep);
+  if (!backend.ok()) {
+    return Error(absl::StrCat("--backend: ", backend.status().message()));
   }
-  return Error(
-      absl::StrCat("--backend: unknown '", c.backend, "' (cpu or cuda)"));
+  absl::StatusOr<std::vector<SweptCollective>> swept =
+      (*backend)->sweep_collectives(c);
+  if (!swept.ok()) return Error(swept.status().message());
+  return SweepToJson(*swept);
 }
 
 }  // namespace tessera::executor
