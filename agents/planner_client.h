@@ -35,6 +35,11 @@ struct PlannerClientOptions {
   // far too long for an agent waiting for a restarted planner).
   absl::Duration reconnect_min = absl::Milliseconds(100);
   absl::Duration reconnect_max = absl::Seconds(5);
+  // How long one connection attempt may take to be answered (gRPC's
+  // minimum connect timeout). Short, a planner busy with a fleet's
+  // connections at once (10,000 agents after a restart) answers none in
+  // time, and every agent retrying soon makes it busier still.
+  absl::Duration connect_timeout = absl::Seconds(20);
   // TLS and token (proto/transport_security.h); null: plaintext.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
 };

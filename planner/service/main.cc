@@ -15,6 +15,7 @@
 // durable in the store). Exit codes: 0 after a signal, 2 for bad flags, 1
 // when the store or the address cannot be opened.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -247,6 +248,15 @@ int Run(const std::vector<std::string>& args) {
     options.search_pool.max_queued = static_cast<int>(*plan_queue);
   if (lease_timeout_s) options.lease_timeout = absl::Seconds(*lease_timeout_s);
   if (agent_timeout_s) options.agent_timeout = absl::Seconds(*agent_timeout_s);
+
+  // Each agent holds a connection: a fleet of thousands needs as many
+  // descriptors (the soft limit is often 1024; the hard one is the
+  // operator's: LimitNOFILE in the systemd unit).
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
 
   // Signals go to the main thread's sigwait, never to a gRPC thread: block
   // them before any thread starts.

@@ -28,6 +28,12 @@ struct PlannerOptions {
   absl::Duration lease_timeout = absl::Seconds(10);
   // An agent silent this long is marked gone and its trials re-queued.
   absl::Duration agent_timeout = absl::Seconds(30);
+  // The fleet paces itself (fleet_pace.h): the heartbeat and lease poll
+  // intervals told to agents grow so that the fleet makes at most this many
+  // heartbeats (polls) a second, and the lease and agent timeouts with the
+  // heartbeat interval; 0: the intervals above, whatever the fleet's size.
+  double max_heartbeats_per_s = 2000;
+  double max_lease_polls_per_s = 2000;
   // The reaper thread's period; zero: no thread (call Leases::Reap).
   absl::Duration reaper_period = absl::Seconds(1);
   // The longest a rendezvous fetch waits, whatever it asks for.
@@ -60,15 +66,5 @@ struct PlannerOptions {
   // port 0 picks a free one); empty: nowhere.
   std::string metrics_listen;
 };
-
-// After an outage of the planner (a restart, a store that refused writes, a
-// stopped process: outage_watch.h), how long every lease lasts from its
-// return: the longer of the lease and agent timeouts, so that each agent
-// has at least a lease timeout of a working planner after its own
-// reconnection backoff, and no lease expires before its agent could be
-// called gone.
-inline absl::Duration LeaseGraceAfterOutage(const PlannerOptions& options) {
-  return std::max(options.lease_timeout, options.agent_timeout);
-}
 
 }  // namespace tessera::service

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "agents/call_pacing.h"
 #include "bench/service/fleet/synthetic_result.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -38,6 +39,15 @@ bool DefiniteRefusal(const grpc::Status& s) {
 constexpr absl::Duration kMeetingLimit = absl::Seconds(60);
 constexpr absl::Duration kFetchWait = absl::Seconds(5);
 
+absl::Status AsStatus(const grpc::Status& s) {
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      s.error_message());
+}
+
+absl::Duration Took(int64_t start_ns) {
+  return absl::Nanoseconds(SteadyNs() - start_ns);
+}
+
 }  // namespace
 
 SimulatedFleet::SimulatedFleet(std::string address, FleetOptions options)
@@ -57,7 +67,9 @@ void SimulatedFleet::Start() {
       grpc::ChannelArguments args;
       args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
       args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+      args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
+                  static_cast<int>(
+                      absl::ToInt64Milliseconds(options_.connect_timeout)));
       args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
       channels_.push_back(grpc::CreateCustomChannel(
           address_, grpc::InsecureChannelCredentials(), args));
@@ -185,11 +197,22 @@ void SimulatedFleet::Call(
              Record(rpc, call->start_ns, status);
              if (status.error_code() != grpc::StatusCode::CANCELLED ||
                  !cancelled_in_flight_) {
+               last_took_ = Took(call->start_ns);
                done(status, call->response);
              }
              delete call;
            });
          });
+}
+
+absl::Duration SimulatedFleet::PaceNext(absl::Duration interval,
+                                        const absl::Status& status,
+                                        int64_t& slow_calls,
+                                        double max_stretch) {
+  // tessera-agent's own rule (agents/call_pacing.h).
+  return agents::PacedWait(
+      agents::CallPacingOptions{.max_stretch = max_stretch}, interval,
+      last_took_, status, slow_calls, rng_);
 }
 
 absl::Duration SimulatedFleet::Backoff(int failures) {
@@ -324,11 +347,33 @@ void SimulatedFleet::Heartbeat(int64_t i) {
       [this, i](const grpc::Status& status, v1::HeartbeatResponse& r) {
         Agent& me = agents_[static_cast<size_t>(i)];
         me.heartbeat_busy = false;
+        const absl::Duration wait = PaceNext(
+            me.heartbeat_interval, AsStatus(status), me.slow_heartbeats,
+            kHeartbeatStretch);
         if (!status.ok()) {
-          // As tessera-agent: any failed heartbeat means registering again
-          // (the heartbeats resume once registered).
+          if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+              agents::PlannerSlowOrAway(AsStatus(status))) {
+            // As tessera-agent: a busy planner gets the next heartbeat
+            // later, not a registration.
+            Schedule(i, Timer::kHeartbeat, wait);
+            return;
+          }
+          // Otherwise registering again (the heartbeats resume once
+          // registered).
           NeedRegistration(i);
           return;
+        }
+        if (!options_.override_intervals) {
+          if (r.heartbeat_interval_ms() > 0) {
+            me.heartbeat_interval = absl::Milliseconds(r.heartbeat_interval_ms());
+          }
+          if (r.lease_poll_interval_ms() > 0) {
+            me.poll_interval = absl::Milliseconds(r.lease_poll_interval_ms());
+          }
+        }
+        if (r.heartbeat_interval_ms() > 0) {
+          tally_.heartbeat_interval_ms = r.heartbeat_interval_ms();
+          tally_.lease_poll_interval_ms = r.lease_poll_interval_ms();
         }
         for (int64_t id : r.cancel_trials()) {
           if (!me.trial.has_value() || me.trial->trial_id() != id) continue;
@@ -337,7 +382,7 @@ void SimulatedFleet::Heartbeat(int64_t i) {
             BecomeIdle(i, absl::ZeroDuration());
           }
         }
-        Schedule(i, Timer::kHeartbeat, me.heartbeat_interval);
+        Schedule(i, Timer::kHeartbeat, wait);
       });
 }
 
@@ -374,7 +419,8 @@ void SimulatedFleet::Lease(int64_t i) {
         }
         me.main_failures = 0;
         if (!r.has_assignment() || r.assignment().collective_probe_id() > 0) {
-          BecomeIdle(i, me.poll_interval);
+          BecomeIdle(i, PaceNext(me.poll_interval, absl::OkStatus(),
+                                 me.slow_polls, kPollStretch));
           return;
         }
         me.trial = r.assignment();

@@ -8,6 +8,9 @@
 // trial after its rendezvous: node rank 0 publishes, the others fetch),
 // stops a trial a heartbeat cancels, and reports a synthetic ok result from
 // node rank 0, retrying until the planner takes it or refuses it for good.
+// It paces itself with tessera-agent's rule (agents/call_pacing.h: jittered
+// intervals, stretched while the planner is slow) and its connection
+// settings (a connection attempt may take connect_timeout).
 // Each agent has its own channel (its own TCP connection), or shares one
 // with agents_per_channel - 1 others.
 //
@@ -33,6 +36,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/channel.h"
@@ -55,6 +59,8 @@ struct FleetOptions {
   // cluster-wide restart).
   absl::Duration start_spread = absl::ZeroDuration();
   absl::Duration rpc_deadline = absl::Seconds(10);
+  // gRPC's minimum connect timeout (agents/planner_client.h).
+  absl::Duration connect_timeout = absl::Seconds(20);
   // Backoff after a failed call (agents/backoff.h's defaults).
   absl::Duration backoff_initial = absl::Milliseconds(100);
   absl::Duration backoff_max = absl::Seconds(5);
@@ -124,6 +130,8 @@ class SimulatedFleet {
     std::optional<v1::TrialAssignment> trial;  // leased, meeting or running
     int register_failures = 0;
     int main_failures = 0;
+    int64_t slow_heartbeats = 0;  // in a row (agents/call_pacing.h)
+    int64_t slow_polls = 0;
   };
   struct Due {
     int64_t at_ns;
@@ -147,6 +155,12 @@ class SimulatedFleet {
   void BecomeIdle(int64_t i, absl::Duration poll_after);
   void NeedRegistration(int64_t i);
   absl::Duration Backoff(int failures);
+  // The wait before the next heartbeat or poll after the call just
+  // finished (last_took_), as tessera-agent paces it.
+  absl::Duration PaceNext(absl::Duration interval, const absl::Status& status,
+                          int64_t& slow_calls, double max_stretch);
+  static constexpr double kHeartbeatStretch = 2;  // as agents/agent.cc
+  static constexpr double kPollStretch = 4;
   void Record(const std::string& rpc, int64_t start_ns,
               const grpc::Status& status);
   // Starts an async call `rpc` whose completion runs `done` on the
@@ -168,6 +182,7 @@ class SimulatedFleet {
   FleetTally tally_;
   std::unordered_set<grpc::ClientContext*> in_flight_;
   bool cancelled_in_flight_ = false;
+  absl::Duration last_took_;  // of the call whose completion runs now
 
   mutable absl::Mutex mu_;
   std::vector<std::function<void()>> posted_ ABSL_GUARDED_BY(mu_);
