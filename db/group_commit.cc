@@ -65,4 +65,14 @@ int64_t GroupCommit::writes() const {
   return writes_;
 }
 
+int64_t GroupCommit::waiting() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(queue_.size());
+}
+
+bool GroupCommit::running() const {
+  absl::MutexLock lock(&mu_);
+  return running_;
+}
+
 }  // namespace tessera::db

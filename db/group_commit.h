@@ -49,9 +49,12 @@ class GroupCommit {
   absl::Status Run(const Body& body, Synchronous synchronous);
 
   // Batches run so far and the writes they held (writes / batches is the
-  // mean batch size).
+  // mean batch size); writes waiting for the next batch; whether a batch is
+  // running now.
   int64_t batches() const;
   int64_t writes() const;
+  int64_t waiting() const;
+  bool running() const;
 
  private:
   struct Waiter {
