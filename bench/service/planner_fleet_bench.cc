@@ -27,6 +27,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -108,6 +109,9 @@ struct Row {
   double window_s = 0;
   CallStats heartbeat, lease, report;
   double results_per_s = 0;
+  // The most results acknowledged in one second of the window (a burst of
+  // trials that ended together: what the planner ingests when it must).
+  int64_t peak_results_per_s = 0;
   double planner_cores = 0;
   double agents_cores = 0;
   double planner_us_per_rpc = 0;
@@ -247,6 +251,15 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
     acked_in_window += t >= steady_ns && t < end_ns ? 1 : 0;
   }
   row.results_per_s = static_cast<double>(acked_in_window) / row.window_s;
+  std::map<int64_t, int64_t> per_second;
+  for (int64_t t : tally.ack_ns) {
+    if (t >= steady_ns && t < end_ns) {
+      ++per_second[(t - steady_ns) / 1'000'000'000];
+    }
+  }
+  for (const auto& [second, n] : per_second) {
+    row.peak_results_per_s = std::max(row.peak_results_per_s, n);
+  }
   row.running_cancelled = tally.running_trials_cancelled;
   row.acked = static_cast<int64_t>(tally.acked_trials.size());
   if (!tally.first_error.empty()) {
@@ -276,13 +289,14 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
   absl::PrintF(
       "  planner: %.2f cores over the window, %.0f us CPU per RPC (%.0f"
       " RPCs/s), %d MiB resident; agents' process: %.2f cores\n"
-      "  results: %d acknowledged (%.1f/s in the window), %d stored ok, %d"
+      "  results: %d acknowledged (%.1f/s in the window, at most %d in one"
+      " second), %d stored ok, %d"
       " duplicates, %d refused; leases lost: %d trials needed another"
       " attempt, %d running trials cancelled: %s\n",
       row.planner_cores, row.planner_us_per_rpc, row.rpcs_per_s,
       row.planner_rss_mib, row.agents_cores, row.acked, row.results_per_s,
-      stored_ok, tally.duplicate_acks, tally.reports_refused, row.leases_lost,
-      row.running_cancelled,
+      row.peak_results_per_s, stored_ok, tally.duplicate_acks,
+      tally.reports_refused, row.leases_lost, row.running_cancelled,
       row.exactly_once ? "exactly once" : "INCONSISTENT");
   (void)p.Stop();
   std::error_code ignored;
@@ -293,17 +307,18 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
 void PrintSummary(const std::vector<Row>& rows) {
   absl::PrintF(
       "\n| agents | heartbeat / poll (ms) | Heartbeat p50 / p99 (ms) | "
-      "LeaseTrial p50 / p99 (ms) | ReportTrial p50 / p99 (ms) | results/s | "
+      "LeaseTrial p50 / p99 (ms) | ReportTrial p50 / p99 (ms) | results/s "
+      "(peak) | "
       "planner cores | planner us/RPC | RPCs/s | agents' cores | leases lost "
       "| exactly once |\n"
       "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   for (const Row& r : rows) {
     absl::PrintF(
-        "| %d | %d / %d | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.0f | "
-        "%.2f | %.0f | %.0f | %.2f | %d | %s |\n",
+        "| %d | %d / %d | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.0f (%d) "
+        "| %.2f | %.0f | %.0f | %.2f | %d | %s |\n",
         r.agents, r.heartbeat_ms, r.poll_ms, r.heartbeat.p50_ms,
         r.heartbeat.p99_ms, r.lease.p50_ms, r.lease.p99_ms, r.report.p50_ms,
-        r.report.p99_ms, r.results_per_s, r.planner_cores,
+        r.report.p99_ms, r.results_per_s, r.peak_results_per_s, r.planner_cores,
         r.planner_us_per_rpc, r.rpcs_per_s, r.agents_cores, r.leases_lost,
         r.exactly_once ? "yes" : "NO");
   }

@@ -143,11 +143,25 @@ void SimulatedFleet::Loop() {
     for (std::function<void()>& done : posted) done();
     posted.clear();
     if (stopping) {
-      if (!cancelled_in_flight_) {
+      // Calls in flight get their answer (a report's acknowledgement is what
+      // the exactly-once check counts), up to a deadline; then the rest,
+      // rendezvous fetches waiting for a gang, are cancelled.
+      if (stopped_ns_ == 0) stopped_ns_ = SteadyNs();
+      const bool late =
+          SteadyNs() - stopped_ns_ >
+          absl::ToInt64Nanoseconds(options_.rpc_deadline + absl::Seconds(1));
+      if (late && !cancelled_in_flight_) {
         cancelled_in_flight_ = true;
         for (grpc::ClientContext* c : in_flight_) c->TryCancel();
       }
       if (in_flight_.empty()) return;
+      absl::MutexLock lock(&mu_);
+      mu_.AwaitWithTimeout(absl::Condition(
+                               +[](std::vector<std::function<void()>>* p) {
+                                 return !p->empty();
+                               },
+                               &posted_),
+                           absl::Milliseconds(50));
       continue;
     }
     const int64_t now = SteadyNs();
@@ -184,6 +198,10 @@ void SimulatedFleet::Call(
     Response response;
     int64_t start_ns = 0;
   };
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;  // no new calls once stopping
+  }
   auto* call = new InFlight;
   call->request = std::move(request);
   call->context.set_deadline(std::chrono::system_clock::now() +

@@ -102,7 +102,8 @@ class SimulatedFleet {
 
   // Creates the channels and starts the scheduler: agents register.
   void Start();
-  // No new calls; calls in flight are cancelled and awaited. Idempotent.
+  // No new calls; calls in flight are awaited (cancelled past the RPC
+  // deadline). Idempotent.
   void Stop();
   // Agents registered at least once so far.
   int64_t registered() const;
@@ -182,6 +183,7 @@ class SimulatedFleet {
   FleetTally tally_;
   std::unordered_set<grpc::ClientContext*> in_flight_;
   bool cancelled_in_flight_ = false;
+  int64_t stopped_ns_ = 0;    // when Stop was first seen (steady clock)
   absl::Duration last_took_;  // of the call whose completion runs now
 
   mutable absl::Mutex mu_;
