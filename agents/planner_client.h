@@ -35,11 +35,13 @@ struct PlannerClientOptions {
   // far too long for an agent waiting for a restarted planner).
   absl::Duration reconnect_min = absl::Milliseconds(100);
   absl::Duration reconnect_max = absl::Seconds(5);
-  // How long one connection attempt may take to be answered (gRPC's
-  // minimum connect timeout). Short, a planner busy with a fleet's
-  // connections at once (10,000 agents after a restart) answers none in
-  // time, and every agent retrying soon makes it busier still.
-  absl::Duration connect_timeout = absl::Seconds(20);
+  // How long one connection attempt may take at least (gRPC's
+  // GRPC_ARG_MIN_RECONNECT_BACKOFF_MS is this deadline, not a delay). At
+  // 100 ms a loaded machine's TCP and HTTP/2 handshake with a planner just
+  // restarted timed out attempt after attempt ("tcp handshaker shutdown")
+  // until the agent was called gone (ResultSurvivalTest.
+  // PlannerRestartsInARowLoseNoResult under a full ctest run).
+  absl::Duration connect_timeout = absl::Seconds(2);
   // TLS and token (proto/transport_security.h); null: plaintext.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
 };

@@ -90,7 +90,8 @@ int RunBest(const std::vector<std::string>& args, std::ostream& out,
       return ReportError(err, kCommand,
                          absl::FailedPreconditionError(absl::StrCat(
                              "--export: study ", *id,
-                             " has no recommended layout yet")));
+                             " has no recommended layout yet (tessera watch ",
+                             *id, " follows it)")));
     }
     absl::StatusOr<v1::GetStudyResponse> study = (*client)->GetStudy(*id);
     if (!study.ok()) return ReportError(err, kCommand, study.status());
@@ -98,7 +99,21 @@ int RunBest(const std::vector<std::string>& args, std::ostream& out,
         service::StudyWorkload(study->spec(), *r);
     absl::StatusOr<Layout> layout = LayoutFromProto(best.layout());
     absl::Status s = !workload.ok() ? workload.status() : layout.status();
-    if (s.ok()) s = exports.Write(*workload, *layout, out);
+    if (s.ok()) {
+      const std::optional<planner::ExportTarget> own =
+          planner::ExportTargetOfStack(workload->training.stack);
+      s = exports.CheckStack(
+          *workload, absl::StrCat("study ", *id, "'s recommended layout"),
+          absl::StrCat(
+              own.has_value()
+                  ? absl::StrCat("export it with --export ",
+                                 planner::ExportTargetName(*own), ", or rank")
+                  : "rank",
+              " for ", exports.TargetStack(),
+              " with tessera plan --spec FILE --stack ", exports.TargetStack(),
+              " --export ", *exports.target));
+    }
+    if (s.ok()) s = exports.Write(*workload, *layout, out, err);
     if (!s.ok()) return ReportError(err, kCommand, s);
     if (!exports.to_file()) return kExitOk;
   }

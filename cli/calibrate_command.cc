@@ -108,15 +108,26 @@ void PrintSummary(const planner::CalibrationFile& f,
                              100 * f.watts->prior_mape,
                              100 * f.watts->fitted_mape, f.watts->samples);
     }
-    out << absl::StrFormat("%-28s %10s %10s %10s\n", "fitted coefficient",
-                           "prior", "value", "log sd");
+    // A free coefficient is fitted when the runs at least halve its
+    // prior's spread; otherwise it stays (about) at the stack's default.
+    out << absl::StrFormat("%-28s %10s %10s %10s  %s\n", "free coefficient",
+                           "default", "value", "log sd", "from");
     for (const std::string& name : f.fitted) {
       auto sd = f.posterior_log_sd.find(name);
-      out << absl::StrFormat("%-28s %10.4g %10.4g %10s\n", name,
-                             *f.prior.Get(name), *f.calibration.Get(name),
-                             sd == f.posterior_log_sd.end()
-                                 ? "-"
-                                 : absl::StrFormat("%.3f", sd->second));
+      const bool known = sd != f.posterior_log_sd.end();
+      const bool determined =
+          known && f.prior_log_sd > 0 && sd->second <= 0.5 * f.prior_log_sd;
+      out << absl::StrFormat(
+          "%-28s %10.4g %10.4g %10s  %s\n", name, *f.prior.Get(name),
+          *f.calibration.Get(name),
+          known ? absl::StrFormat("%.3f", sd->second) : "—",
+          determined
+              ? "fitted by the runs"
+              : absl::StrFormat(
+                    "default (the runs do not determine "
+                    "it: log sd %s of the prior's %.3f)",
+                    known ? absl::StrFormat("%.3f", sd->second) : "unknown",
+                    f.prior_log_sd));
     }
   }
   for (const std::string& w : f.warnings) out << "warning: " << w << "\n";

@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
@@ -36,6 +37,18 @@ inline constexpr absl::string_view kExitStatusHelp =
     "  3  plan: no layout is feasible (the output lists why they were\n"
     "     rejected)\n"
     "  4  watch, submit --wait: the study ended cancelled or failed\n";
+
+// --out's error for `path` as the user gave it (not the temporary file the
+// write went through): INVALID_ARGUMENT "--out: cannot write PATH: <why>",
+// since a path that cannot be written is bad input.
+inline absl::Status OutPathError(absl::string_view path,
+                                 const absl::Status& write_error) {
+  absl::string_view why = write_error.message();
+  const size_t at = why.rfind("': ");
+  if (at != absl::string_view::npos) why = why.substr(at + 3);
+  return absl::InvalidArgumentError(
+      absl::StrCat("--out: cannot write ", path, ": ", why));
+}
 
 // Writes "<command>: <message>" as one line to `err` (an INVALID_ARGUMENT
 // that lists several problems, one per line as FlagSet::Parse does, as one

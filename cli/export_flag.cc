@@ -1,9 +1,9 @@
 #include "cli/export_flag.h"
 
 #include "absl/strings/str_cat.h"
+#include "cli/exit_codes.h"
 #include "core/file_io.h"
 #include "core/status_macros.h"
-#include "planner/export/layout_export.h"
 
 namespace tessera::cli {
 
@@ -13,7 +13,8 @@ void ExportFlags::Register(FlagSet* flags) {
                    "print the layout as that framework's configuration "
                    "(a torchtitan Python config, Megatron-LM arguments, a "
                    "DeepSpeed JSON, a NeMo / Megatron-Bridge recipe) instead "
-                   "of the table",
+                   "of the table; notes on what the file does not do go to "
+                   "standard error",
                    &target);
   flags->AddString("out", "FILE",
                    "write the --export to FILE and print the usual output",
@@ -31,21 +32,62 @@ absl::Status ExportFlags::Validate() const {
   return absl::OkStatus();
 }
 
-absl::Status ExportFlags::Write(const Workload& workload, const Layout& layout,
-                                std::ostream& stream) const {
-  TESSERA_ASSIGN_OR_RETURN(const planner::ExportTarget t,
-                           planner::ParseExportTarget(*target));
-  TESSERA_ASSIGN_OR_RETURN(const std::string text,
-                           planner::ExportLayout(workload, layout, t));
+planner::ExportTarget ExportFlags::Target() const {
+  return planner::ParseExportTarget(target.value_or(""))
+      .value_or(planner::ExportTarget::kMegatron);
+}
+
+std::string ExportFlags::TargetStack() const {
+  return std::string(planner::ExportTargetStack(Target()));
+}
+
+bool ExportFlags::OtherStack(const Workload& workload) const {
+  return requested() && workload.training.stack != TargetStack();
+}
+
+absl::Status ExportFlags::CheckStack(const Workload& workload,
+                                     absl::string_view whose,
+                                     absl::string_view fix) const {
+  if (!OtherStack(workload)) return absl::OkStatus();
+  const absl::string_view name = planner::ExportTargetName(Target());
+  return absl::InvalidArgumentError(
+      absl::StrCat("--export ", name, ": ", name, " runs the ", TargetStack(),
+                   " stack, and ", whose, " was ranked for ",
+                   workload.training.stack, ": ", fix));
+}
+
+absl::StatusOr<planner::LayoutExport> ExportFlags::Export(
+    const Workload& workload, const Layout& layout) const {
+  absl::StatusOr<planner::LayoutExport> e =
+      planner::ExportLayoutWithNotes(workload, layout, Target());
+  if (!e.ok() && e.status().code() == absl::StatusCode::kFailedPrecondition) {
+    // The layout is what the user asked for: bad input, not a failure.
+    return absl::InvalidArgumentError(
+        absl::StrCat("--export: ", e.status().message()));
+  }
+  return e;
+}
+
+absl::Status ExportFlags::Write(const planner::LayoutExport& e,
+                                std::ostream& stream, std::ostream& err) const {
   if (!out.has_value()) {
-    stream << text;
-    return absl::OkStatus();
+    stream << e.text;
+  } else {
+    if (absl::Status s = WriteFileAtomically(*out, e.text); !s.ok()) {
+      return OutPathError(*out, s);
+    }
+    stream << "wrote " << *out << " (" << planner::ExportTargetName(Target())
+           << ")\n";
   }
-  if (absl::Status s = WriteFileAtomically(*out, text); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("--out: ", s.message()));
-  }
-  stream << "wrote " << *out << " (" << planner::ExportTargetName(t) << ")\n";
+  for (const std::string& note : e.notes) err << "note: " << note << "\n";
   return absl::OkStatus();
+}
+
+absl::Status ExportFlags::Write(const Workload& workload, const Layout& layout,
+                                std::ostream& stream, std::ostream& err) const {
+  TESSERA_ASSIGN_OR_RETURN(const planner::LayoutExport e,
+                           Export(workload, layout));
+  return Write(e, stream, err);
 }
 
 }  // namespace tessera::cli

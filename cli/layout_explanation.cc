@@ -90,7 +90,9 @@ std::string WhatSeparates(const planner::Prediction& p,
                    });
   std::vector<std::string> parts;
   for (const auto& [name, delta] : deltas) {
-    parts.push_back(absl::StrFormat("%s %+.4f s", name, delta));
+    // Three significant digits: a difference of 41 us is "+4.1e-05 s", never
+    // "-0.0000 s".
+    parts.push_back(absl::StrFormat("%s %+.3g s", name, delta));
   }
   return absl::StrFormat(
       "%+.1f%% step time vs the best%s%s", 100 * change,

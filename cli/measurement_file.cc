@@ -166,7 +166,7 @@ double NumberOr(const Json& j, const char* key, double fallback) {
                                                : fallback;
 }
 
-// Peak memory per GPU: a number (`tessera trials --json`), or the largest
+// Peak memory per GPU: a number (`tessera trials -o json`), or the largest
 // rank's of tessera-trial's per-rank list.
 double PeakMemoryBytes(const Json& j) {
   if (!j.contains("peak_memory_bytes")) return 0;
@@ -192,7 +192,7 @@ std::string StringOr(const Json& j, const char* key) {
 //     `spec` the model, GPU, GPUs per node, stack and precision it ran with;
 //     the world (its ranks), global batch and sequence length are the
 //     result's;
-//   - a `tessera trials --json` row (it has "state"): its "ran" spec, its
+//   - a `tessera trials -o json` row (it has "state"): its "ran" spec, its
 //     layout and its measured values.
 absl::StatusOr<Json> Canonical(const Json& j, const std::string& at,
                                std::string* skip) {
@@ -207,7 +207,7 @@ absl::StatusOr<Json> Canonical(const Json& j, const std::string& at,
     if (!l.ok()) return bad(field, l.status().message());
     return Json(FormatLayout(*l));
   };
-  if (j.contains("state")) {  // a `tessera trials --json` row
+  if (j.contains("state")) {  // a `tessera trials -o json` row
     const std::string id = j.contains("id") ? j["id"].dump() : std::string("?");
     if (StringOr(j, "state") != "ok") {
       *skip = absl::StrCat("trial ", id, " is ", j["state"].dump(), ", not ok");
@@ -326,7 +326,7 @@ absl::StatusOr<MeasurementFile> ParseMeasurements(absl::string_view text,
                                                   const std::string& path) {
   MeasurementFile out;
   out.path = path;
-  // `tessera trials --json` prints one array: element i counts as line i+1.
+  // `tessera trials -o json` prints one array: element i counts as line i+1.
   if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(text), "[")) {
     const Json all = Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (!all.is_array()) {

@@ -17,7 +17,7 @@
 //     spec gives the model, the GPU and GPUs per node, the stack and the
 //     precision the trial ran with; its world (ranks), global batch,
 //     sequence length, layout and measured values are the result's;
-//   - `tessera trials --json` (a JSON array, or one row per line): each ok
+//   - `tessera trials -o json` (a JSON array, or one row per line): each ok
 //     trial's "ran" spec (its study at the trial's scale), layout and
 //     measured values; other states are skipped.
 // From both, as the planner's own fits take them: the median step time

@@ -1,6 +1,7 @@
 #include "cli/plan_output.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -35,10 +36,10 @@ std::string FullRunLine(const Workload& w, const planner::Prediction& p) {
     return "full run: give --total-tokens (training.total_tokens) for days, "
            "MWh and GPU-hours";
   }
-  return absl::StrFormat(
-      "full run of %.3g tokens: %.2f days, %.1f MWh, %.0f GPU-hours",
-      w.training.total_tokens, p.full_run->days, p.full_run->energy_mwh,
-      p.full_run->gpu_hours);
+  return absl::StrFormat("full run of %.3g tokens: %s days, %s, %s GPU-hours",
+                         w.training.total_tokens, Readable(p.full_run->days),
+                         ReadableEnergyMwh(p.full_run->energy_mwh),
+                         Readable(p.full_run->gpu_hours));
 }
 
 // " (1.63-1.99 s at +-1 sd)".
@@ -50,6 +51,51 @@ nlohmann::json IntervalJson(const planner::StepTimeInterval& i) {
   return nlohmann::json::array({i.low_s, i.high_s});
 }
 
+// The layout as far as it was resolved: a layout refused before dp was
+// known names only what was given ("tp=3,...; dp, shard group and gradient
+// accumulation not resolved"), never "dp=0".
+std::string LayoutAsResolved(const Layout& l) {
+  if (l.dp > 0 && l.shard_group > 0 && l.grad_accum > 0) {
+    return FormatLayout(l);
+  }
+  std::string text = absl::StrCat("tp=", l.tp, ",sp=", l.sp ? 1 : 0,
+                                  ",pp=", l.pp, ",vpp=", l.vpp, ",cp=", l.cp);
+  std::vector<std::string> unresolved;
+  auto field = [&](absl::string_view key, int64_t value,
+                   absl::string_view name) {
+    if (value > 0) {
+      absl::StrAppend(&text, ",", key, "=", value);
+    } else {
+      unresolved.push_back(std::string(name));
+    }
+  };
+  field("dp", l.dp, "dp");
+  absl::StrAppend(&text, ",zero=", l.zero);
+  field("shard_group", l.shard_group, "shard group");
+  absl::StrAppend(&text, ",micro_batch=", l.micro_batch);
+  field("grad_accum", l.grad_accum, "gradient accumulation");
+  const std::string last = unresolved.back();
+  unresolved.pop_back();
+  absl::StrAppend(&text, ",recompute=", RecomputeName(l.recompute), " (",
+                  absl::StrJoin(unresolved, ", "),
+                  unresolved.empty() ? "" : " and ", last, " not resolved)");
+  return text;
+}
+
+// Whether MFU has a second, precision-own peak: fp8 on a GPU with one.
+bool HasPrecisionPeak(const Workload& w) {
+  return w.training.precision == Precision::kFp8 &&
+         w.cluster.gpu.peak_fp8_tflops > 0;
+}
+
+// "MFU 80.1% (bf16 peak)" or, for fp8, "MFU 40.0% of the fp8 peak, 80.1% of
+// the bf16 peak".
+std::string MfuText(const Workload& w, const planner::Prediction& p) {
+  if (!HasPrecisionPeak(w)) return absl::StrFormat("MFU %.1f%%", 100 * p.mfu);
+  return absl::StrFormat("MFU %.1f%% of the fp8 peak, %.1f%% of the bf16 peak",
+                         100 * PrecisionMfu(w, p.mfu), 100 * p.mfu);
+}
+
 // The two summary lines of a best layout.
 void PrintBest(absl::string_view title, const Workload& w,
                const planner::LayoutEvaluation& e,
@@ -57,15 +103,21 @@ void PrintBest(absl::string_view title, const Workload& w,
   const planner::Prediction& p = e.prediction;
   out << title << ": " << FormatLayout(e.layout) << "\n";
   out << absl::StrFormat(
-      "  %.0f tokens/s (%.0f per GPU), step %.3f s%s, MFU %.1f%%, %.1f GiB "
+      "  %.0f tokens/s (%.0f per GPU), step %.3f s%s, %s, %.1f GiB "
       "per GPU, %.0f W per GPU, %.3f tokens/J\n",
       p.tokens_per_s, p.tokens_per_s_per_gpu, p.step_time_s,
-      interval == nullptr ? "" : IntervalText(*interval), 100 * p.mfu,
+      interval == nullptr ? "" : IntervalText(*interval), MfuText(w, p),
       p.memory_gib_per_gpu, p.watts_per_gpu, p.tokens_per_joule);
   out << "  " << FullRunLine(w, p) << "\n";
 }
 
 }  // namespace
+
+double PrecisionMfu(const Workload& w, double mfu_bf16) {
+  if (!HasPrecisionPeak(w)) return mfu_bf16;
+  return mfu_bf16 * w.cluster.gpu.peak_dense_tflops /
+         w.cluster.gpu.peak_fp8_tflops;
+}
 
 nlohmann::json MemoryBreakdownJson(const planner::MemoryBreakdown& m) {
   return nlohmann::json{{"weights_bytes", m.weights_bytes},
@@ -184,7 +236,7 @@ std::string DescribeWorkload(const Workload& w) {
       "%s (%.2fB parameters) on %d x %d %s = %d GPUs; global batch %d x %d = "
       "%d tokens per step\ntraining stack %s%s%s, %s\nmemory headroom: %s\n"
       "MFU: model FLOPs (no recomputation) per second over %s's dense bf16 "
-      "peak, %.0f TFLOP/s per GPU",
+      "peak, %.0f TFLOP/s per GPU%s",
       w.model.name, w.model.ParamCount() / 1e9, w.cluster.nodes,
       w.cluster.gpus_per_node, w.cluster.gpu.name, w.cluster.world_size(),
       t.global_batch, t.seq_len, t.tokens_per_step(), t.stack,
@@ -194,62 +246,106 @@ std::string DescribeWorkload(const Workload& w) {
           ? ""
           : absl::StrCat(" with ", absl::StrJoin(t.stack_options, ",")),
       PrecisionName(t.precision), DescribeMemoryHeadroom(w.cluster),
-      w.cluster.gpu.name, w.cluster.gpu.peak_dense_tflops);
+      w.cluster.gpu.name, w.cluster.gpu.peak_dense_tflops,
+      HasPrecisionPeak(w)
+          ? absl::StrFormat(" (MFU bf16), and over its dense fp8 peak, %.0f "
+                            "TFLOP/s (MFU fp8)",
+                            w.cluster.gpu.peak_fp8_tflops)
+          : "");
 }
 
 // The candidates `tessera plan` explains part by part.
 constexpr int64_t kExplainedCandidates = 3;
 
-void PrintCandidateTable(const planner::SearchResult& r, std::ostream& out,
-                         size_t max_width) {
-  // Too wide for max_width: short titles, then the watts, bubble, gradient
-  // accumulation, sp, vpp, cp and shard group columns go, in that order.
-  TextTable table({{"rank", kRight},
-                   {"tp", kRight},
-                   TableColumn("sp", kRight).Drop(4),
-                   {"pp", kRight},
-                   TableColumn("vpp", kRight).Drop(5),
-                   TableColumn("cp", kRight).Drop(6),
-                   {"dp", kRight},
-                   {"zero", kRight},
-                   TableColumn("shard", kRight).Drop(7),
-                   {"mb", kRight},
-                   TableColumn("ga", kRight).Drop(3),
-                   TableColumn("recompute").Short("recomp"),
-                   {"step s", kRight},
-                   {"tokens/s", kRight},
-                   {"MFU", kRight},
-                   TableColumn("GiB/GPU", kRight).Short("GiB"),
-                   TableColumn("exposed s", kRight).Short("comm s"),
-                   TableColumn("bubble s", kRight).Drop(2).Short("bub s"),
-                   TableColumn("W/GPU", kRight).Drop(1).Short("W"),
-                   TableColumn("tokens/J", kRight).Short("tok/J")});
+void PrintCandidateTable(const Workload& w, const planner::SearchResult& r,
+                         std::ostream& out, size_t max_width) {
+  // The layout's knobs, each a column. Fitting max_width: short titles, then
+  // the knobs that are the same in every row go first (said once under the
+  // table), so that rows that differ show where (a knob that varies is never
+  // dropped), then the watts, bubble and MFU bf16 columns, in that order.
+  struct Knob {
+    const char* title;
+    std::function<std::string(const Layout&)> cell;
+  };
+  const std::vector<Knob> knobs = {
+      {"tp", [](const Layout& l) { return absl::StrCat(l.tp); }},
+      {"sp", [](const Layout& l) { return absl::StrCat(l.sp ? 1 : 0); }},
+      {"pp", [](const Layout& l) { return absl::StrCat(l.pp); }},
+      {"vpp", [](const Layout& l) { return absl::StrCat(l.vpp); }},
+      {"cp", [](const Layout& l) { return absl::StrCat(l.cp); }},
+      {"dp", [](const Layout& l) { return absl::StrCat(l.dp); }},
+      {"zero", [](const Layout& l) { return absl::StrCat(l.zero); }},
+      {"shard", [](const Layout& l) { return absl::StrCat(l.shard_group); }},
+      {"mb", [](const Layout& l) { return absl::StrCat(l.micro_batch); }},
+      {"ga", [](const Layout& l) { return absl::StrCat(l.grad_accum); }},
+      {"recompute",
+       [](const Layout& l) { return std::string(RecomputeName(l.recompute)); }},
+  };
+  std::vector<bool> constant(knobs.size(), true);
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    for (const planner::LayoutEvaluation& e : r.candidates) {
+      constant[k] = constant[k] && knobs[k].cell(e.layout) ==
+                                       knobs[k].cell(r.candidates[0].layout);
+    }
+  }
+  const bool fp8_peak = HasPrecisionPeak(w);
+  // Drop ranks: the constant knobs first (1..), then the others.
+  int constant_rank = 0;
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    if (constant[k] && r.candidates.size() > 1) ++constant_rank;
+  }
+  const int after = constant_rank;
+  std::vector<TableColumn> columns = {{"rank", kRight}};
+  int next_constant = 0;
+  for (size_t k = 0; k < knobs.size(); ++k) {
+    TableColumn c(knobs[k].title, k + 1 == knobs.size() ? kLeft : kRight);
+    if (k + 1 == knobs.size()) c = c.Short("recomp");
+    if (constant[k] && r.candidates.size() > 1) c = c.Drop(++next_constant);
+    columns.push_back(c);
+  }
+  const size_t first_metric = columns.size();
+  columns.push_back({"step s", kRight});
+  columns.push_back({"tokens/s", kRight});
+  columns.push_back({fp8_peak ? "MFU fp8" : "MFU", kRight});
+  if (fp8_peak) {
+    columns.push_back(TableColumn("MFU bf16", kRight).Drop(after + 3));
+  }
+  columns.push_back(TableColumn("GiB/GPU", kRight).Short("GiB"));
+  columns.push_back(TableColumn("exposed comm s", kRight).Short("exposed s"));
+  columns.push_back(
+      TableColumn("bubble s", kRight).Drop(after + 2).Short("bub s"));
+  columns.push_back(TableColumn("W/GPU", kRight).Drop(after + 1).Short("W"));
+  columns.push_back(TableColumn("tokens/J", kRight).Short("tok/J"));
+  TextTable table(std::move(columns));
   int rank = 0;
   for (const planner::LayoutEvaluation& e : r.candidates) {
-    const Layout& l = e.layout;
     const planner::Prediction& p = e.prediction;
-    table.AddRow({absl::StrCat(++rank),
-                  absl::StrCat(l.tp),
-                  absl::StrCat(l.sp ? 1 : 0),
-                  absl::StrCat(l.pp),
-                  absl::StrCat(l.vpp),
-                  absl::StrCat(l.cp),
-                  absl::StrCat(l.dp),
-                  absl::StrCat(l.zero),
-                  absl::StrCat(l.shard_group),
-                  absl::StrCat(l.micro_batch),
-                  absl::StrCat(l.grad_accum),
-                  std::string(RecomputeName(l.recompute)),
-                  absl::StrFormat("%.3f", p.step_time_s),
-                  absl::StrFormat("%.0f", p.tokens_per_s),
-                  absl::StrFormat("%.1f%%", 100 * p.mfu),
-                  absl::StrFormat("%.1f", p.memory_gib_per_gpu),
-                  absl::StrFormat("%.3f", p.exposed_comm_s),
-                  absl::StrFormat("%.3f", p.bubble_s),
-                  absl::StrFormat("%.0f", p.watts_per_gpu),
-                  absl::StrFormat("%.3f", p.tokens_per_joule)});
+    std::vector<std::string> cells = {absl::StrCat(++rank)};
+    for (const Knob& k : knobs) cells.push_back(k.cell(e.layout));
+    cells.push_back(absl::StrFormat("%.3f", p.step_time_s));
+    cells.push_back(absl::StrFormat("%.0f", p.tokens_per_s));
+    cells.push_back(absl::StrFormat("%.1f%%", 100 * PrecisionMfu(w, p.mfu)));
+    if (fp8_peak) cells.push_back(absl::StrFormat("%.1f%%", 100 * p.mfu));
+    cells.push_back(absl::StrFormat("%.1f", p.memory_gib_per_gpu));
+    cells.push_back(absl::StrFormat("%.3f", p.exposed_comm_s));
+    cells.push_back(absl::StrFormat("%.3f", p.bubble_s));
+    cells.push_back(absl::StrFormat("%.0f", p.watts_per_gpu));
+    cells.push_back(absl::StrFormat("%.3f", p.tokens_per_joule));
+    table.AddRow(std::move(cells));
   }
   table.Print(out, max_width);
+  // The knobs the table left out are the same in every row: say them.
+  const std::vector<bool> shown = table.ShownColumns(max_width);
+  std::vector<std::string> same;
+  for (size_t k = 0; k < knobs.size() && k + 1 < first_metric; ++k) {
+    if (!shown[k + 1]) {
+      same.push_back(absl::StrCat(knobs[k].title, "=",
+                                  knobs[k].cell(r.candidates[0].layout)));
+    }
+  }
+  if (!same.empty()) {
+    out << "every row: " << absl::StrJoin(same, ", ") << "\n";
+  }
 }
 
 void PrintPlanCsv(const planner::SearchResult& r, const PlanUncertainty* u,
@@ -339,7 +435,7 @@ void PrintPlan(const Workload& w, const planner::SearchResult& r,
     return;
   }
   out << "\n";
-  PrintCandidateTable(r, out, max_width);
+  PrintCandidateTable(w, r, out, max_width);
   out << "\n";
   if (u != nullptr) {
     const int64_t shown = static_cast<int64_t>(r.candidates.size());
@@ -455,7 +551,7 @@ void PrintPrediction(const Workload& w, const planner::LayoutEvaluation& e,
                      const std::string& source) {
   const planner::Prediction& p = e.prediction;
   out << DescribeWorkload(w) << "\n";
-  out << "layout: " << FormatLayout(e.layout) << "\n";
+  out << "layout: " << LayoutAsResolved(e.layout) << "\n";
   if (!e.feasible) {
     out << "infeasible: " << e.reason << "\n";
     if (p.memory.total_bytes > 0) {
@@ -473,8 +569,8 @@ void PrintPrediction(const Workload& w, const planner::LayoutEvaluation& e,
   }
   out << absl::StrFormat(
       "throughput:     %.0f tokens/s, %.0f tokens/s per GPU, %.1f TFLOP/s "
-      "per GPU, MFU %.1f%%\n",
-      p.tokens_per_s, p.tokens_per_s_per_gpu, p.tflops_per_gpu, 100 * p.mfu);
+      "per GPU, %s\n",
+      p.tokens_per_s, p.tokens_per_s_per_gpu, p.tflops_per_gpu, MfuText(w, p));
   out << "memory per GPU: " << MemoryAccount(p.memory) << "\n";
   out << absl::StrFormat(
       "communication:  tp %.4f s, pp %.4f s, dp %.4f s, cp %.4f s; exposed: "

@@ -76,12 +76,22 @@ void PrintPlan(const Workload& workload, const planner::SearchResult& result,
                std::ostream& out, const PlanUncertainty* uncertainty = nullptr,
                size_t max_width = 0);
 
-// The ranked candidates as a table: rank, the layout's knobs, step s,
-// tokens/s, MFU, GiB/GPU, exposed s, bubble s, W/GPU, tokens/J. With
-// `max_width` > 0 it fits that many characters: short titles, then the
-// watts, bubble, gradient accumulation, sp, vpp, cp and shard group go.
-void PrintCandidateTable(const planner::SearchResult& result, std::ostream& out,
+// The ranked candidates of `workload` as a table: rank, the layout's knobs,
+// step s, tokens/s, MFU (fp8 plans: "MFU fp8" over the fp8 peak beside "MFU
+// bf16"), GiB/GPU, exposed comm s (the communication the step waits for;
+// JSON's comm_s is all of it), bubble s, W/GPU, tokens/J. With `max_width` >
+// 0 it fits that many characters: the knobs that are the same in every row
+// leave the table for one line under it ("every row: vpp=1, cp=1"; a knob
+// that varies always stays), then short titles, then the watts, bubble and
+// MFU bf16 columns go.
+void PrintCandidateTable(const Workload& workload,
+                         const planner::SearchResult& result, std::ostream& out,
                          size_t max_width = 0);
+
+// The model FLOPs utilisation over the peak of the workload's precision:
+// `mfu_bf16` (over the dense bf16 peak) scaled to the fp8 peak for an fp8
+// workload on a GPU with one, else `mfu_bf16`.
+double PrecisionMfu(const Workload& workload, double mfu_bf16);
 
 // `tessera plan -o csv`: a header and one line per candidate, best first
 // (rank, the layout's knobs, step_time_s with its interval's low and high

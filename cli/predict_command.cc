@@ -9,11 +9,13 @@
 #include "cli/output_format.h"
 #include "cli/plan_output.h"
 #include "cli/planner_client.h"
+#include "cli/scale_output.h"
 #include "cli/workload_flags.h"
 #include "core/flags.h"
 #include "core/layout.h"
 #include "planner/calibration/calibration.h"
 #include "planner/prediction.h"
+#include "planner/search/scale_search.h"
 #include "planner/stacks/stack_calibration.h"
 #include "proto/convert.h"
 
@@ -132,6 +134,15 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
   }
   absl::StatusOr<Study> study = workload_flags.Resolve();
   if (!study.ok()) return ReportError(err, kCommand, study.status());
+  // The prediction is the stack's: exporting it to another stack would
+  // hand over numbers that are not the target's.
+  if (absl::Status s = exports.CheckStack(
+          study->workload, "this prediction",
+          absl::StrCat("add --stack ", exports.TargetStack(),
+                       " to predict the layout on the stack the file runs"));
+      !s.ok()) {
+    return ReportError(err, kCommand, s);
+  }
   const bool on_service = planner.planner.has_value();
   absl::StatusOr<CommandCalibration> calibration =
       CalibrationForCommand(study->workload, calibration_path, on_service, err);
@@ -156,7 +167,7 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
   if (exports.requested() && !evaluation->feasible) {
     return ReportError(
         err, kCommand,
-        absl::FailedPreconditionError(absl::StrCat(
+        absl::InvalidArgumentError(absl::StrCat(
             "--export: the layout is infeasible: ", evaluation->reason)));
   }
   if (!exports.requested() || exports.to_file()) {
@@ -166,11 +177,19 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
       PrintPredictionCsv(*evaluation, i, out);
     } else {
       PrintPrediction(study->workload, *evaluation, out, i, source);
+      // Its neighbours: the same layout on part of the cluster.
+      if (!on_service && evaluation->feasible) {
+        PrintLayoutAcrossCounts(
+            study->workload,
+            planner::LayoutAcrossCounts(study->workload, evaluation->layout,
+                                        c, planner::ScaleOptions{}),
+            out);
+      }
     }
   }
   if (exports.requested()) {
     if (absl::Status s =
-            exports.Write(study->workload, evaluation->layout, out);
+            exports.Write(study->workload, evaluation->layout, out, err);
         !s.ok()) {
       return ReportError(err, kCommand, s);
     }

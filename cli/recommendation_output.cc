@@ -55,8 +55,9 @@ void PrintRecommendedLayout(absl::string_view title,
   }
   if (r.has_full_run()) {
     out << absl::StrFormat(
-        "  full run: %s days, %s MWh, %s GPU-hours (from %s tokens/s)\n",
-        Readable(r.full_run().days()), Readable(r.full_run().energy_mwh()),
+        "  full run: %s days, %s, %s GPU-hours (from %s tokens/s)\n",
+        Readable(r.full_run().days()),
+        ReadableEnergyMwh(r.full_run().energy_mwh()),
         Readable(r.full_run().gpu_hours()), ProvenanceName(r.provenance()));
   } else {
     out << "  full run: the study gives no token budget "
@@ -96,6 +97,20 @@ std::string CalibrationLine(const v1::Recommendation& r) {
                          r.calibration_samples() == 1 ? "" : "s");
 }
 
+std::string ScaleLine(const v1::RecommendationScale& s) {
+  return absl::StrFormat(
+      "GPU count: every figure below is for %d GPUs (%d nodes), the count "
+      "chosen for %s%s from the cluster's %d GPUs (%d nodes); the trials ran "
+      "at that count, and the GPUs it leaves free are %s",
+      s.gpus(), s.nodes(), s.objective(),
+      s.deadline_days() > 0
+          ? absl::StrFormat(" within %.4g days", s.deadline_days())
+          : "",
+      s.cluster_gpus(), s.cluster_nodes(),
+      s.charge_idle_gpus() ? "charged their idle power"
+                           : "not charged (they can run other work)");
+}
+
 void PrintRecommendation(const v1::Recommendation& r, std::ostream& out) {
   if (!r.has_best_throughput()) {
     out << "study " << r.study_id() << ": no recommendation yet\n";
@@ -103,6 +118,7 @@ void PrintRecommendation(const v1::Recommendation& r, std::ostream& out) {
     out << "study " << r.study_id() << " recommendation"
         << (r.final() ? "" : " (provisional: the study is still running)")
         << ":\n";
+    if (r.has_scale()) out << ScaleLine(r.scale()) << "\n";
     PrintRecommendedLayout("best throughput", r.best_throughput(), out);
     if (r.has_best_energy() &&
         SameLayout(r.best_energy().layout(), r.best_throughput().layout())) {

@@ -40,6 +40,11 @@ void PrintRecommendation(const v1::Recommendation& recommendation,
 // 700 W)": the GPU figures the predictions used, as far as stated.
 std::string GpuLine(const v1::Recommendation& recommendation);
 
+// "GPU count: every figure below is for 1024 GPUs (128 nodes), the count
+// chosen for energy from the cluster's 2048 GPUs (256 nodes); ...": which
+// part of the cluster a study that searched its count is for.
+std::string ScaleLine(const v1::RecommendationScale& scale);
+
 // "calibration: step-time MAPE 7.2% over 5 trials" or "calibration: the
 // cost model's defaults (no trial measured yet)".
 std::string CalibrationLine(const v1::Recommendation& recommendation);

@@ -33,7 +33,7 @@ constexpr char kAbout[] =
     "ok|failed, the workload, the layout and what was measured; its\n"
     "collective_busbw_gbs_256MiB is imported as the cluster's measured\n"
     "collectives), published runs (measured_published.json: its groups of\n"
-    "rows that differ only in layout) or `tessera trials --json` output (a\n"
+    "rows that differ only in layout) or `tessera trials -o json` output (a\n"
     "past study, replayed with today's loop).\n"
     "\n"
     "Strategies: study (each group on a fresh planner), study-history (every\n"

@@ -7,7 +7,7 @@
 //
 //   tessera replay --sweep ../shared/data/usp_sweep.json
 //   tessera replay --sweep runs.json --strategy study --strategy random -o json
-//   tessera trials --json > past.json && tessera replay --sweep past.json
+//   tessera trials -o json > past.json && tessera replay --sweep past.json
 //
 // Exit status: cli/exit_codes.h.
 #pragma once

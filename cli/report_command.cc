@@ -84,10 +84,8 @@ int RunReport(const std::vector<std::string>& args, std::ostream& out,
     out << html;
     return kExitOk;
   }
-  if (!WriteFileAtomically(path, html).ok()) {
-    return ReportError(err, kCommand,
-                       absl::PermissionDeniedError(
-                           absl::StrCat("--out: cannot write ", path)));
+  if (absl::Status s = WriteFileAtomically(path, html); !s.ok()) {
+    return ReportError(err, kCommand, OutPathError(path, s));
   }
   out << "wrote " << path << " (study " << *id << ", " << report.trials.size()
       << " trials)\n";

@@ -8,8 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/recommendation_output.h"
+#include "cli/report_calibration.h"
 #include "cli/report_plots.h"
 #include "cli/service_names.h"
+#include "cli/text_table.h"
 #include "cli/time_text.h"
 #include "google/protobuf/util/json_util.h"
 
@@ -32,18 +34,18 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 svg text { font: 11px system-ui, sans-serif; fill: #3b444e; }
 svg.plot { display: block; margin: 0.6em 0; max-width: 100%; height: auto; }
 svg .point-label { font-size: 10px; }
+.scroll { overflow-x: auto; max-width: 100%; }
+td code { white-space: normal; overflow-wrap: anywhere; }
+td.reason { max-width: 28em; overflow-wrap: anywhere; }
+td.meaning { font-size: 0.85em; color: #4b5560; max-width: 36em; }
+tr.fitted td { background: #fff6df; }
+p.note { color: #8a5a00; }
 </style>
 )";
 
-// Four significant digits, whole numbers from 10^4 up ("51234", not
-// "5.123e+04"): tokens/s read better that way.
-std::string Num(double v) {
-  if (!std::isfinite(v)) return "—";
-  if (std::abs(v) >= 1e4 && std::abs(v) < 1e15) {
-    return absl::StrFormat("%.0f", v);
-  }
-  return absl::StrFormat("%.4g", v);
-}
+// The commands' number format (cli/text_table.h Readable): three
+// significant digits, whole from 100 up; "—" when not finite.
+std::string Num(double v) { return std::isfinite(v) ? Readable(v) : "—"; }
 
 // A measured or predicted quantity that is positive when known: "—" for 0
 // (not measured, never "0").
@@ -86,7 +88,8 @@ std::string StudySection(const v1::GetStudyResponse& s,
       m.state_reason().empty() ? "" : Row("why", m.state_reason()),
       Row("model", m.model()),
       Row("cluster",
-          absl::StrCat(m.nodes(), " nodes x ", m.gpus_per_node(), " ",
+          absl::StrCat(CountOf(m.nodes(), "node", "nodes"), " x ",
+                       m.gpus_per_node(), " ",
                        r.gpu_name().empty() ? m.gpu() : r.gpu_name())),
       Row("global batch",
           absl::StrCat(s.spec().training().global_batch(), " sequences of ",
@@ -100,8 +103,9 @@ std::string StudySection(const v1::GetStudyResponse& s,
 }
 
 std::string FullRunText(const v1::FullRun& f) {
-  return absl::StrFormat("%.3g days, %.3g MWh, %.4g GPU-hours", f.days(),
-                         f.energy_mwh(), f.gpu_hours());
+  return absl::StrCat(Readable(f.days()), " days, ",
+                      ReadableEnergyMwh(f.energy_mwh()), ", ",
+                      Readable(f.gpu_hours()), " GPU-hours");
 }
 
 std::string LayoutCard(absl::string_view title, const v1::RecommendedLayout& l,
@@ -158,7 +162,8 @@ std::string RecommendationSection(const v1::Recommendation& r,
 std::string TrialsSection(const std::vector<v1::Trial>& trials) {
   std::string html = absl::StrCat(
       "<h2>Trials (", trials.size(),
-      ")</h2>\n<table><tr><th>id</th><th>rung</th><th>state</th>"
+      ")</h2>\n<div class=\"scroll\"><table "
+      "class=\"trials\"><tr><th>id</th><th>rung</th><th>state</th>"
       "<th>layout</th><th>steps</th><th>tokens/s</th><th>predicted "
       "tokens/s</th><th>MFU</th><th>memory</th><th>exposed comm</th>"
       "<th>watts</th><th>agents</th><th>reason</th></tr>\n");
@@ -190,26 +195,10 @@ std::string TrialsSection(const std::vector<v1::Trial>& trials) {
                  ? absl::StrCat(Num(m.watts_per_gpu()), " W")
                  : "—",
              true),
-        Cell(agents), Cell(t.reason()), "</tr>\n");
+        Cell(agents), "<td class=\"reason\">", HtmlEscape(t.reason()),
+        "</td></tr>\n");
   }
-  return html + "</table>\n";
-}
-
-std::string CalibrationSection(const v1::Recommendation& r) {
-  std::string html =
-      absl::StrCat("<h2>Calibration</h2>\n<p>", HtmlEscape(CalibrationLine(r)),
-                   "<br>", HtmlEscape(GpuLine(r)), "</p>\n");
-  if (r.calibration().empty()) return html;
-  // Sorted by name (the proto map has no order).
-  const std::map<std::string, double> sorted(r.calibration().begin(),
-                                             r.calibration().end());
-  absl::StrAppend(&html,
-                  "<table><tr><th>coefficient</th><th>value</th></tr>\n");
-  for (const auto& [name, value] : sorted) {
-    absl::StrAppend(&html, "<tr>", Cell(name), Cell(Num(value), true),
-                    "</tr>\n");
-  }
-  return html + "</table>\n";
+  return html + "</table></div>\n";
 }
 
 std::string SpecSection(const v1::StudySpec& spec) {
@@ -252,24 +241,32 @@ std::string HtmlEscape(absl::string_view text) {
   return out;
 }
 
-std::string RenderStudyReportHtml(const StudyReport& report) {
-  const v1::StudySummary& m = report.study.study();
+absl::string_view StudyPageStyle() { return kStyle; }
+
+std::string StudyPageSections(const StudyReport& report) {
   const bool has_full_run = report.study.spec().training().total_tokens() > 0;
   return absl::StrCat(
-      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-      "<title>Tessera study ",
-      m.id(), ": ", HtmlEscape(m.name()), "</title>\n", kStyle,
-      "</head>\n<body>\n",
       StudySection(report.study, report.recommendation, report.generated),
       RecommendationSection(report.recommendation, has_full_run),
       ParetoSection(report.recommendation),
       ErrorSection(report.trials, report.recommendation),
+      ParallelCoordinatesSection(report.trials),
       StepCurvesSection(report.trials, StepSeries::kLoss),
       StepCurvesSection(report.trials, StepSeries::kStepTime),
       BreakdownSection(report.trials, report.breakdowns),
       TimelineSection(report.trials, report.generated),
-      TrialsSection(report.trials), CalibrationSection(report.recommendation),
-      SpecSection(report.study.spec()), "</body>\n</html>\n");
+      TrialsSection(report.trials),
+      CalibrationSection(report.study, report.recommendation),
+      SpecSection(report.study.spec()));
+}
+
+std::string RenderStudyReportHtml(const StudyReport& report) {
+  const v1::StudySummary& m = report.study.study();
+  return absl::StrCat(
+      "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      "<title>Tessera study ",
+      m.id(), ": ", HtmlEscape(m.name()), "</title>\n", kStyle,
+      "</head>\n<body>\n", StudyPageSections(report), "</body>\n</html>\n");
 }
 
 }  // namespace tessera::cli

@@ -7,10 +7,12 @@
 // run; the Pareto front of tokens/s against tokens/J as a line through
 // labelled points; each ok trial's error against the cost model's
 // prediction (measured / predicted - 1, in %) with the calibration's error
-// band; every trial's loss and step time per step; each ok trial's step
+// band; the ok trials' knobs in parallel coordinates coloured by tokens/s;
+// every trial's loss and step time per step; each ok trial's step
 // broken down (compute, exposed communication, bubble, the rest), measured
 // beside predicted; the trials' timeline per agent; every trial; the
-// calibration; the spec as submitted. The plots are inline SVG
+// calibration, fitted coefficients marked against the stack's defaults
+// (cli/report_calibration.h); the spec as submitted. The plots are inline SVG
 // (cli/svg_chart.h): each mark carries the store's numbers in data-*
 // attributes and a <title>. A number not measured shows as "—", never 0.
 // Every text that came from the planner is HTML-escaped.
@@ -45,6 +47,15 @@ struct StudyReport {
 
 // The whole page, "<!DOCTYPE html>" to "</html>".
 std::string RenderStudyReportHtml(const StudyReport& report);
+
+// What is between the page's <body> and </body>: every section. The
+// planner's dashboard (dashboard/) shows the same sections, redrawn as
+// trials land. A report without a recommendation yet (recommendation left
+// empty) says so where the recommendation would be.
+std::string StudyPageSections(const StudyReport& report);
+
+// The page's <style> element, for a page that shows the sections.
+absl::string_view StudyPageStyle();
 
 // `text` with &, <, >, " and ' replaced by their character references.
 std::string HtmlEscape(absl::string_view text);

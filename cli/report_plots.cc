@@ -5,9 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "cli/report_html.h"
 #include "cli/service_names.h"
 #include "cli/svg_chart.h"
+#include "cli/text_table.h"
 #include "cli/time_text.h"
 
 namespace tessera::cli {
@@ -28,7 +30,7 @@ constexpr char kWholeColour[] = "#5a6b7b";
 
 // A positive, finite number; "—" for anything else (not measured).
 std::string Value(double v) {
-  return std::isfinite(v) && v > 0 ? TickText(v) : "—";
+  return std::isfinite(v) && v > 0 ? Readable(v) : "—";
 }
 
 std::string Cell(absl::string_view text) {
@@ -36,13 +38,13 @@ std::string Cell(absl::string_view text) {
 }
 
 std::string Seconds(double v) {
-  return std::isfinite(v) && v > 0 ? absl::StrCat(TickText(v), " s") : "—";
+  return std::isfinite(v) && v > 0 ? absl::StrCat(Readable(v), " s") : "—";
 }
 
 // A part of a step that was measured or predicted: 0 is a value there (no
 // pipeline, no bubble; communication fully hidden).
 std::string PartSeconds(double v) {
-  return std::isfinite(v) ? absl::StrCat(TickText(v), " s") : "—";
+  return std::isfinite(v) ? absl::StrCat(Readable(v), " s") : "—";
 }
 
 std::string TrialName(const v1::Trial& t) {
@@ -81,9 +83,9 @@ std::string ParetoSection(const v1::Recommendation& r) {
       line.points.push_back(
           {.x = l->tokens_per_s(),
            .y = l->tokens_per_joule(),
-           .title = absl::StrCat(who, ": ", TickText(l->tokens_per_s()),
+           .title = absl::StrCat(who, ": ", Readable(l->tokens_per_s()),
                                  " tokens/s (", ProvenanceName(l->provenance()),
-                                 "), ", TickText(l->tokens_per_joule()),
+                                 "), ", Readable(l->tokens_per_joule()),
                                  " tokens/J (",
                                  ProvenanceName(l->energy_provenance()), ")"),
            .label = who,
@@ -129,7 +131,7 @@ std::string ErrorSection(const std::vector<v1::Trial>& trials,
            .y = error_pct,
            .title = absl::StrFormat(
                "%s: measured %s tokens/s, predicted %s: %+.1f%%", TrialName(t),
-               TickText(measured), TickText(predicted), error_pct),
+               Readable(measured), Readable(predicted), error_pct),
            .data = {{"trial", absl::StrCat(t.id())},
                     {"measured-tokens-per-s", ExactNumber(measured)},
                     {"predicted-tokens-per-s", ExactNumber(predicted)},
@@ -176,10 +178,34 @@ std::string StepCurvesSection(const std::vector<v1::Trial>& trials,
   const std::string what = loss ? "loss" : "step time";
   std::vector<ChartSeries> series;
   size_t colour = 0;
+  // Trials whose values equal an earlier trial's at every step (the same
+  // seed and data: loss curves often are) lie under its line: said, by
+  // the trial they repeat.
+  std::vector<std::pair<const v1::Trial*, std::vector<int64_t>>> firsts;
+  auto same_values = [&](const v1::Trial& a, const v1::Trial& b) {
+    const auto& x = loss ? a.measured().loss() : a.measured().step_times_s();
+    const auto& y = loss ? b.measured().loss() : b.measured().step_times_s();
+    if (x.size() != y.size()) return false;
+    for (int i = 0; i < x.size(); ++i) {
+      if (!(x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i])))) {
+        return false;
+      }
+    }
+    return true;
+  };
   for (const v1::Trial& t : trials) {
     const auto& values =
         loss ? t.measured().loss() : t.measured().step_times_s();
     if (values.empty()) continue;
+    bool repeat = false;
+    for (auto& [first, repeats] : firsts) {
+      if (same_values(*first, t)) {
+        repeats.push_back(t.id());
+        repeat = true;
+        break;
+      }
+    }
+    if (!repeat) firsts.push_back({&t, {}});
     ChartSeries s{.name = TrialName(t),
                   .color = Colour(colour++),
                   .data = {{"trial", absl::StrCat(t.id())},
@@ -195,7 +221,7 @@ std::string StepCurvesSection(const std::vector<v1::Trial>& trials,
            .title = absl::StrCat(
                "trial ", t.id(), " step ", i, warmup ? " (warm-up)" : "", ": ",
                what, " ",
-               std::isfinite(v) ? absl::StrCat(TickText(v), loss ? "" : " s")
+               std::isfinite(v) ? absl::StrCat(Readable(v), loss ? "" : " s")
                                 : "—"),
            .filled = !warmup,
            .marker = i % stride == 0 || i + 1 == values.size(),
@@ -212,13 +238,82 @@ std::string StepCurvesSection(const std::vector<v1::Trial>& trials,
                         "has a per-step ",
                         what, " stored.</p>\n");
   }
+  std::string repeats_text;
+  for (const auto& [first, repeats] : firsts) {
+    if (repeats.empty()) continue;
+    std::vector<std::string> ids;
+    for (int64_t id : repeats) ids.push_back(absl::StrCat(id));
+    absl::StrAppend(&repeats_text, "<p class=\"note identical\" data-trial=\"",
+                    first->id(), "\" data-repeats=\"", absl::StrJoin(ids, ","),
+                    "\">", repeats.size() == 1 ? "trial " : "trials ",
+                    absl::StrJoin(ids, ", "), " had the same ", what,
+                    " as trial ", first->id(),
+                    " at every step: their lines lie under its line.</p>\n");
+  }
   return absl::StrCat(
       "<h2>", title, "</h2>\n<p class=\"muted\">each trial's ", what,
       " at every step it ran, warm-up steps hollow; a gap where a step's ",
-      what, " was not recorded</p>\n",
+      what, " was not recorded</p>\n", repeats_text,
       LineChartSvg(series, {.x_label = "step",
                             .y_label = loss ? "loss" : "step time (s)",
                             .css_class = css}));
+}
+
+std::string ParallelCoordinatesSection(const std::vector<v1::Trial>& trials) {
+  const std::vector<ParallelAxis> axes = {
+      {.name = "tp"},
+      {.name = "pp"},
+      {.name = "cp"},
+      {.name = "zero"},
+      {.name = "micro-batch"},
+      {.name = "recompute", .value_names = {"none", "selective", "full"}}};
+  std::vector<const v1::Trial*> measured;
+  double low = 0, high = 0;
+  for (const v1::Trial& t : trials) {
+    const double tps = t.measured().tokens_per_s();
+    if (t.state() != v1::TRIAL_OK || !(tps > 0)) continue;
+    low = measured.empty() ? tps : std::min(low, tps);
+    high = measured.empty() ? tps : std::max(high, tps);
+    measured.push_back(&t);
+  }
+  std::vector<ParallelLine> lines;
+  for (const v1::Trial* t : measured) {
+    const v1::Layout& l = t->layout();
+    const std::string recompute = LayoutRecompute(l);
+    const double r = recompute == "full" ? 2 : recompute == "selective" ? 1 : 0;
+    const double tps = t->measured().tokens_per_s();
+    const double fraction = high > low ? (tps - low) / (high - low) : 1;
+    lines.push_back(
+        {.values = {static_cast<double>(std::max<int64_t>(1, l.tp())),
+                    static_cast<double>(std::max<int64_t>(1, l.pp())),
+                    static_cast<double>(std::max<int64_t>(1, l.cp())),
+                    static_cast<double>(l.zero()),
+                    static_cast<double>(std::max<int64_t>(1, l.micro_batch())),
+                    r},
+         .color = SequentialColour(fraction),
+         .title = absl::StrCat(TrialName(*t), ": ", Readable(tps),
+                               " tokens/s measured"),
+         .data = {{"trial", absl::StrCat(t->id())},
+                  {"tp", absl::StrCat(std::max<int64_t>(1, l.tp()))},
+                  {"pp", absl::StrCat(std::max<int64_t>(1, l.pp()))},
+                  {"cp", absl::StrCat(std::max<int64_t>(1, l.cp()))},
+                  {"zero", absl::StrCat(l.zero())},
+                  {"micro-batch",
+                   absl::StrCat(std::max<int64_t>(1, l.micro_batch()))},
+                  {"recompute", recompute},
+                  {"tokens-per-s", ExactNumber(tps)}}});
+  }
+  return absl::StrCat(
+      "<h2>Layouts against throughput</h2>\n<p class=\"muted\">each ok "
+      "trial as a line through its tensor, pipeline and context parallel "
+      "degrees, ZeRO stage, micro-batch and recomputation, coloured by its "
+      "measured tokens/s (dark: slowest, bright: fastest)</p>\n",
+      ParallelCoordinatesSvg(axes, lines,
+                             {.label = "tokens/s",
+                              .low = low,
+                              .high = high,
+                              .color_of = &SequentialColour},
+                             "plot parallel"));
 }
 
 std::string BreakdownSection(
@@ -351,7 +446,7 @@ std::string TimelineSection(const std::vector<v1::Trial>& trials,
                TrialName(t), " (", TrialStateName(state), ") on ", agent, ": ",
                FormatUnixMs(t.started_unix_ms()), " to ",
                open ? "now (running)" : FormatUnixMs(t.finished_unix_ms()),
-               ", ", TickText(end_s - start_s), " s"),
+               ", ", Readable(end_s - start_s), " s"),
            .color = colour,
            .open = open,
            .data = {{"trial", absl::StrCat(t.id())},

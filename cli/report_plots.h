@@ -45,6 +45,12 @@ std::string BreakdownSection(
     const std::vector<v1::Trial>& trials,
     const std::map<int64_t, TrialBreakdown>& breakdowns);
 
+// Each ok trial as a line across one axis per knob (tp, pp, cp, ZeRO
+// stage, micro-batch, recompute), coloured by its measured tokens/s (dark:
+// slowest, bright: fastest); each line carries the trial's id, knobs and
+// tokens/s in data-* attributes.
+std::string ParallelCoordinatesSection(const std::vector<v1::Trial>& trials);
+
 // Every trial that started, on the lane of each agent that held it, from
 // its start to its end (to `now` while it runs), coloured by state; time
 // from the first start.

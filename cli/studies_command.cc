@@ -38,21 +38,22 @@ constexpr char kAbout[] =
 
 void PrintStudyTable(const v1::ListStudiesResponse& studies, std::ostream& out,
                      size_t max_width) {
-  // Too wide for max_width: the name, best layout and reason are cut first,
-  // then the running count, update time, model and GPU go, in that order.
+  // Too wide for max_width: the name and reason are cut and the best layout
+  // wrapped first, then the running count, update time, model and GPU go, in
+  // that order. With max_width 0 (-o wide) nothing is cut.
   TextTable table(
       {TableColumn("id", kRight), TableColumn("name").Cut(12),
        TableColumn("state"), TableColumn("model").Drop(3),
        TableColumn("gpu").Drop(4), TableColumn("GPUs", kRight),
        TableColumn("trials", kRight), TableColumn("running", kRight).Drop(1),
        TableColumn("best tokens/s", kRight).Short("tokens/s"),
-       TableColumn("best layout").Cut(24), TableColumn("updated").Drop(2),
+       TableColumn("best layout").Wrap(24), TableColumn("updated").Drop(2),
        TableColumn("reason").Cut(12)});
   for (const v1::StudySummary& s : studies.studies()) {
     const bool best = s.has_best_layout() && s.best_tokens_per_s() > 0;
     table.AddRow({
         absl::StrCat(s.id()),
-        Truncate(s.name(), 32),
+        max_width > 0 ? Truncate(s.name(), 32) : s.name(),
         std::string(StudyStateName(s.state())),
         s.model(),
         s.gpu(),
@@ -62,7 +63,8 @@ void PrintStudyTable(const v1::ListStudiesResponse& studies, std::ostream& out,
         best ? absl::StrFormat("%.0f", s.best_tokens_per_s()) : kNotMeasured,
         best ? CompactLayout(s.best_layout()) : "",
         FormatUnixMs(s.updated_unix_ms()),
-        Truncate(s.state_reason(), kReasonWidth),
+        max_width > 0 ? Truncate(s.state_reason(), kReasonWidth)
+                      : s.state_reason(),
     });
   }
   table.Print(out, max_width);

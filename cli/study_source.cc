@@ -37,13 +37,40 @@ class ForwardingStudySource : public StudySource {
   virtual Queries& queries() = 0;
 };
 
-class PlannerStudySource : public ForwardingStudySource<PlannerClient> {
+// The planner's answers; when it cannot be reached, the error says how to
+// read its history without it.
+class PlannerStudySource : public StudySource {
  public:
   explicit PlannerStudySource(const PlannerFlags& flags)
       : client_(flags.Address(), flags.Timeout(), flags.Credentials()) {}
 
+  absl::StatusOr<v1::GetStudyResponse> GetStudy(int64_t study_id) override {
+    return WithDbHint(client_.GetStudy(study_id));
+  }
+  absl::StatusOr<v1::ListStudiesResponse> ListStudies(
+      const v1::ListStudiesRequest& request) override {
+    return WithDbHint(client_.ListStudies(request));
+  }
+  absl::StatusOr<v1::ListTrialsResponse> ListTrials(
+      const v1::ListTrialsRequest& request) override {
+    return WithDbHint(client_.ListTrials(request));
+  }
+  absl::StatusOr<v1::Recommendation> GetRecommendation(
+      int64_t study_id) override {
+    return WithDbHint(client_.GetRecommendation(study_id));
+  }
+
  private:
-  PlannerClient& queries() override { return client_; }
+  template <typename T>
+  static absl::StatusOr<T> WithDbHint(absl::StatusOr<T> answer) {
+    if (answer.ok() ||
+        answer.status().code() != absl::StatusCode::kUnavailable) {
+      return answer;
+    }
+    return absl::UnavailableError(
+        absl::StrCat(answer.status().message(), "; ", kNoPlannerHint));
+  }
+
   PlannerClient client_;
 };
 
@@ -51,13 +78,26 @@ class PlannerStudySource : public ForwardingStudySource<PlannerClient> {
 class StoreStudySource
     : public ForwardingStudySource<const service::StudyQueries> {
  public:
-  explicit StoreStudySource(std::unique_ptr<db::SqliteTrialStore> store)
-      : store_(std::move(store)), queries_(store_.get()) {}
+  StoreStudySource(std::unique_ptr<db::SqliteTrialStore> store,
+                   std::string path)
+      : store_(std::move(store)),
+        queries_(store_.get()),
+        path_(std::move(path)) {}
+
+  // The history is the file read, by the path given (the planner's
+  // history_db is where the planner that wrote it kept it).
+  absl::StatusOr<v1::Recommendation> GetRecommendation(
+      int64_t study_id) override {
+    absl::StatusOr<v1::Recommendation> r = queries_.GetRecommendation(study_id);
+    if (r.ok()) r->set_history_db(path_);
+    return r;
+  }
 
  private:
   const service::StudyQueries& queries() override { return queries_; }
   std::unique_ptr<db::SqliteTrialStore> store_;
   service::StudyQueries queries_;
+  std::string path_;
 };
 
 }  // namespace
@@ -95,7 +135,8 @@ absl::StatusOr<std::unique_ptr<StudySource>> StudySourceFlags::Open() const {
     return absl::Status(store.status().code(),
                         absl::StrCat("--db: ", store.status().message()));
   }
-  return std::unique_ptr<StudySource>(new StoreStudySource(*std::move(store)));
+  return std::unique_ptr<StudySource>(
+      new StoreStudySource(*std::move(store), *db));
 }
 
 absl::StatusOr<int64_t> ParseStudyArgs(const std::vector<std::string>& args,

@@ -45,6 +45,11 @@ inline constexpr char kDbFlagHelp[] =
     "read this SQLite store directly, read-only, instead of asking the "
     "planner (no planner need run; nothing in the file is changed)";
 
+// What an unreachable planner's error adds for the history commands.
+inline constexpr char kNoPlannerHint[] =
+    "to read a planner's history without it, give its SQLite file: --db FILE "
+    "(tessera-planner --db)";
+
 // The planner flags (cli/planner_client.h) and --db FILE.
 struct StudySourceFlags {
   PlannerFlags planner;
@@ -58,7 +63,8 @@ struct StudySourceFlags {
   // With --db: the store at that path, read-only; NOT_FOUND "--db: no such
   // file PATH", FAILED_PRECONDITION when it is not a Tessera store at this
   // build's schema (db/migrations.h says why). Without: a PlannerClient for
-  // the planner flags (connecting happens at the first call).
+  // the planner flags (connecting happens at the first call); its
+  // UNAVAILABLE errors end with kNoPlannerHint.
   absl::StatusOr<std::unique_ptr<StudySource>> Open() const;
 };
 

@@ -8,14 +8,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cli/report_html.h"
+#include "cli/text_table.h"
 
 namespace tessera::cli {
 namespace {
 
 // Plot geometry (pixels) shared by the charts.
 constexpr double kWidth = 640;
-constexpr double kLeft = 72;
-constexpr double kRight = 40;
+constexpr double kMarginLeft = 72;
+constexpr double kMarginRight = 40;
 constexpr double kTop = 16;
 constexpr double kBottom = 46;
 
@@ -63,11 +64,11 @@ struct Scale {
 std::vector<std::pair<double, double>> LegendPlaces(
     const std::vector<std::pair<std::string, std::string>>& items, double y) {
   std::vector<std::pair<double, double>> places;
-  double x = kLeft;
+  double x = kMarginLeft;
   for (const auto& item : items) {
     const double width = 24 + 6.5 * static_cast<double>(item.first.size());
-    if (x > kLeft && x + width > kWidth - kRight) {
-      x = kLeft;
+    if (x > kMarginLeft && x + width > kWidth - kMarginRight) {
+      x = kMarginLeft;
       y += 15;
     }
     places.emplace_back(x, y);
@@ -236,8 +237,8 @@ std::string LineChartSvg(const std::vector<ChartSeries>& series,
   const double plot_height = 300;
   const double height =
       kTop + plot_height + kBottom + 15.0 * LegendRows(legend) + 4;
-  const Scale sx{NiceAxis(x_min, x_max, options.x_from_zero), kLeft,
-                 kWidth - kRight};
+  const Scale sx{NiceAxis(x_min, x_max, options.x_from_zero), kMarginLeft,
+                 kWidth - kMarginRight};
   const Scale sy{NiceAxis(y_min, y_max, options.y_from_zero),
                  kTop + plot_height, kTop};
   std::string svg = SvgOpen(options.css_class, height);
@@ -306,11 +307,17 @@ std::string LineChartSvg(const std::vector<ChartSeries>& series,
           sx(p.x), sy(p.y), s.line ? "2.5" : "5", p.filled ? s.color : "white",
           s.color, Attributes(p.data), HtmlEscape(p.title));
       if (!p.label.empty()) {
+        // Inside the plot area, so that it never meets the axes' titles:
+        // above the point in the lower half, below it in the upper, toward
+        // the middle horizontally.
         const bool right_half = sx(p.x) > (sx.from_px + sx.to_px) / 2;
+        const bool lower_half = sy(p.y) > (sy.from_px + sy.to_px) / 2;
+        const double y = std::clamp(sy(p.y) + (lower_half ? -8 : 16),
+                                    sy.to_px + 10, sy.from_px - 4);
         absl::StrAppendFormat(
             &svg,
             "<text class=\"point-label\" x=\"%.1f\" y=\"%.1f\"%s>%s</text>\n",
-            sx(p.x) + (right_half ? -8 : 8), sy(p.y) - 7,
+            sx(p.x) + (right_half ? -8 : 8), y,
             right_half ? " text-anchor=\"end\"" : "", HtmlEscape(p.label));
       }
     }
@@ -365,7 +372,7 @@ std::string StackedBarsSvg(const std::vector<StackedBar>& bars,
           "s</title></rect>\n",
           sx(at), y + 2, sx(at + p.seconds) - sx(at), kRow - 4, p.color,
           HtmlEscape(p.name), ExactNumber(p.seconds),
-          HtmlEscape(absl::StrCat(b.label, " ", p.name)), TickText(p.seconds));
+          HtmlEscape(absl::StrCat(b.label, " ", p.name)), Readable(p.seconds));
       at += p.seconds;
     }
     if (!b.note.empty()) {
@@ -393,7 +400,7 @@ std::string TimelineSvg(const std::vector<TimelineLane>& lanes,
   }
   constexpr double kLabelWidth = 150, kRow = 24;
   const double plot_bottom = kTop + kRow * static_cast<double>(lanes.size());
-  const Scale sx{NiceAxis(0, latest, true), kLabelWidth, kWidth - kRight};
+  const Scale sx{NiceAxis(0, latest, true), kLabelWidth, kWidth - kMarginRight};
   std::string svg = SvgOpen(css_class, plot_bottom + kBottom);
   absl::StrAppend(&svg, XAxis(sx, plot_bottom, axis_label));
   double y = kTop;
@@ -425,6 +432,127 @@ std::string TimelineSvg(const std::vector<TimelineLane>& lanes,
     }
     absl::StrAppend(&svg, "</g>\n");
     y += kRow;
+  }
+  return svg + "</svg>\n";
+}
+
+std::string SequentialColour(double fraction) {
+  // Viridis at 0, 1/4, 1/2, 3/4 and 1 (matplotlib's _viridis_data), linear
+  // between them.
+  static constexpr double kStops[5][3] = {{68, 1, 84},
+                                          {59, 82, 139},
+                                          {33, 145, 140},
+                                          {94, 201, 98},
+                                          {253, 231, 37}};
+  const double f = std::isfinite(fraction) ? std::clamp(fraction, 0.0, 1.0) : 0;
+  const double at = f * 4;
+  const int i = std::min(3, static_cast<int>(at));
+  const double t = at - i;
+  int rgb[3];
+  for (int c = 0; c < 3; ++c) {
+    rgb[c] = static_cast<int>(
+        std::lround(kStops[i][c] + t * (kStops[i + 1][c] - kStops[i][c])));
+  }
+  return absl::StrFormat("#%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+}
+
+std::string ParallelCoordinatesSvg(const std::vector<ParallelAxis>& axes,
+                                   const std::vector<ParallelLine>& lines,
+                                   const ColourScale& scale,
+                                   absl::string_view css_class) {
+  std::vector<const ParallelLine*> drawn;
+  for (const ParallelLine& l : lines) {
+    bool finite = l.values.size() == axes.size();
+    for (double v : l.values) finite = finite && std::isfinite(v);
+    if (finite) drawn.push_back(&l);
+  }
+  if (axes.empty() || drawn.empty()) {
+    return "<p class=\"muted\">Nothing to plot: no measured trial yet.</p>\n";
+  }
+  // Each axis's distinct values, lowest first.
+  std::vector<std::vector<double>> ticks(axes.size());
+  for (size_t a = 0; a < axes.size(); ++a) {
+    for (const ParallelLine* l : drawn) ticks[a].push_back(l->values[a]);
+    std::sort(ticks[a].begin(), ticks[a].end());
+    ticks[a].erase(std::unique(ticks[a].begin(), ticks[a].end()),
+                   ticks[a].end());
+  }
+  const double plot_top = kTop + 18, plot_bottom = kTop + 18 + 240;
+  const double left = kMarginLeft, right = kWidth - kMarginRight;
+  auto axis_x = [&](size_t a) {
+    return axes.size() == 1 ? (left + right) / 2
+                            : left + (right - left) * static_cast<double>(a) /
+                                         static_cast<double>(axes.size() - 1);
+  };
+  auto value_y = [&](size_t a, double v) {
+    const std::vector<double>& t = ticks[a];
+    const size_t i = static_cast<size_t>(
+        std::lower_bound(t.begin(), t.end(), v) - t.begin());
+    if (t.size() == 1) return (plot_top + plot_bottom) / 2;
+    return plot_bottom - (plot_bottom - plot_top) * static_cast<double>(i) /
+                             static_cast<double>(t.size() - 1);
+  };
+  auto value_name = [&](size_t a, double v) {
+    const std::vector<std::string>& names = axes[a].value_names;
+    const long i = std::lround(v);
+    if (!names.empty() && i >= 0 && static_cast<size_t>(i) < names.size()) {
+      return names[static_cast<size_t>(i)];
+    }
+    return Readable(v);
+  };
+  const double legend_y = plot_bottom + 30;
+  std::string svg = SvgOpen(css_class, legend_y + 40);
+  // The lines first, under the axes.
+  for (const ParallelLine* l : drawn) {
+    std::string points;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      absl::StrAppendFormat(&points, "%s%.1f,%.1f", a == 0 ? "" : " ",
+                            axis_x(a), value_y(a, l->values[a]));
+    }
+    absl::StrAppendFormat(
+        &svg,
+        "<polyline class=\"trial\" points=\"%s\" fill=\"none\" "
+        "stroke=\"%s\" stroke-width=\"2\" stroke-opacity=\"0.8\"%s>"
+        "<title>%s</title></polyline>\n",
+        points, l->color, Attributes(l->data), HtmlEscape(l->title));
+  }
+  for (size_t a = 0; a < axes.size(); ++a) {
+    const double x = axis_x(a);
+    absl::StrAppendFormat(
+        &svg,
+        "<g class=\"axis\" data-axis=\"%s\"><line x1=\"%.1f\" y1=\"%.1f\" "
+        "x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\"/>\n<text x=\"%.1f\" "
+        "y=\"%.1f\" text-anchor=\"middle\" font-weight=\"600\">%s</text>\n",
+        HtmlEscape(axes[a].name), x, plot_top, x, plot_bottom, x, plot_top - 8,
+        HtmlEscape(axes[a].name));
+    for (double v : ticks[a]) {
+      absl::StrAppendFormat(&svg,
+                            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
+                            "class=\"tick\">%s</text>\n",
+                            x - 4, value_y(a, v) + 4,
+                            HtmlEscape(value_name(a, v)));
+    }
+    absl::StrAppend(&svg, "</g>\n");
+  }
+  if (scale.color_of != nullptr) {
+    constexpr int kSteps = 20;
+    const double width = 200, x0 = left;
+    for (int i = 0; i < kSteps; ++i) {
+      absl::StrAppendFormat(
+          &svg,
+          "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"10\" "
+          "fill=\"%s\"/>\n",
+          x0 + width * i / kSteps, legend_y, width / kSteps + 0.5,
+          scale.color_of((i + 0.5) / kSteps));
+    }
+    absl::StrAppendFormat(
+        &svg,
+        "<text x=\"%.1f\" y=\"%.1f\">%s</text><text x=\"%.1f\" "
+        "y=\"%.1f\" text-anchor=\"end\">%s</text><text x=\"%.1f\" "
+        "y=\"%.1f\">%s</text>\n",
+        x0, legend_y + 24, HtmlEscape(Readable(scale.low)), x0 + width,
+        legend_y + 24, HtmlEscape(Readable(scale.high)), x0 + width + 10,
+        legend_y + 9, HtmlEscape(scale.label));
   }
   return svg + "</svg>\n";
 }

@@ -130,4 +130,41 @@ std::string TimelineSvg(const std::vector<TimelineLane>& lanes,
                         absl::string_view axis_label,
                         absl::string_view css_class);
 
+// One vertical axis of a parallel-coordinates plot: the distinct values
+// its lines take, evenly spaced, lowest at the bottom (an ordinal axis: tp
+// 1, 2, 8 are three equal steps). `value_names` names values 0, 1, ... (a
+// category such as recompute); empty: the numbers are their own names.
+struct ParallelAxis {
+  std::string name = {};
+  std::vector<std::string> value_names = {};
+};
+
+// One line across the axes: a value per axis, in the axes' order.
+struct ParallelLine {
+  std::vector<double> values = {};
+  std::string color = {};
+  std::string title = {};    // hover text
+  DataAttributes data = {};  // on the line's <polyline>
+};
+
+// The colour scale's legend under the plot: a bar from `low` to `high` in
+// the colours `color_of` gives, labelled with `label` ("tokens/s").
+struct ColourScale {
+  std::string label = {};
+  double low = 0;
+  double high = 0;
+  std::string (*color_of)(double fraction) = nullptr;  // 0 low .. 1 high
+};
+
+// Lines across one axis per knob; values not finite leave the line out.
+// With no line, a sentence saying so instead of a plot.
+std::string ParallelCoordinatesSvg(const std::vector<ParallelAxis>& axes,
+                                   const std::vector<ParallelLine>& lines,
+                                   const ColourScale& scale,
+                                   absl::string_view css_class);
+
+// A sequential colour from dark blue (0) through teal to yellow (1), like
+// viridis: higher is brighter.
+std::string SequentialColour(double fraction);
+
 }  // namespace tessera::cli

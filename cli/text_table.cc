@@ -53,6 +53,40 @@ TableColumn TableColumn::Cut(size_t width) const {
   return c;
 }
 
+TableColumn TableColumn::Wrap(size_t width) const {
+  TableColumn c = *this;
+  c.min_width = width;
+  c.wrap = true;
+  return c;
+}
+
+std::vector<std::string> WrapText(absl::string_view text, size_t width) {
+  // The pieces: each ends after a comma or a space.
+  std::vector<std::string> pieces;
+  std::string piece;
+  for (char ch : text) {
+    piece += ch;
+    if (ch == ',' || ch == ' ') {
+      pieces.push_back(std::move(piece));
+      piece.clear();
+    }
+  }
+  if (!piece.empty()) pieces.push_back(std::move(piece));
+  std::vector<std::string> lines;
+  std::string line;
+  for (std::string& p : pieces) {
+    if (!line.empty() && DisplayWidth(line) + DisplayWidth(p) > width) {
+      // A trailing space is not worth keeping at a break.
+      if (line.back() == ' ') line.pop_back();
+      lines.push_back(std::move(line));
+      line.clear();
+    }
+    line += p;
+  }
+  if (!line.empty() || lines.empty()) lines.push_back(std::move(line));
+  return lines;
+}
+
 TableColumn TableColumn::Short(std::string title_) const {
   TableColumn c = *this;
   c.short_title = std::move(title_);
@@ -89,7 +123,7 @@ void TextTable::AddRow(std::vector<std::string> cells) {
   rows_.push_back(std::move(cells));
 }
 
-void TextTable::Print(std::ostream& out, size_t max_width) const {
+TextTable::Fitting TextTable::Fit(size_t max_width) const {
   const size_t n = columns_.size();
   // Each column's natural width over `titles` and the cells.
   std::vector<std::string> titles;
@@ -101,6 +135,18 @@ void TextTable::Print(std::ostream& out, size_t max_width) const {
     }
     return w;
   };
+  // How narrow a column may go: a cut one to its min_width, a wrapped one
+  // also no narrower than its longest unbreakable piece.
+  std::vector<size_t> floors(n, 0);
+  for (size_t c = 0; c < n; ++c) {
+    floors[c] = columns_[c].min_width;
+    if (!columns_[c].wrap) continue;
+    for (const std::vector<std::string>& row : rows_) {
+      for (const std::string& line : WrapText(row[c], 1)) {
+        floors[c] = std::max(floors[c], DisplayWidth(line));
+      }
+    }
+  }
   std::vector<bool> shown(n, true);
   std::vector<size_t> widths(n);
   for (size_t c = 0; c < n; ++c) widths[c] = natural(c);
@@ -125,7 +171,7 @@ void TextTable::Print(std::ostream& out, size_t max_width) const {
     // What cutting can save: each cuttable column down to its minimum.
     size_t excess = total() - max_width, can_cut = 0;
     for (size_t c = 0; c < n; ++c) {
-      const size_t floor = columns_[c].min_width;
+      const size_t floor = floors[c];
       if (shown[c] && floor > 0 && widths[c] > floor) {
         can_cut += widths[c] - floor;
       }
@@ -144,8 +190,7 @@ void TextTable::Print(std::ostream& out, size_t max_width) const {
       while (excess > 0) {
         size_t widest = n;
         for (size_t c = 0; c < n; ++c) {
-          if (shown[c] && columns_[c].min_width > 0 &&
-              widths[c] > columns_[c].min_width &&
+          if (shown[c] && floors[c] > 0 && widths[c] > floors[c] &&
               (widest == n || widths[c] > widths[widest])) {
             widest = c;
           }
@@ -159,25 +204,52 @@ void TextTable::Print(std::ostream& out, size_t max_width) const {
     shown[drop] = false;
     for (size_t c = 0; c < n; ++c) widths[c] = natural(c);
   }
+  return Fitting{std::move(shown), std::move(widths), std::move(titles)};
+}
+
+std::vector<bool> TextTable::ShownColumns(size_t max_width) const {
+  return Fit(max_width).shown;
+}
+
+void TextTable::Print(std::ostream& out, size_t max_width) const {
+  const size_t n = columns_.size();
+  const Fitting fit = Fit(max_width);
+  const std::vector<bool>& shown = fit.shown;
+  const std::vector<size_t>& widths = fit.widths;
   auto print_row = [&](const std::vector<std::string>& cells) {
-    std::string line;
-    bool first = true;
+    // Each shown cell as its lines: one, or a wrapped cell's several.
+    std::vector<std::vector<std::string>> lines(n);
+    size_t height = 1;
     for (size_t c = 0; c < n; ++c) {
       if (!shown[c]) continue;
-      const std::string cell = Truncate(cells[c], widths[c]);
-      const std::string pad(widths[c] - DisplayWidth(cell), ' ');
-      if (!first) line += "  ";
-      first = false;
-      if (columns_[c].align == kRight) {
-        absl::StrAppend(&line, pad, cell);
+      if (columns_[c].wrap && DisplayWidth(cells[c]) > widths[c]) {
+        lines[c] = WrapText(cells[c], widths[c]);
       } else {
-        absl::StrAppend(&line, cell, pad);
+        lines[c] = {Truncate(cells[c], widths[c])};
       }
+      height = std::max(height, lines[c].size());
     }
-    line.erase(line.find_last_not_of(' ') + 1);
-    out << line << "\n";
+    for (size_t i = 0; i < height; ++i) {
+      std::string line;
+      bool first = true;
+      for (size_t c = 0; c < n; ++c) {
+        if (!shown[c]) continue;
+        const std::string cell = i < lines[c].size() ? lines[c][i] : "";
+        const size_t used = DisplayWidth(cell);
+        const std::string pad(widths[c] > used ? widths[c] - used : 0, ' ');
+        if (!first) line += "  ";
+        first = false;
+        if (columns_[c].align == kRight) {
+          absl::StrAppend(&line, pad, cell);
+        } else {
+          absl::StrAppend(&line, cell, pad);
+        }
+      }
+      line.erase(line.find_last_not_of(' ') + 1);
+      out << line << "\n";
+    }
   };
-  print_row(titles);
+  print_row(fit.titles);
   for (const std::vector<std::string>& row : rows_) print_row(row);
 }
 
@@ -196,6 +268,18 @@ std::string ReadableBytesIn(double bytes, double column_max_bytes) {
     ++unit;
   }
   return absl::StrCat(Readable(bytes / scale), " ", kUnits[unit]);
+}
+
+std::string ReadableEnergyMwh(double mwh) {
+  const double a = std::abs(mwh);
+  if (a >= 1 || a == 0) return absl::StrCat(Readable(mwh), " MWh");
+  if (a >= 1e-3) return absl::StrCat(Readable(mwh * 1e3), " kWh");
+  return absl::StrCat(Readable(mwh * 1e6), " Wh");
+}
+
+std::string CountOf(int64_t count, absl::string_view singular,
+                    absl::string_view plural) {
+  return absl::StrCat(count, " ", count == 1 ? singular : plural);
 }
 
 std::string ReadableBytes(double bytes) {

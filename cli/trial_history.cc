@@ -113,11 +113,12 @@ std::vector<LayoutHistory> GroupByLayout(const Trials& trials) {
 
 void PrintHistoryTable(const std::vector<LayoutHistory>& groups,
                        std::ostream& out, size_t max_width) {
-  // Too wide for max_width: the layout and studies are cut first, then the
+  // Too wide for max_width: the layout is wrapped and the studies cut first,
+  // then the
   // last time, the ok and failed counts, studies, median W/GPU, median
   // tokens/s, best tokens/J and best MFU go, in that order.
   TextTable table(
-      {TableColumn("layout").Cut(28), TableColumn("model"), TableColumn("gpu"),
+      {TableColumn("layout").Wrap(28), TableColumn("model"), TableColumn("gpu"),
        TableColumn("GPUs", kRight), TableColumn("trials", kRight),
        TableColumn("ok", kRight).Drop(2), TableColumn("failed", kRight).Drop(2),
        TableColumn("best tokens/s", kRight),

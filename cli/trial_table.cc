@@ -31,13 +31,14 @@ bool MeasuresComm(const v1::Trial& t) {
 
 void PrintTrialTable(const Trials& trials, std::ostream& out,
                      size_t max_width) {
-  // Too wide for max_width: the reason and layout are cut first, then the
-  // rung, steps, study, predicted tokens/s, watts, exposed comm, memory and
-  // MFU go, in that order.
+  // Too wide for max_width: the reason is cut and the layout wrapped first,
+  // then the rung, steps, study, predicted tokens/s, watts, exposed comm,
+  // memory and MFU go, in that order. With max_width 0 (-o wide) nothing is
+  // cut.
   TextTable table(
       {TableColumn("id", kRight), TableColumn("study", kRight).Drop(3),
        TableColumn("rung", kRight).Drop(1), TableColumn("state"),
-       TableColumn("layout").Cut(28), TableColumn("steps", kRight).Drop(2),
+       TableColumn("layout").Wrap(28), TableColumn("steps", kRight).Drop(2),
        TableColumn("tokens/s", kRight), TableColumn("MFU", kRight).Drop(8),
        TableColumn("memory", kRight).Drop(7),
        TableColumn("exposed comm", kRight).Drop(6).Short("comm"),
@@ -75,7 +76,7 @@ void PrintTrialTable(const Trials& trials, std::ostream& out,
         t.has_predicted()
             ? absl::StrFormat("%.0f", t.predicted().tokens_per_s())
             : kNotMeasured,
-        Truncate(t.reason(), kReasonWidth),
+        max_width > 0 ? Truncate(t.reason(), kReasonWidth) : t.reason(),
     });
   }
   table.Print(out, max_width);

@@ -21,15 +21,16 @@ namespace tessera::cli {
 
 using Trials = google::protobuf::RepeatedPtrField<v1::Trial>;
 
-// The longest reason the table shows (the CSV and JSON keep all of it).
+// The longest reason the table shows (-o wide, the CSV and JSON keep all of
+// it).
 inline constexpr size_t kReasonWidth = 40;
 
 // The table's placeholder for a number that was not measured.
 inline constexpr char kNotMeasured[] = "—";
 
 // The header and one row per trial, in the order given; lines fit
-// `max_width` characters (cutting the layout and reason, then dropping the
-// least important columns) when it is not 0 (every column).
+// `max_width` characters (wrapping the layout, cutting the reason, then
+// dropping the least important columns) when it is not 0 (every column).
 void PrintTrialTable(const Trials& trials, std::ostream& out,
                      size_t max_width = 0);
 // A header line (id, study_id, rung, state, layout, steps, tokens_per_s,

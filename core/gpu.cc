@@ -3,8 +3,10 @@
 #include <array>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/known_names.h"
 
 namespace tessera {
 namespace {
@@ -101,11 +103,10 @@ absl::Status ValidateGpu(const GpuSpec& g) {
 
 absl::StatusOr<GpuSpec> GpuPreset(absl::string_view name) {
   for (const GpuSpec& g : Presets()) {
-    if (name == g.name) return g;
+    if (absl::EqualsIgnoreCase(name, g.name)) return g;
   }
-  return absl::NotFoundError(
-      absl::StrCat("gpu: unknown preset '", name,
-                   "' (known: ", absl::StrJoin(GpuPresetNames(), ", "), ")"));
+  return absl::NotFoundError(absl::StrCat(
+      "gpu: ", UnknownNameMessage("preset", name, GpuPresetNames())));
 }
 
 std::vector<std::string> GpuPresetNames() {

@@ -2,8 +2,10 @@
 
 #include <array>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/known_names.h"
 
 namespace tessera {
 namespace {
@@ -118,7 +120,7 @@ absl::Status ValidateModel(const ModelConfig& m) {
 
 absl::StatusOr<ModelConfig> ModelPreset(absl::string_view name) {
   for (const NamedModel& p : kPresets) {
-    if (name == p.name) {
+    if (absl::EqualsIgnoreCase(name, p.name)) {
       ModelConfig m;
       m.name = p.name;
       m.layers = p.layers;
@@ -133,9 +135,8 @@ absl::StatusOr<ModelConfig> ModelPreset(absl::string_view name) {
       return m;
     }
   }
-  return absl::NotFoundError(
-      absl::StrCat("model: unknown preset '", name,
-                   "' (known: ", absl::StrJoin(ModelPresetNames(), ", "), ")"));
+  return absl::NotFoundError(absl::StrCat(
+      "model: ", UnknownNameMessage("preset", name, ModelPresetNames())));
 }
 
 std::vector<std::string> ModelPresetNames() {

@@ -2,8 +2,10 @@
 
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/known_names.h"
 #include "core/status_macros.h"
 
 namespace tessera {
@@ -51,10 +53,8 @@ absl::StatusOr<ModelConfig> ResolveModel(
   if (has_preset) {
     absl::StatusOr<ModelConfig> p = ModelPreset(*preset);
     if (!p.ok()) {
-      return FieldError(
-          "model.preset",
-          absl::StrCat("unknown preset '", *preset, "' (known: ",
-                       absl::StrJoin(ModelPresetNames(), ", "), ")"));
+      return FieldError("model.preset", UnknownNameMessage("preset", *preset,
+                                                           ModelPresetNames()));
     }
     m = *p;
   } else {

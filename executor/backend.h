@@ -68,6 +68,11 @@ struct AttentionShape {
   int64_t heads = 0;
   int64_t kv_heads = 0;
   int64_t head_dim = 0;
+  // The caller's promise that q_pos and k_pos both hold 0..q_len-1 (q_len ==
+  // kv_len): plain causal self-attention, no context parallelism. A backend
+  // may then run a fused library kernel that takes no positions (the CUDA
+  // backend's cuDNN attention); the result is the same.
+  bool self_causal = false;
 };
 
 // Decoupled AdamW (Loshchilov & Hutter 2019) with bias correction.
@@ -199,8 +204,10 @@ class Backend {
                                 const Tensor& lse) = 0;
   // Given dout and the final (out, lse) of the query rows over all key
   // blocks, adds this key block's contribution into dq ([batch, q_len, heads,
-  // head_dim]), dk and dv ([batch, kv_len, kv_heads, head_dim]); all three
-  // f32 or act.
+  // head_dim]), dk and dv ([batch, kv_len, kv_heads, head_dim]), all three
+  // f32. A shape.self_causal block is the whole sequence, the only block:
+  // it writes dq, dk and dv instead (what they held is ignored), and they
+  // may be act as well as f32 (cuDNN's bf16 gradients land in place).
   virtual void AttentionBackward(const AttentionShape& shape,
                                  const Tensor& dout, const Tensor& q,
                                  const Tensor& k, const Tensor& v,

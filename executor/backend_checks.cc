@@ -255,6 +255,10 @@ void BackendChecks::Attention(absl::string_view op,
     Fail(op, absl::StrCat("shape.kv_heads = ", s.kv_heads,
                           " does not divide shape.heads = ", s.heads));
   }
+  if (s.self_causal && s.q_len != s.kv_len) {
+    Fail(op, absl::StrCat("shape.self_causal with q_len = ", s.q_len,
+                          " != kv_len = ", s.kv_len));
+  }
 }
 
 void BackendChecks::AttentionForward(const AttentionShape& shape,
@@ -291,10 +295,13 @@ void BackendChecks::AttentionBackward(const AttentionShape& shape,
   CheckTensor(kOp, "q_pos", q_pos, {DType::kI32}, shape.q_len);
   CheckTensor(kOp, "k_pos", k_pos, {DType::kI32}, shape.kv_len);
   // Attention gradients accumulate in f32 on every backend (the CUDA
-  // kernels' dq takes atomic adds from every key tile).
-  CheckTensor(kOp, "dq", dq, {DType::kF32}, numel.q);
-  CheckTensor(kOp, "dk", dk, {DType::kF32}, numel.kv);
-  CheckTensor(kOp, "dv", dv, {DType::kF32}, numel.kv);
+  // kernels' dq takes atomic adds from every key tile); a self-causal
+  // block writes them, in f32 or act.
+  CheckTensor(kOp, "dq", dq,
+              shape.self_causal ? F32OrAct() : DTypeSet{DType::kF32},
+              numel.q);
+  CheckTensor(kOp, "dk", dk, {dq.dtype}, numel.kv);
+  CheckTensor(kOp, "dv", dv, {dq.dtype}, numel.kv);
 }
 
 void BackendChecks::SwiGluForward(const Tensor& gate_up, int64_t tokens,

@@ -186,7 +186,8 @@ bool PredictStep(const Workload& w, const TrainingStack& stack,
   p.comm_s = beat.tp_s + beat.cp_s + beat.pp_s + beat.dp_s;
   p.watts_per_gpu =
       WattsPerGpu(gpu, p.compute_s / p.step_time_s,
-                  (p.exposed_comm_s + p.bubble_s) / p.step_time_s, c);
+                  p.exposed_comm_s / p.step_time_s,
+                  p.bubble_s / p.step_time_s, c);
   p.tokens_per_joule =
       TokensPerJoule(tokens, p.watts_per_gpu, p.step_time_s, gpus);
   if (w.training.total_tokens > 0) {

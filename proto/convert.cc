@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/known_names.h"
 #include "core/status_macros.h"
 #include "planner/stacks/training_stack.h"
 
@@ -69,8 +70,7 @@ absl::StatusOr<GpuSpec> GpuFromSpec(const v1::GpuSpec& spec) {
     if (!preset.ok()) {
       return FieldError(
           "cluster.gpu.preset",
-          absl::StrCat("unknown preset '", spec.preset(), "' (known: ",
-                       absl::StrJoin(GpuPresetNames(), ", "), ")"));
+          UnknownNameMessage("preset", spec.preset(), GpuPresetNames()));
     }
     g = *preset;
   } else {
@@ -137,7 +137,7 @@ absl::StatusOr<GpuSpec> GpuFromSpec(const v1::GpuSpec& spec) {
     if (g.architecture != spec.architecture()) changed = true;
     g.architecture = spec.architecture();
   }
-  if (!spec.preset().empty() && !changed) g.name = spec.preset();
+  // Unchanged, a preset keeps its own name ("H100-SXM" is h100-sxm).
   if (changed) g.name = "custom";
   TESSERA_RETURN_IF_ERROR(InSpecPath(ValidateGpu(g)));
   return g;
@@ -210,6 +210,7 @@ absl::StatusOr<TrainingConfig> TrainingFromSpec(const v1::TrainingSpec& spec) {
   absl::StatusOr<const planner::TrainingStack*> stack =
       planner::FindStack(t.stack);
   if (!stack.ok()) return stack.status();
+  t.stack = (*stack)->name;  // its own name: "TorchTitan" is torchtitan
   TESSERA_RETURN_IF_ERROR(
       planner::EnabledOptions(**stack, t.stack_options).status());
   if (!(*stack)->SupportsPrecision(t.precision)) {
@@ -263,6 +264,44 @@ absl::StatusOr<planner::SearchOptions> SearchOptionsFromSpec(
                         layout.status().message());
     }
     options.candidates.push_back(*layout);
+  }
+  return options;
+}
+
+absl::StatusOr<planner::ScaleOptions> ScaleOptionsFromSpec(
+    const v1::SearchOptions& spec) {
+  planner::ScaleOptions options;
+  TESSERA_ASSIGN_OR_RETURN(options.layouts, SearchOptionsFromSpec(spec));
+  const v1::ScaleSearch& scale = spec.scale();
+  if (scale.deadline_days() != 0) {
+    if (!(scale.deadline_days() > 0) || !std::isfinite(scale.deadline_days())) {
+      return FieldError("search.scale.deadline_days",
+                        absl::StrCat("must be positive and finite (0: no "
+                                     "deadline), got ",
+                                     scale.deadline_days()));
+    }
+    options.deadline_days = scale.deadline_days();
+    options.objective = planner::RunObjective::kEnergy;
+  }
+  if (!scale.objective().empty()) {
+    absl::StatusOr<planner::RunObjective> objective =
+        planner::ParseRunObjective(scale.objective());
+    if (!objective.ok()) {
+      return FieldError("search.scale.objective",
+                        absl::StrCat("'", scale.objective(),
+                                     "' is not one of time, energy, "
+                                     "gpu-hours"));
+    }
+    options.objective = *objective;
+  }
+  options.charge_idle_gpus = scale.charge_idle_gpus();
+  for (int i = 0; i < scale.node_counts_size(); ++i) {
+    if (scale.node_counts(i) < 1) {
+      return FieldError(absl::StrCat("search.scale.node_counts[", i, "]"),
+                        absl::StrCat("must be at least 1, got ",
+                                     scale.node_counts(i)));
+    }
+    options.node_counts.push_back(scale.node_counts(i));
   }
   return options;
 }

@@ -17,6 +17,7 @@
 #include "core/workload.h"
 #include "planner/prediction.h"
 #include "planner/search/plan_uncertainty.h"
+#include "planner/search/scale_search.h"
 #include "planner/search/search.h"
 #include "tessera/v1/specs.pb.h"
 
@@ -47,6 +48,14 @@ absl::StatusOr<Workload> WorkloadFromSpec(const v1::StudySpec& spec);
 
 // The search options (top: 10 when absent). Errors name "search.<field>".
 absl::StatusOr<planner::SearchOptions> SearchOptionsFromSpec(
+    const v1::SearchOptions& spec);
+
+// The GPU count's search of `spec` (search.scale) over its layout search
+// (SearchOptionsFromSpec): the objective ("" is time, or energy with a
+// deadline), the deadline (0: none), the idle charge and the node counts.
+// Errors name "search.scale.<field>"; counts against the cluster are checked
+// by planner::ValidateScaleOptions.
+absl::StatusOr<planner::ScaleOptions> ScaleOptionsFromSpec(
     const v1::SearchOptions& spec);
 
 // A spec that states every figure of `workload` explicitly (and the presets'

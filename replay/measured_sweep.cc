@@ -16,6 +16,7 @@
 #include "nlohmann/json.hpp"
 #include "planner/stacks/training_stack.h"
 #include "planner/validation/published_runs.h"
+#include "planner/validation/sweep_collectives.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
 
@@ -24,8 +25,6 @@ namespace {
 
 using Json = nlohmann::json;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-// The size usp_sweep.json's bus bandwidths were measured at.
-constexpr double kUspCollectiveBytes = 256.0 * 1024 * 1024;
 
 // A row while its group is being collected: every launch of one layout.
 struct Launch {
@@ -307,44 +306,6 @@ absl::StatusOr<Layout> RunnableLayout(Layout l, const Workload& w) {
   return l;
 }
 
-std::vector<planner::CollectiveMeasurement> FileCollectives(
-    const Json& file, int64_t gpus_per_node, std::vector<std::string>* errors) {
-  std::vector<planner::CollectiveMeasurement> out;
-  if (!file.contains("collective_busbw_gbs_256MiB")) return out;
-  const Json& c = file["collective_busbw_gbs_256MiB"];
-  if (!c.is_object() || !c.contains("nodes") || !c["nodes"].is_array()) {
-    errors->push_back("collective_busbw_gbs_256MiB: needs a nodes list");
-    return out;
-  }
-  const Json& nodes = c["nodes"];
-  for (const auto& [name, values] : c.items()) {
-    if (name == "nodes") continue;
-    absl::StatusOr<planner::CollectiveOp> op = planner::ParseCollectiveOp(name);
-    if (!op.ok() || !values.is_array() || values.size() != nodes.size()) {
-      errors->push_back(absl::StrCat(
-          "collective_busbw_gbs_256MiB.", name,
-          ": not a collective with one bus bandwidth per node count"));
-      continue;
-    }
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      if (!nodes[i].is_number_integer() || !values[i].is_number() ||
-          !(values[i].get<double>() > 0)) {
-        errors->push_back(absl::StrCat("collective_busbw_gbs_256MiB.", name,
-                                       "[", i, "]: not a positive number"));
-        continue;
-      }
-      planner::CollectiveMeasurement m;
-      m.op = *op;
-      m.nodes = nodes[i].get<int64_t>();
-      m.gpus_per_node = gpus_per_node;
-      m.bytes = kUspCollectiveBytes;
-      m.busbw_gbs = values[i].get<double>();
-      out.push_back(m);
-    }
-  }
-  return out;
-}
-
 absl::StatusOr<MeasuredSweep> ParseSweepRows(const Json& file,
                                              absl::string_view source,
                                              const SweepReadOptions& options) {
@@ -399,14 +360,14 @@ absl::StatusOr<MeasuredSweep> ParseSweepRows(const Json& file,
     grouping.Of(WorkloadKey(*spec), name, *spec, *workload)
         .launches.push_back(std::move(launch));
   }
-  std::vector<std::string> errors;
-  std::vector<planner::CollectiveMeasurement> collectives =
-      FileCollectives(file, gpus_per_node, &errors);
-  if (!errors.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": ", errors[0]));
+  absl::StatusOr<std::vector<planner::CollectiveMeasurement>> collectives =
+      planner::SweepCollectives(file, gpus_per_node);
+  if (!collectives.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": ", collectives.status().message()));
   }
-  if (options.without_collectives) collectives.clear();
-  Finish(grouping, collectives, options, &out);
+  if (options.without_collectives) collectives->clear();
+  Finish(grouping, *collectives, options, &out);
   return out;
 }
 
@@ -471,7 +432,7 @@ absl::StatusOr<MeasuredSweep> ParseTrials(const Json& trials,
           absl::StrCat(source, ": trial ", i, ": ", what));
     };
     if (!t.is_object() || !t.contains("state") || !t.contains("layout")) {
-      return at("not a `tessera trials --json` row (state, layout)");
+      return at("not a `tessera trials -o json` row (state, layout)");
     }
     const std::string state = TextOr(t, "state");
     absl::StatusOr<Layout> layout = LayoutFromJson(t["layout"]);
@@ -577,7 +538,7 @@ absl::StatusOr<MeasuredSweep> ParseMeasuredSweep(
       return absl::InvalidArgumentError(absl::StrCat(
           source,
           ": neither a sweep or published runs ({\"rows\": [...]}) nor "
-          "`tessera trials --json` output ([...])"));
+          "`tessera trials -o json` output ([...])"));
     }
     const bool sweep = std::all_of(
         file["rows"].begin(), file["rows"].end(),

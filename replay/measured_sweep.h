@@ -20,7 +20,7 @@
 //   - published runs (shared/data/measured_published.json, rows without
 //     "status"): mapped by planner/validation/published_runs.h; its groups
 //     of rows that differ only in layout, every row measured.
-//   - `tessera trials --json` (a JSON array of trials): one group per study
+//   - `tessera trials -o json` (a JSON array of trials): one group per study
 //     and trial world, from the ok trials' "ran" spec; failed trials of the
 //     same study and world keep their state (oom, crash, ...).
 // The same layout launched twice in a group is one row: measured if any run

@@ -18,6 +18,7 @@
 #include "planner/calibration/calibration_file.h"
 #include "planner/stacks/stack_calibration.h"
 #include "planner/service/planner.h"
+#include "planner/service/recalibration.h"
 #include "planner/service/trial_geometry.h"
 #include "proto/convert.h"
 #include "replay/replay_noise.h"
@@ -160,12 +161,27 @@ absl::StatusOr<std::vector<Layout>> PlanOrder(service::Studies& studies,
 
 std::string SweepKey(const Layout& layout) { return FormatLayout(layout); }
 
+// The backend a replayed study's trials name: a study of Tessera's own
+// executor keeps its cpu or cuda backend (a past `tessera trials -o json`
+// study), any other stack runs "command". Neither runs anything: the
+// replay's agents look each outcome up.
+std::string ReplayBackend(const SweepGroup& group) {
+  if (group.workload.training.stack != service::kTrialStack) return "command";
+  const std::string& named = group.spec.trials().backend();
+  return named.empty() ? "cpu" : named;
+}
+
+// The replay's agent i of a backend.
+std::string ReplayAgent(absl::string_view backend, int64_t i) {
+  return absl::StrCat("replay-", backend, "-node-", i);
+}
+
 struct StudyReplayer::State {
   std::filesystem::path temp_dir;  // removed at the end when set
   ReplayClock clock;
   std::unique_ptr<db::SqliteTrialStore> store;
   std::unique_ptr<service::Planner> planner;
-  int64_t agents = 0;          // registered so far: replay-node-0..
+  std::map<std::string, int64_t> agents;  // registered, by backend
   int64_t agent_gpus = 0;      // GPUs each (the first group's)
   std::set<std::string> imported;  // collectives files imported, by text
 };
@@ -252,22 +268,21 @@ absl::StatusOr<v1::StudySpec> StudyReplayer::Prepare(
         " GPUs per node, an earlier group of this replay ", st.agent_gpus));
   }
   st.agent_gpus = gpn;
-  std::vector<std::string> agents;
-  for (int64_t i = 0; i < nodes; ++i) {
-    agents.push_back(absl::StrCat("replay-node-", i));
-    if (i < st.agents) continue;
+  const std::string backend = ReplayBackend(group);
+  int64_t& registered = st.agents[backend];
+  for (int64_t i = registered; i < nodes; ++i) {
     db::AgentRegistration reg;
-    reg.id = agents.back();
-    reg.hostname = agents.back();
-    reg.backend = "command";
+    reg.id = ReplayAgent(backend, i);
+    reg.hostname = reg.id;
+    reg.backend = backend;
     reg.gpu_name = group.workload.cluster.gpu.name;
     reg.gpu_count = gpn;
     reg.memory_bytes = group.workload.cluster.gpu.memory_bytes;
     reg.interconnect = "nvlink";
-    reg.address = agents.back();
+    reg.address = reg.id;
     TESSERA_RETURN_IF_ERROR(leases.Register(reg).status());
   }
-  st.agents = std::max(st.agents, nodes);
+  registered = std::max(registered, nodes);
 
   // The study: the group's workload, its launched layouts as candidates.
   v1::StudySpec spec = group.spec;
@@ -279,8 +294,8 @@ absl::StatusOr<v1::StudySpec> StudyReplayer::Prepare(
     *spec.mutable_search()->add_candidates() = LayoutToProto(row.layout);
   }
   *spec.mutable_trials() = options.trials;
-  spec.mutable_trials()->set_backend("command");
-  spec.mutable_trials()->set_command(kReplayCommand);
+  spec.mutable_trials()->set_backend(backend);
+  if (backend == "command") spec.mutable_trials()->set_command(kReplayCommand);
 
   return spec;
 }
@@ -299,9 +314,8 @@ absl::StatusOr<StudyReplay> StudyReplayer::Replay(const SweepGroup& group,
   const int64_t nodes = group.workload.cluster.nodes;
   TESSERA_ASSIGN_OR_RETURN(const v1::StudySpec spec, Prepare(group, options));
   std::vector<std::string> agents;
-  for (int64_t i = 0; i < nodes; ++i) {
-    agents.push_back(absl::StrCat("replay-node-", i));
-  }
+  const std::string backend = ReplayBackend(group);
+  for (int64_t i = 0; i < nodes; ++i) agents.push_back(ReplayAgent(backend, i));
   std::map<std::string, const SweepRow*> rows;
   for (const SweepRow& row : group.rows) rows[SweepKey(row.layout)] = &row;
 

@@ -110,12 +110,19 @@ void BM_Logits(benchmark::State& state) {
 }
 BENCHMARK(BM_Logits)->UseManualTime()->Unit(benchmark::kMillisecond);
 
-// Causal attention of one layer: forward, or backward (from saved out, lse).
+// Causal attention of one layer: forward, or backward (from saved out, lse);
+// cudnn 1: as a plain causal block (cuDNN's fused attention where it loads),
+// cudnn 0: Tessera's own kernels (the path of ring attention's blocks).
 // FLOPs counted as executed (the causal half): forward 2 matmuls, backward 5.
 void BM_Attention(benchmark::State& state) {
   if (SkipWithoutGpu(state)) return;
   const bool backward = state.range(0) != 0;
-  const AttentionShape s{kBatch, kSeq, kSeq, kHeads, kKvHeads, kHeadDim};
+  const bool cudnn = state.range(1) != 0;
+  const AttentionShape s{kBatch, kSeq, kSeq, kHeads, kKvHeads, kHeadDim, cudnn};
+  if (cudnn && Gpu()->attention_kernels().rfind("cuDNN", 0) != 0) {
+    state.SkipWithError(Gpu()->attention_kernels().c_str());
+    return;
+  }
   const int64_t q_numel = kTokens * kHeads * kHeadDim;
   const int64_t kv_numel = kTokens * kKvHeads * kHeadDim;
   DeviceBuffer q = Filled(q_numel, DType::kBF16, 0.01f);
@@ -150,9 +157,11 @@ void BM_Attention(benchmark::State& state) {
                          benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Attention)
-    ->ArgName("backward")
-    ->Arg(0)
-    ->Arg(1)
+    ->ArgNames({"backward", "cudnn"})
+    ->Args({0, 0})
+    ->Args({1, 0})
+    ->Args({0, 1})
+    ->Args({1, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -7,6 +7,10 @@
 // table).
 // Counters: layouts enumerated and scored per second, feasible layouts, and
 // the search's own elapsed time.
+// The same workloads with the GPU count searched too (planner/search/
+// scale_search.h, issue 33's target: 405B on 16384 GPUs, every count of the
+// ladder, under 1 s): counts searched, layouts enumerated over all of them,
+// the front's size and the chosen count.
 //
 //   build-*/bench/planner/planner_search_bench
 #include <string>
@@ -15,6 +19,7 @@
 #include "core/gpu.h"
 #include "core/model.h"
 #include "core/workload.h"
+#include "planner/search/scale_search.h"
 #include "planner/search/search.h"
 #include "planner/stacks/stack_calibration.h"
 
@@ -63,6 +68,37 @@ void BM_SearchLlama2_70bOn2048H100(benchmark::State& state) {
   RunSearch(state, MakeWorkload("llama2-70b", 256, 1024, 4096));
 }
 BENCHMARK(BM_SearchLlama2_70bOn2048H100)->Unit(benchmark::kMillisecond);
+
+void RunScaleSearch(benchmark::State& state, const Workload& w) {
+  ScaleResult last;
+  const Calibration c = *DefaultCalibration(w);
+  for (auto _ : state) {
+    absl::StatusOr<ScaleResult> r = SearchScale(w, c, ScaleOptions{});
+    if (!r.ok()) {
+      state.SkipWithError(std::string(r.status().message()).c_str());
+      return;
+    }
+    last = *std::move(r);
+    benchmark::DoNotOptimize(last);
+  }
+  int64_t searched = 0;
+  for (const ScaleCount& count : last.counts) searched += count.search.searched;
+  state.counters["counts"] = static_cast<double>(last.counts.size());
+  state.counters["searched"] = static_cast<double>(searched);
+  state.counters["front"] = static_cast<double>(last.front.size());
+  state.counters["chosen_gpus"] =
+      last.chosen() == nullptr ? 0 : static_cast<double>(last.chosen()->gpus);
+}
+
+void BM_ScaleSearchLlama3_405bOn16384H100(benchmark::State& state) {
+  RunScaleSearch(state, MakeWorkload("llama3-405b", 2048, 2048, 8192));
+}
+BENCHMARK(BM_ScaleSearchLlama3_405bOn16384H100)->Unit(benchmark::kMillisecond);
+
+void BM_ScaleSearchLlama2_70bOn2048H100(benchmark::State& state) {
+  RunScaleSearch(state, MakeWorkload("llama2-70b", 256, 1024, 4096));
+}
+BENCHMARK(BM_ScaleSearchLlama2_70bOn2048H100)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace tessera::planner

@@ -22,7 +22,9 @@ mkdir -p "$stage/build" "$stage/lib"
 cd "$build"
 bins=(executor/trial/tessera-trial bench/cuda/cuda_kernels_bench
   tests/executor/cuda/libtessera_fake_nvml.so)
-for t in tests/executor/cuda/cuda_*_test; do bins+=("$t"); done
+for t in tests/executor/cuda/cuda_*_test tests/executor/cuda/cudnn_*_test; do
+  [[ -e "$t" ]] && bins+=("$t")
+done
 for b in "${bins[@]}"; do
   [[ -f "$b" ]] || { echo "pack_prebuilt: $build/$b is not built" >&2; exit 1; }
   mkdir -p "$stage/build/$(dirname "$b")"

@@ -68,7 +68,7 @@ cuda_libs="/usr/local/cuda/lib64:/usr/local/cuda/lib"
 wheel_libs="$(python3 - <<'EOF' 2>/dev/null
 import importlib, os
 dirs = []
-for name in ("nvidia.nccl", "nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cu13"):
+for name in ("nvidia.nccl", "nvidia.cublas", "nvidia.cuda_runtime", "nvidia.cudnn", "nvidia.cu13"):
     try:
         m = importlib.import_module(name)
     except ImportError:
@@ -81,6 +81,13 @@ print(":".join(dirs))
 EOF
 )"
 export LD_LIBRARY_PATH="$kit/lib:$cuda_libs:$wheel_libs:${LD_LIBRARY_PATH:-}"
+# cuDNN (opened at run time by the CUDA backend's attention): the loader's
+# path above, else the first libcudnn.so.9 under the Python packages or CUDA.
+if ! ls ${LD_LIBRARY_PATH//:/\/libcudnn.so.9 }/libcudnn.so.9 >/dev/null 2>&1; then
+  site="$(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null)"
+  found="$(find $site /usr/local/cuda*/ /usr/lib -maxdepth 6 -name libcudnn.so.9 2>/dev/null | head -1)"
+  [[ -n "$found" ]] && export LD_LIBRARY_PATH="$(dirname "$found"):$LD_LIBRARY_PATH"
+fi
 
 {
   date -u
@@ -91,6 +98,8 @@ export LD_LIBRARY_PATH="$kit/lib:$cuda_libs:$wheel_libs:${LD_LIBRARY_PATH:-}"
   grep -E 'PRETTY_NAME' /etc/os-release
   ldd --version | head -1
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  # cuDNN is opened at run time (executor/cuda/cudnn_attention.h): which one.
+  for d in ${LD_LIBRARY_PATH//:/ }; do ls "$d"/libcudnn.so* 2>/dev/null; done | head -3
   for b in build/executor/trial/tessera-trial build/tests/executor/cuda/cuda_trial_test; do
     echo "ldd $b:"
     ldd "$b" | grep -E 'not found|cuda|cublas|nccl|openblas|nvidia' 
@@ -104,7 +113,10 @@ want() { [[ "$stages" == *" $1 "* ]]; }
 want tests && (cd build/tests/executor/cuda &&
   stage 200 "ctest tests/executor/cuda" ctest -j4 --timeout 120 --output-on-failure \
     --output-junit "$out/ctest-junit.xml") >"$out/ctest.log" 2>&1
-want tests && tail -5 "$out/ctest.log"
+# The CUDA engine's measured loss and weight errors against the CPU engine.
+want tests && stage 60 "engine errors" build/tests/executor/cuda/cuda_engine_test \
+  --gtest_filter='CudaEngineTest.OneGpuTrainsLikeTheCpuEngine' >>"$out/ctest.log" 2>&1
+want tests && grep -E "tests passed|measured:|FAILED|cuDNN" "$out/ctest.log" | tail -12
 
 # 2. Kernel throughput.
 want kernels && stage 40 "cuda_kernels_bench" build/bench/cuda/cuda_kernels_bench --benchmark_min_time=0.05 \

@@ -247,6 +247,11 @@ void CpuBackend::AttentionBackward(const AttentionShape& shape,
   checks_.Attention("AttentionBackward", shape);
   checks_.AttentionBackward(shape, dout, q, k, v, out, lse, q_pos, k_pos, dq,
                             dk, dv);
+  if (shape.self_causal) {  // the only block: it writes, not adds
+    for (const Tensor* g : {&dq, &dk, &dv}) {
+      std::fill_n(F32(*g), g->numel, 0.0f);
+    }
+  }
   cpu::AttentionBackward<float>(shape, F32(dout), F32(q), F32(k), F32(v),
                                 F32(out), F32(lse), I32(q_pos), I32(k_pos),
                                 F32(dq), F32(dk), F32(dv));

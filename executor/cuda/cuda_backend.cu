@@ -14,6 +14,7 @@
 #include "executor/cuda/attention_layout.h"
 #include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/cuda_status.h"
+#include "executor/cuda/cudnn_attention.h"
 #include "executor/cuda/device_utils.cuh"
 #include "executor/cuda/launch_config.h"
 // defines: LaunchAdamW, AdamWParamsFor
@@ -171,7 +172,31 @@ absl::StatusOr<std::unique_ptr<CudaBackend>> CudaBackend::Create(
       new CudaBackend(options.device, options.memory_limit_bytes));
   backend->device_name_ = prop.name;
   TESSERA_RETURN_IF_ERROR(backend->Init(options.gemm_workspace_bytes));
+  backend->InitAttention(options.attention);
   return backend;
+}
+
+void CudaBackend::InitAttention(CudaAttentionKernels kernels) {
+  constexpr absl::string_view kOwn = "Tessera's kernels";
+  if (kernels == CudaAttentionKernels::kOwn) {
+    attention_kernels_ = absl::StrCat(kOwn, " (asked)");
+    return;
+  }
+#ifdef TESSERA_HAVE_CUDNN
+  absl::StatusOr<std::unique_ptr<cuda::CudnnAttention>> cudnn =
+      cuda::CudnnAttention::Create(stream_);
+  if (cudnn.ok()) {
+    cudnn_ = std::move(*cudnn);
+    attention_kernels_ =
+        absl::StrCat(cudnn_->version(),
+                     " fused attention for plain causal blocks, ", kOwn,
+                     " for the rest");
+  } else {
+    attention_kernels_ = absl::StrCat(kOwn, " (", cudnn.status().message(), ")");
+  }
+#else
+  attention_kernels_ = absl::StrCat(kOwn, " (built without cudnn.h)");
+#endif
 }
 
 absl::Status CudaBackend::Init(int64_t gemm_workspace_bytes) {
@@ -210,6 +235,7 @@ CudaBackend::~CudaBackend() {
   // kernel has aborted already.
   cudaSetDevice(device_);
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  cudnn_.reset();
   matmul_.reset();
   if (scratch_ != nullptr) cudaFree(scratch_);
   if (gemm_workspace_ != nullptr) cudaFree(gemm_workspace_);
@@ -496,6 +522,7 @@ void CudaBackend::AttentionForward(const AttentionShape& shape, const Tensor& q,
   checks_.Attention(kOp, shape);
   CheckAttentionLimits(checks_, kOp, shape, max_shared_bytes_);
   checks_.AttentionForward(shape, q, k, v, q_pos, k_pos, out, lse);
+  if (!accumulate && CudnnAttentionForward(shape, q, k, v, out, lse)) return;
   const cuda::AttentionParams p =
       AttentionParamsFor(shape, q, k, v, q_pos, k_pos, lse);
   const int d = static_cast<int>(shape.head_dim);
@@ -519,21 +546,125 @@ void CudaBackend::AttentionBackward(const AttentionShape& shape,
   checks_.AttentionBackward(shape, dout, q, k, v, out, lse, q_pos, k_pos, dq,
                             dk, dv);
   if (shape.kv_len == 0) return;
+  if (CudnnAttentionBackward(shape, dout, q, k, v, out, lse, dq, dk, dv)) {
+    return;
+  }
+  // Tessera's kernels add into f32 gradients: a self-causal block's (which
+  // it writes) are zeroed first, and bf16 ones go through f32 scratch.
+  const int64_t rows = shape.batch * shape.heads * shape.q_len;
+  const int64_t nq = shape.batch * shape.q_len * shape.heads * shape.head_dim;
+  const int64_t nkv =
+      shape.batch * shape.kv_len * shape.kv_heads * shape.head_dim;
+  const bool staged = dq.dtype != DType::kF32;  // only when self_causal
+  const int64_t delta_floats = (rows + 63) / 64 * 64;  // 256-byte aligned
+  auto* delta = static_cast<float*>(Scratch(
+      static_cast<size_t>(delta_floats + (staged ? nq + 2 * nkv : 0)) *
+          sizeof(float),
+      kOp));
+  float* gq = staged ? delta + delta_floats : Ptr<float>(dq);
+  float* gk = staged ? gq + nq : Ptr<float>(dk);
+  float* gv = staged ? gk + nkv : Ptr<float>(dv);
+  if (shape.self_causal) {
+    CheckLaunch(kOp, cuda::LaunchFill(gq, nq, 0.0f, stream_));
+    CheckLaunch(kOp, cuda::LaunchFill(gk, nkv, 0.0f, stream_));
+    CheckLaunch(kOp, cuda::LaunchFill(gv, nkv, 0.0f, stream_));
+  }
   cuda::AttentionParams p =
       AttentionParamsFor(shape, q, k, v, q_pos, k_pos, lse);
   p.dout = Ptr<const bf16>(dout);
-  p.dq = Ptr<float>(dq);
-  p.dk = Ptr<float>(dk);
-  p.dv = Ptr<float>(dv);
-  const int64_t rows = shape.batch * shape.heads * shape.q_len;
-  auto* delta = static_cast<float*>(
-      Scratch(static_cast<size_t>(rows) * sizeof(float), kOp));
+  p.dq = gq;
+  p.dk = gk;
+  p.dv = gv;
   const int d = static_cast<int>(shape.head_dim);
   WithFloatType(out.dtype, [&](auto tag) {
     using O = decltype(tag);
     CheckLaunch(kOp, cuda::LaunchAttentionBackward(p, d, Ptr<const O>(out),
                                                    delta, stream_));
   });
+  if (staged) {
+    CheckLaunch(kOp, cuda::LaunchCast(gq, Ptr<bf16>(dq), nq, stream_));
+    CheckLaunch(kOp, cuda::LaunchCast(gk, Ptr<bf16>(dk), nkv, stream_));
+    CheckLaunch(kOp, cuda::LaunchCast(gv, Ptr<bf16>(dv), nkv, stream_));
+  }
+}
+
+bool CudaBackend::CudnnAttentionForward(const AttentionShape& shape,
+                                        const Tensor& q, const Tensor& k,
+                                        const Tensor& v, const Tensor& out,
+                                        const Tensor& lse) {
+#ifndef TESSERA_HAVE_CUDNN
+  return false;
+#else
+  if (cudnn_ == nullptr || !shape.self_causal) return false;
+  constexpr absl::string_view kOp = "AttentionForward (cuDNN)";
+  const cuda::CudnnAttentionShape s{shape.batch, shape.q_len, shape.heads,
+                                    shape.kv_heads, shape.head_dim};
+  // cuDNN writes bf16: an f32 out goes through a bf16 copy.
+  const bool staged = out.dtype != DType::kBF16;
+  const int64_t n = shape.batch * shape.q_len * shape.heads * shape.head_dim;
+  void* o = staged ? Scratch(static_cast<size_t>(n) * sizeof(bf16), kOp)
+                   : out.data;
+  const absl::Status st = cudnn_->Forward(s, q.data, k.data, v.data, o,
+                                          Ptr<float>(lse));
+  if (absl::IsUnimplemented(st)) return false;  // no engine for the shape
+  if (!st.ok()) checks_.Fail(kOp, st.message());
+  if (staged) {
+    CheckLaunch(kOp, cuda::LaunchCast(static_cast<const bf16*>(o),
+                                      Ptr<float>(out), n, stream_));
+  }
+  ++cudnn_attention_calls_;
+  return true;
+#endif
+}
+
+bool CudaBackend::CudnnAttentionBackward(
+    const AttentionShape& shape, const Tensor& dout, const Tensor& q,
+    const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+    const Tensor& dq, const Tensor& dk, const Tensor& dv) {
+#ifndef TESSERA_HAVE_CUDNN
+  return false;
+#else
+  if (cudnn_ == nullptr || !shape.self_causal) return false;
+  constexpr absl::string_view kOp = "AttentionBackward (cuDNN)";
+  const cuda::CudnnAttentionShape s{shape.batch, shape.q_len, shape.heads,
+                                    shape.kv_heads, shape.head_dim};
+  const int64_t nq = shape.batch * shape.q_len * shape.heads * shape.head_dim;
+  const int64_t nkv =
+      shape.batch * shape.kv_len * shape.kv_heads * shape.head_dim;
+  // cuDNN writes bf16 gradients: in place when dq, dk, dv are bf16 (the
+  // engine's, without context parallelism), else through bf16 scratch cast
+  // to f32; an f32 out is read through a bf16 copy.
+  const bool in_place = dq.dtype == DType::kBF16;
+  const bool staged_out = out.dtype != DType::kBF16;
+  const size_t scratch_elems =
+      (in_place ? 0 : static_cast<size_t>(nq + 2 * nkv)) +
+      (staged_out ? static_cast<size_t>(nq) : 0);
+  bf16* scratch =
+      scratch_elems > 0
+          ? static_cast<bf16*>(Scratch(scratch_elems * sizeof(bf16), kOp))
+          : nullptr;
+  bf16* gq = in_place ? Ptr<bf16>(dq) : scratch;
+  bf16* gk = in_place ? Ptr<bf16>(dk) : gq + nq;
+  bf16* gv = in_place ? Ptr<bf16>(dv) : gk + nkv;
+  const void* o = out.data;
+  if (staged_out) {
+    bf16* copy = in_place ? scratch : gv + nkv;
+    CheckLaunch(kOp, cuda::LaunchCast(Ptr<const float>(out), copy, nq, stream_));
+    o = copy;
+  }
+  const absl::Status st =
+      cudnn_->Backward(s, q.data, k.data, v.data, o, dout.data,
+                       Ptr<const float>(lse), gq, gk, gv);
+  if (absl::IsUnimplemented(st)) return false;  // no engine for the shape
+  if (!st.ok()) checks_.Fail(kOp, st.message());
+  if (!in_place) {
+    CheckLaunch(kOp, cuda::LaunchCast(gq, Ptr<float>(dq), nq, stream_));
+    CheckLaunch(kOp, cuda::LaunchCast(gk, Ptr<float>(dk), nkv, stream_));
+    CheckLaunch(kOp, cuda::LaunchCast(gv, Ptr<float>(dv), nkv, stream_));
+  }
+  ++cudnn_attention_calls_;
+  return true;
+#endif
 }
 
 void CudaBackend::SwiGluForward(const Tensor& gate_up, int64_t tokens,

@@ -24,7 +24,8 @@
 // Which dtypes each kernel takes (the contract's "f32 or act" choices):
 //   Copy f32 <-> bf16 both ways and same-type copies of any dtype; Fill, Add,
 //   Scale, SumSquares f32 or bf16; Gemm a, b bf16, c bf16 or f32; RoPE
-//   backward dq/dk/dv f32 or bf16; attention out f32 or bf16, dq/dk/dv f32;
+//   backward dq/dk/dv f32 or bf16; attention out f32 or bf16, dq/dk/dv f32
+//   (bf16 too for a self-causal block, which writes them);
 //   logits and dlogits f32 or bf16; AdamW f32.
 //
 // Threads: one backend per thread (each rank thread of the in-process world
@@ -50,7 +51,19 @@ namespace tessera::executor {
 
 namespace cuda {
 class CublasLtMatmul;
+class CudnnAttention;
 }  // namespace cuda
+
+// Which kernels run causal attention.
+enum class CudaAttentionKernels {
+  // cuDNN's fused flash attention (cudnn_attention.h) for plain causal
+  // blocks (AttentionShape::self_causal, no accumulation) where libcudnn
+  // loads and has an engine for the shape; Tessera's own kernels
+  // (attention.cuh) for the rest: ring attention's blocks, no cuDNN.
+  kCudnnWhereAvailable,
+  // Tessera's own kernels only (tests compare the two).
+  kOwn,
+};
 
 struct CudaBackendOptions {
   int device = 0;
@@ -58,6 +71,7 @@ struct CudaBackendOptions {
   int64_t memory_limit_bytes = 0;
   // cuBLASLt's workspace.
   int64_t gemm_workspace_bytes = int64_t{32} << 20;
+  CudaAttentionKernels attention = CudaAttentionKernels::kCudnnWhereAvailable;
 };
 
 // Whether this process sees a usable CUDA device; `why` (may be null)
@@ -85,6 +99,12 @@ class CudaBackend final : public Backend {
   cudaStream_t stream() const { return stream_; }
   // "NVIDIA H100 80GB HBM3" (cudaDeviceProp::name).
   const std::string& device_name() const { return device_name_; }
+  // What runs attention, for records and logs: "cuDNN 9.19.0 fused
+  // attention for plain causal blocks, Tessera's kernels for the rest", or
+  // "Tessera's kernels (cuDNN not loaded: ...)".
+  const std::string& attention_kernels() const { return attention_kernels_; }
+  // Attention calls (forward and backward) that cuDNN ran.
+  int64_t cudnn_attention_calls() const { return cudnn_attention_calls_; }
 
   absl::StatusOr<DeviceBuffer> Allocate(int64_t numel, DType dtype,
                                         absl::string_view what) override;
@@ -172,6 +192,17 @@ class CudaBackend final : public Backend {
  private:
   CudaBackend(int device, int64_t memory_limit_bytes);
   absl::Status Init(int64_t gemm_workspace_bytes);
+  void InitAttention(CudaAttentionKernels kernels);
+  // cuDNN's attention for a plain causal block; false when it does not
+  // apply or has no engine for the shape (the caller runs its kernels).
+  bool CudnnAttentionForward(const AttentionShape& shape, const Tensor& q,
+                             const Tensor& k, const Tensor& v,
+                             const Tensor& out, const Tensor& lse);
+  bool CudnnAttentionBackward(const AttentionShape& shape, const Tensor& dout,
+                              const Tensor& q, const Tensor& k,
+                              const Tensor& v, const Tensor& out,
+                              const Tensor& lse, const Tensor& dq,
+                              const Tensor& dk, const Tensor& dv);
   // Device scratch of at least `bytes` for one kernel call (grown stream-
   // ordered; valid until the next call of Scratch).
   void* Scratch(size_t bytes, absl::string_view op);
@@ -187,6 +218,11 @@ class CudaBackend final : public Backend {
   void* scratch_ = nullptr;
   size_t scratch_bytes_ = 0;
   std::unique_ptr<cuda::CublasLtMatmul> matmul_;
+  // shared_ptr: its deleter is bound where it is made, so a build without
+  // cuDNN (which never makes one) needs no CudnnAttention destructor.
+  std::shared_ptr<cuda::CudnnAttention> cudnn_;
+  std::string attention_kernels_;
+  int64_t cudnn_attention_calls_ = 0;
 
   const BackendChecks checks_;
   MemoryMeter meter_;

@@ -201,6 +201,7 @@ TrialResult RunThreadRanks(const TrialConfig& c, const EngineConfig& ec,
   options.memory_ops = *ops;
   if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
   std::vector<RankRecord> records(c.ranks);
+  std::string attention;  // rank 0's backend's attention kernels
   const std::vector<absl::Status> statuses = RunRanks(
       static_cast<int>(c.ranks),
       [&](int rank, Communicator& world) -> absl::Status {
@@ -208,6 +209,7 @@ TrialResult RunThreadRanks(const TrialConfig& c, const EngineConfig& ec,
             std::unique_ptr<CudaBackend> backend,
             CudaBackend::Create(
                 {.device = 0, .memory_limit_bytes = c.memory_limit_bytes}));
+        if (rank == 0) attention = backend->attention_kernels();
         DeviceSyncCommunicator synced(&world, backend.get());
         // The engine's host time in collectives, less the waits for this
         // rank's own kernels; all of it exposed (host-synchronous).
@@ -232,6 +234,7 @@ TrialResult RunThreadRanks(const TrialConfig& c, const EngineConfig& ec,
         return s;
       },
       options);
+  if (!attention.empty()) absl::StrAppend(&r.device, "; attention: ", attention);
   const absl::Status failure = FirstFailure(statuses);
   const TrialShape shape = ShapeOf(c, /*gpus=*/1);
   SummariseSteps(shape, records, peak_per_rank, r);
@@ -311,7 +314,8 @@ TrialResult RunProcessRank(const TrialConfig& c, const EngineConfig& ec,
   r.peak_tflops = peak_rank0;
   r.peak_tflops_source = peak->source;
   r.device = absl::StrCat(dev->name, " (", c.ranks,
-                          " processes, one GPU each, NCCL; ", power_note, ")");
+                          " processes, one GPU each, NCCL; ", power_note,
+                          "); attention: ", (*backend)->attention_kernels());
   const TrialShape shape = ShapeOf(c, /*gpus=*/c.ranks);
   SummariseSteps(shape, records, peak_rank0, r);
   if (!failure.ok()) return FailedResult(r, failure);

@@ -35,7 +35,9 @@ absl::Status RingAttentionForward(const LayerContext& ctx, const Tensor& q,
   Communicator& cp = *ctx.groups->cp;
   const int n = cp.size(), r = cp.rank();
   if (n == 1) {
-    be.AttentionForward(shape, q, k, v, ctx.my_positions(), ctx.my_positions(),
+    AttentionShape self = shape;  // positions 0..seq_local-1
+    self.self_causal = true;
+    be.AttentionForward(self, q, k, v, ctx.my_positions(), ctx.my_positions(),
                         /*accumulate=*/false, out, lse);
     return absl::OkStatus();
   }
@@ -73,14 +75,15 @@ absl::Status RingAttentionBackward(const LayerContext& ctx, const Tensor& dout,
   const AttentionShape shape = ShapeOf(ctx);
   Communicator& cp = *ctx.groups->cp;
   const int n = cp.size(), r = cp.rank();
-  be.Fill(dq, dq.numel, 0.0f);
   if (n == 1) {
-    be.Fill(dk, dk.numel, 0.0f);
-    be.Fill(dv, dv.numel, 0.0f);
-    be.AttentionBackward(shape, dout, q, k, v, out, lse, ctx.my_positions(),
+    // The whole sequence, one block: the backend writes dq, dk, dv.
+    AttentionShape self = shape;  // positions 0..seq_local-1
+    self.self_causal = true;
+    be.AttentionBackward(self, dout, q, k, v, out, lse, ctx.my_positions(),
                          ctx.my_positions(), dq, dk, dv);
     return absl::OkStatus();
   }
+  be.Fill(dq, dq.numel, 0.0f);
   // Sets of (k, v, dk, dv) alternate between "in use" and "being received";
   // the first block in use is this rank's own with fresh accumulators.
   DeviceBuffer kb[2], vb[2], dkb[3], dvb[3];

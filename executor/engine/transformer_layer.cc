@@ -201,12 +201,15 @@ absl::Status LayerBackward(const LayerContext& ctx, const Tensor& weights,
     be.Gemm(true, false, h, q_cols, T, 1.0f, d_full, s.attn_out.view(), 1.0f,
             g.wo);
     gathered.Reset();
+    // Ring attention adds each key block's gradients in f32; without
+    // context parallelism the one block writes them, in act.
+    const DType grad_type = ctx.groups->cp->size() == 1 ? act : DType::kF32;
     TESSERA_ASSIGN_OR_RETURN(DeviceBuffer dq,
-                             Alloc(ctx, T * q_cols, DType::kF32, "dq"));
+                             Alloc(ctx, T * q_cols, grad_type, "dq"));
     TESSERA_ASSIGN_OR_RETURN(DeviceBuffer dk,
-                             Alloc(ctx, T * kv_cols, DType::kF32, "dk"));
+                             Alloc(ctx, T * kv_cols, grad_type, "dk"));
     TESSERA_ASSIGN_OR_RETURN(DeviceBuffer dv,
-                             Alloc(ctx, T * kv_cols, DType::kF32, "dv"));
+                             Alloc(ctx, T * kv_cols, grad_type, "dv"));
     TESSERA_RETURN_IF_ERROR(RingAttentionBackward(
         ctx, d_attn.view(), s.q.view(), s.k.view(), s.v.view(),
         s.attn_out.view(), s.lse.view(), dq.view(), dk.view(), dv.view()));

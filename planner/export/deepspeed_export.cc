@@ -28,12 +28,30 @@
 // --pipeline-model-parallel-size, --sequence-parallel,
 // --recompute-granularity), not keys of this JSON.
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "planner/export/exporters.h"
 
 namespace tessera::planner::exporters {
+
+std::vector<std::string> DeepSpeedNotes(const ExportInput& in) {
+  std::vector<std::string> notes;
+  if (in.layout.recompute == Recompute::kFull) {
+    notes.push_back(
+        "recompute=full: the activation_checkpointing block only configures "
+        "deepspeed.checkpointing and recomputes nothing by itself: wrap each "
+        "transformer block's forward in deepspeed.checkpointing.checkpoint "
+        "(Megatron-DeepSpeed: --checkpoint-activations "
+        "--deepspeed-activation-checkpointing).");
+  }
+  notes.push_back(
+      "the JSON sets the batch, ZeRO and precision only: the optimizer, "
+      "scheduler and model come from your script (or add \"optimizer\" "
+      "and \"scheduler\" blocks).");
+  return notes;
+}
 
 absl::StatusOr<std::string> ExportDeepSpeed(const ExportInput& in) {
   const Layout& l = in.layout;

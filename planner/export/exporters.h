@@ -27,6 +27,27 @@ struct ExportInput {
   bool OptionOn(absl::string_view name) const;
 };
 
+// What the person running an export must know beyond its file, one
+// sentence each: the environment variables the framework checks, the
+// warnings it raises at start-up for this configuration, what the file
+// leaves to them. Each in its exporter's file; the exporters write them as
+// comments where the format has comments.
+std::vector<std::string> TorchtitanNotes(const ExportInput& in);
+std::vector<std::string> MegatronNotes(const ExportInput& in);
+std::vector<std::string> DeepSpeedNotes(const ExportInput& in);
+std::vector<std::string> NemoNotes(const ExportInput& in);
+
+// The notes as comment lines, "<prefix>note: ..." wrapped at 79 columns
+// with "<prefix>  " continuing.
+std::string NoteComments(const std::vector<std::string>& notes,
+                         absl::string_view prefix);
+
+// Whether the cluster's GPUs are older than Blackwell (compute capability
+// below 10) or of an unknown architecture: where Megatron-LM's
+// validate_args requires CUDA_DEVICE_MAX_CONNECTIONS=1 for tensor or
+// context parallelism (megatron/training/arguments.py).
+bool BeforeBlackwell(const Workload& workload);
+
 // A torchtitan Python config function (torchtitan_export.cc).
 absl::StatusOr<std::string> ExportTorchtitan(const ExportInput& in);
 // Megatron-LM command-line arguments, one per line (megatron_export.cc).

@@ -1,8 +1,12 @@
 #include "planner/export/layout_export.h"
 
 #include <algorithm>
+#include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/known_names.h"
 #include "core/status_macros.h"
 #include "planner/export/exporters.h"
 #include "planner/stacks/training_stack.h"
@@ -51,6 +55,31 @@ std::string DescribeRun(const ExportInput& in, absl::string_view prefix) {
   return out;
 }
 
+std::string NoteComments(const std::vector<std::string>& notes,
+                         absl::string_view prefix) {
+  constexpr size_t kColumns = 79;
+  std::string out;
+  for (const std::string& note : notes) {
+    std::string line = absl::StrCat(prefix, "note:");
+    for (absl::string_view word :
+         absl::StrSplit(note, ' ', absl::SkipEmpty())) {
+      if (line.size() + 1 + word.size() > kColumns &&
+          line.size() > prefix.size() + 6) {
+        absl::StrAppend(&out, line, "\n");
+        line = absl::StrCat(prefix, " ");
+      }
+      absl::StrAppend(&line, " ", word);
+    }
+    absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
+
+bool BeforeBlackwell(const Workload& workload) {
+  const std::string& arch = workload.cluster.gpu.architecture;
+  return arch != "blackwell" && arch != "cpu";
+}
+
 absl::Status CannotExpress(absl::string_view field, absl::string_view what) {
   return absl::FailedPreconditionError(absl::StrCat(field, ": ", what));
 }
@@ -60,10 +89,13 @@ absl::Status CannotExpress(absl::string_view field, absl::string_view what) {
 absl::StatusOr<ExportTarget> ParseExportTarget(absl::string_view name) {
   for (ExportTarget t : {ExportTarget::kTorchtitan, ExportTarget::kMegatron,
                          ExportTarget::kDeepSpeed, ExportTarget::kNemo}) {
-    if (name == ExportTargetName(t)) return t;
+    if (absl::EqualsIgnoreCase(name, ExportTargetName(t))) return t;
   }
+  const std::vector<std::string> near =
+      NearNames(name, {"torchtitan", "megatron", "deepspeed", "nemo"});
   return absl::InvalidArgumentError(absl::StrCat(
-      "--export: '", name, "' is not torchtitan, megatron, deepspeed or nemo"));
+      "--export: '", name, "' is not torchtitan, megatron, deepspeed or nemo",
+      near.empty() ? "" : absl::StrCat(" (did you mean ", OrList(near), "?)")));
 }
 
 absl::string_view ExportTargetName(ExportTarget target) {
@@ -120,6 +152,14 @@ absl::string_view ExportFileName(ExportTarget target) {
 absl::StatusOr<std::string> ExportLayout(const Workload& workload,
                                          const Layout& layout,
                                          ExportTarget target) {
+  TESSERA_ASSIGN_OR_RETURN(LayoutExport e,
+                           ExportLayoutWithNotes(workload, layout, target));
+  return std::move(e.text);
+}
+
+absl::StatusOr<LayoutExport> ExportLayoutWithNotes(const Workload& workload,
+                                                   const Layout& layout,
+                                                   ExportTarget target) {
   TESSERA_ASSIGN_OR_RETURN(const Layout resolved,
                            ResolveLayout(layout, workload.cluster.world_size(),
                                          workload.training.global_batch));
@@ -144,17 +184,30 @@ absl::StatusOr<std::string> ExportLayout(const Workload& workload,
 
   exporters::ExportInput in{workload, resolved, std::string(stack_name), {}};
   for (const StackOption* o : enabled) in.options.push_back(o->name);
+  LayoutExport e;
+  absl::StatusOr<std::string> text =
+      absl::InternalError("ExportLayout: unknown target");
   switch (target) {
     case ExportTarget::kTorchtitan:
-      return exporters::ExportTorchtitan(in);
+      text = exporters::ExportTorchtitan(in);
+      e.notes = exporters::TorchtitanNotes(in);
+      break;
     case ExportTarget::kMegatron:
-      return exporters::ExportMegatron(in);
+      text = exporters::ExportMegatron(in);
+      e.notes = exporters::MegatronNotes(in);
+      break;
     case ExportTarget::kDeepSpeed:
-      return exporters::ExportDeepSpeed(in);
+      text = exporters::ExportDeepSpeed(in);
+      e.notes = exporters::DeepSpeedNotes(in);
+      break;
     case ExportTarget::kNemo:
-      return exporters::ExportNemo(in);
+      text = exporters::ExportNemo(in);
+      e.notes = exporters::NemoNotes(in);
+      break;
   }
-  return absl::InternalError("ExportLayout: unknown target");
+  if (!text.ok()) return text.status();
+  e.text = *std::move(text);
+  return e;
 }
 
 }  // namespace tessera::planner

@@ -22,6 +22,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -32,8 +33,10 @@ namespace tessera::planner {
 
 enum class ExportTarget { kTorchtitan, kMegatron, kDeepSpeed, kNemo };
 
-// "torchtitan", "megatron", "deepspeed" or "nemo"; INVALID_ARGUMENT
-// "--export: 'x' is not torchtitan, megatron, deepspeed or nemo".
+// "torchtitan", "megatron", "deepspeed" or "nemo", in any case;
+// INVALID_ARGUMENT
+// "--export: 'x' is not torchtitan, megatron, deepspeed or nemo" with the
+// near names ("(did you mean megatron?)" for 'megatron-lm').
 absl::StatusOr<ExportTarget> ParseExportTarget(absl::string_view name);
 
 // The name ParseExportTarget takes.
@@ -67,5 +70,21 @@ absl::string_view ExportFileName(ExportTarget target);
 absl::StatusOr<std::string> ExportLayout(const Workload& workload,
                                          const Layout& layout,
                                          ExportTarget target);
+
+// An export and what its file alone does not do.
+struct LayoutExport {
+  std::string text;  // as ExportLayout returns it
+  // One sentence each: environment variables the framework checks
+  // ("export CUDA_DEVICE_MAX_CONNECTIONS=1 ..."), warnings it raises for
+  // this configuration, what the file leaves to the person (data,
+  // tokenizer, what a JSON cannot switch on). Also in `text` as comments
+  // where the target's format has comments (not DeepSpeed's JSON).
+  std::vector<std::string> notes;
+};
+
+// ExportLayout with its notes; the same errors.
+absl::StatusOr<LayoutExport> ExportLayoutWithNotes(const Workload& workload,
+                                                   const Layout& layout,
+                                                   ExportTarget target);
 
 }  // namespace tessera::planner

@@ -35,10 +35,17 @@
 //   DistributedInitConfig), which needs --ckpt-format fsdp_dtensor
 //   (training_config.py ckpt_format) and --tp-comm-overlap needs
 //   --sequence-parallel (validate_args).
+// - arguments.py validate_args, the environment: with tensor or context
+//   parallelism on GPUs before Blackwell (get_device_arch_version() < 10) it
+//   asserts CUDA_DEVICE_MAX_CONNECTIONS == "1", unless Megatron-FSDP is on,
+//   which asserts it is not "1" and warns ("Using tensor model parallelism
+//   or context parallelism with Megatron-FSDP together. Try not to using
+//   them together ...").
 // - megatron/training/config/training_config.py: --micro-batch-size,
 //   --global-batch-size (micro-batches per step = global / (micro * dp)).
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "planner/export/exporters.h"
@@ -73,6 +80,41 @@ std::string MegatronPipelineLayout(const Layout& layout, int64_t layers) {
   return out;
 }
 
+std::vector<std::string> MegatronNotes(const ExportInput& in) {
+  const Layout& l = in.layout;
+  const bool model_parallel = l.tp > 1 || l.cp > 1;
+  const bool fsdp = l.zero >= 2;
+  const bool old_gpus = BeforeBlackwell(in.workload);
+  std::vector<std::string> notes;
+  if (model_parallel && old_gpus && !fsdp) {
+    notes.push_back(
+        "export CUDA_DEVICE_MAX_CONNECTIONS=1 before launching: with tensor "
+        "or context parallelism on GPUs before Blackwell, Megatron-LM's "
+        "validate_args refuses to start without it (megatron/training/"
+        "arguments.py).");
+  }
+  if (fsdp) {
+    notes.push_back(
+        "leave CUDA_DEVICE_MAX_CONNECTIONS unset (or above 1): Megatron-FSDP "
+        "(--use-megatron-fsdp) refuses to start when it is 1 "
+        "(megatron/training/arguments.py).");
+  }
+  if (fsdp && model_parallel && old_gpus) {
+    notes.push_back(absl::StrCat(
+        "Megatron-LM warns against this layout at start-up: ",
+        l.tp > 1 ? "tensor" : "context",
+        " parallelism with Megatron-FSDP before Blackwell (sequence "
+        "parallelism wants CUDA_DEVICE_MAX_CONNECTIONS=1, Megatron-FSDP more "
+        "connections); a layout with zero <= 1 avoids it (tessera plan "
+        "--top 0 lists them, tessera predict prices one)."));
+  }
+  notes.push_back(
+      "the file sets the layout, the model and the batch only: add your data "
+      "(--data-path), tokenizer (--tokenizer-type, --tokenizer-model), "
+      "--train-iters and the optimizer's learning rate.");
+  return notes;
+}
+
 absl::StatusOr<std::string> ExportMegatron(const ExportInput& in) {
   const Layout& l = in.layout;
   const Workload& w = in.workload;
@@ -91,6 +133,7 @@ absl::StatusOr<std::string> ExportMegatron(const ExportInput& in) {
                   "paste into a bash array)\n");
   absl::StrAppend(&out, DescribeRun(in, "# "));
   absl::StrAppend(&out, "# Names: ", kSource, ".\n");
+  absl::StrAppend(&out, NoteComments(MegatronNotes(in), "# "));
   auto arg = [&out](absl::string_view name, const auto& value) {
     absl::StrAppend(&out, name, " ", value, "\n");
   };
@@ -152,9 +195,7 @@ absl::StatusOr<std::string> ExportMegatron(const ExportInput& in) {
     flag("--disable-bias-linear");
   }
   if (!m.tie_embeddings) flag("--untie-embeddings-and-output-weights");
-  absl::StrAppend(&out, "# vocabulary ", m.vocab,
-                  ": from your tokenizer (--tokenizer-type, "
-                  "--tokenizer-model)\n");
+  absl::StrAppend(&out, "# vocabulary ", m.vocab, ": from your tokenizer\n");
 
   // Recomputation.
   if (l.recompute == Recompute::kSelective) {

@@ -77,6 +77,30 @@ const char* PyBool(bool b) { return b ? "True" : "False"; }
 
 }  // namespace
 
+std::vector<std::string> NemoNotes(const ExportInput& in) {
+  const Layout& l = in.layout;
+  std::vector<std::string> notes;
+  if (l.zero >= 2) {
+    notes.push_back(
+        "leave CUDA_DEVICE_MAX_CONNECTIONS unset (or above 1): with Megatron "
+        "FSDP (ddp.use_megatron_fsdp) Megatron-Bridge refuses to start when "
+        "it is 1 (src/megatron/bridge/training/config.py).");
+  } else if ((l.tp > 1 || l.cp > 1) && BeforeBlackwell(in.workload)) {
+    notes.push_back(
+        "export CUDA_DEVICE_MAX_CONNECTIONS=1 before launching: "
+        "Megatron-Core's "
+        "tensor-parallel layers rely on it to start each all-gather before "
+        "the GEMM it overlaps on GPUs before Blackwell "
+        "(megatron/core/tensor_parallel/layers.py; Megatron-LM refuses to "
+        "start without it, Megatron-Bridge does not check).");
+  }
+  notes.push_back(
+      "the recipe's data, tokenizer, training length and checkpoints are "
+      "its own: set them on cfg.dataset, cfg.tokenizer, cfg.train and "
+      "cfg.checkpoint.");
+  return notes;
+}
+
 absl::StatusOr<std::string> ExportNemo(const ExportInput& in) {
   const Layout& l = in.layout;
   const Workload& w = in.workload;
@@ -99,6 +123,7 @@ absl::StatusOr<std::string> ExportNemo(const ExportInput& in) {
       " (Megatron-Bridge README.md: pretrain(cfg, forward_step)).\n");
   absl::StrAppend(&out, DescribeRun(in, "# "));
   absl::StrAppend(&out, "# Names: ", kSource, ".\n");
+  absl::StrAppend(&out, NoteComments(NemoNotes(in), "# "));
   if (recipe != nullptr) {
     absl::StrAppend(&out, "from megatron.bridge.recipes.", recipe->module,
                     " import ", recipe->function, "\n");

@@ -37,6 +37,7 @@
 //   torchtitan/models/llama3/__init__.py; the llama3_8b / llama3_70b /
 //   llama3_405b recipes of torchtitan/models/llama3/config_registry.py.
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "planner/export/exporters.h"
@@ -80,6 +81,23 @@ std::string ChunkModules(const ModelChunk& c, int64_t chunks, int64_t index) {
 
 }  // namespace
 
+std::vector<std::string> TorchtitanNotes(const ExportInput& in) {
+  std::vector<std::string> notes;
+  if (in.layout.zero >= 2 && in.layout.pp > 1) {
+    notes.push_back(
+        "with pipeline parallelism torchtitan's fsdp_reshard_after_forward "
+        "\"default\" keeps each stage's parameters gathered from the forward "
+        "to the backward (no reshard, torchtitan/distributed/fsdp.py), as "
+        "this plan assumed: \"always\" would save memory and all-gather "
+        "again for every micro-batch.");
+  }
+  notes.push_back(
+      "the recipe's dataset, tokenizer, steps and checkpointing are its own: "
+      "set config.dataloader, config.tokenizer, config.training.steps and "
+      "config.checkpoint as your run needs.");
+  return notes;
+}
+
 absl::StatusOr<std::string> ExportTorchtitan(const ExportInput& in) {
   const Layout& l = in.layout;
   const Workload& w = in.workload;
@@ -116,6 +134,7 @@ absl::StatusOr<std::string> ExportTorchtitan(const ExportInput& in) {
       " checks it on one GPU (run_train.sh).\n");
   absl::StrAppend(&out, DescribeRun(in, "# "));
   absl::StrAppend(&out, "# Names: ", kSource, ".\n");
+  absl::StrAppend(&out, NoteComments(TorchtitanNotes(in), "# "));
 
   // Imports, in isort order.
   if (fp8) {
@@ -155,10 +174,10 @@ absl::StatusOr<std::string> ExportTorchtitan(const ExportInput& in) {
     if (l.zero == 2) reshard = "never";
   }
   absl::StrAppend(&out, "    # dp ", l.dp, ", zero ", l.zero,
-                  l.zero == 0   ? ": DDP (replicate only)"
-                  : l.zero == 2 ? ": FSDP without resharding after forward"
-                                  " (ZeRO-2-like)"
-                                : ": FSDP (ZeRO-3)",
+                  l.zero == 0 ? ": DDP (replicate only)"
+                  : l.zero == 2 || l.pp > 1
+                      ? ": FSDP without resharding after forward (ZeRO-2-like)"
+                      : ": FSDP (ZeRO-3)",
                   replicate > 1 && shard > 1 ? ", hybrid-sharded (HSDP)" : "",
                   "\n");
   absl::StrAppend(&out, c,

@@ -5,11 +5,14 @@
 namespace tessera::planner {
 
 double WattsPerGpu(const GpuSpec& gpu, double compute_busy, double comm_busy,
-                   const Calibration& c) {
+                   double wait_busy, const Calibration& c) {
   const double activity = std::min(
       1.0, std::clamp(compute_busy, 0.0, 1.0) * c.power_compute_activity +
-               std::clamp(comm_busy, 0.0, 1.0) * c.power_comm_activity);
-  // DESIGN.md: idle + (max - idle) * (compute*c1 + comm*c2).
+               std::clamp(comm_busy, 0.0, 1.0) * c.power_comm_activity +
+               std::clamp(wait_busy, 0.0, 1.0) *
+                   c.power_pipeline_wait_activity);
+  // DESIGN.md: idle + (max - idle) * (compute*c1 + comm*c2), the pipeline
+  // waits apart from the exposed communication.
   return gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * activity;
 }
 

@@ -40,7 +40,7 @@ struct SearchOptions {
   // resolved for the workload and judged by PredictLayout; duplicates (after
   // resolution) count once; one the stack or the rules refuse is rejected
   // under its reason's field ("layout.tp", "layout.zero", ...).
-  std::vector<Layout> candidates;
+  std::vector<Layout> candidates = {};
 };
 
 struct SearchResult {

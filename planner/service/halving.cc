@@ -17,8 +17,6 @@ namespace {
 
 using Outcome = HalvingDecision::Outcome;
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 db::NewTrial FromPool(const PoolEntry& e, int64_t rung, const TrialOptions& o) {
   db::NewTrial t;
   t.layout = e.plan->layout;

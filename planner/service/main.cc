@@ -5,6 +5,8 @@
 //   # stdout, first line: "listening on 127.0.0.1:43127"
 //   tessera-planner --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0
 //   # then a second line: "metrics on 127.0.0.1:43128" (GET /metrics)
+//   tessera-planner --listen 127.0.0.1:0 --http 127.0.0.1:8080
+//   # then "dashboard on http://127.0.0.1:8080/" (dashboard/)
 //
 // The gRPC port also serves grpc.health.v1.Health (planner/service/health.h).
 //
@@ -24,8 +26,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/file_io.h"
 #include "core/flags.h"
 #include "core/version.h"
+#include "dashboard/dashboard_server.h"
 #include "db/sqlite_trial_store.h"
 #include "db/store_backup.h"
 #include "planner/service/log.h"
@@ -83,7 +87,7 @@ int InvalidateTrial(const std::string& db_path, int64_t trial_id,
 int Run(const std::vector<std::string>& args) {
   std::optional<std::string> listen, db, log_level, tls_cert, tls_key,
       token_file, metrics_listen, backup, invalidation_reason, principals_file,
-      client_ca;
+      client_ca, http_listen;
   std::optional<int64_t> heartbeat_ms, invalidate_trial;
   std::optional<double> lease_timeout_s, agent_timeout_s, heartbeats_per_s,
       polls_per_s;
@@ -103,6 +107,14 @@ int Run(const std::vector<std::string>& args) {
                   "prints \"metrics on HOST:PORT\" after the listening line "
                   "(default: not served)",
                   &metrics_listen);
+  flags.AddString("http", "HOST:PORT",
+                  "serve the live dashboard at http://HOST:PORT/ (https with "
+                  "--tls-cert): the studies and each study's trials as they "
+                  "land, read-only, for the callers the gRPC port lets in "
+                  "(their token); port 0 picks a free one and prints "
+                  "\"dashboard on URL\" after the listening line (default: not "
+                  "served)",
+                  &http_listen);
   flags.AddString("db", "FILE",
                   "the SQLite history (default ./tessera.db; created when "
                   "absent)",
@@ -314,11 +326,41 @@ int Run(const std::vector<std::string>& args) {
   if (!options.metrics_listen.empty()) {
     std::cout << "metrics on " << (*server)->metrics_address() << std::endl;
   }
+  // The dashboard reads the store the planner writes (its own read-only
+  // connection) and lets in whom the gRPC port lets in.
+  std::unique_ptr<tessera::dashboard::DashboardServer> dashboard;
+  if (http_listen.has_value()) {
+    tessera::dashboard::DashboardOptions d{.listen = *http_listen,
+                                           .db_path = options.db_path,
+                                           .callers = options.callers};
+    if (tls_cert.has_value() && tls_key.has_value()) {
+      absl::StatusOr<std::string> cert = tessera::ReadFile(*tls_cert);
+      absl::StatusOr<std::string> key = tessera::ReadFile(*tls_key);
+      if (!cert.ok() || !key.ok()) {
+        std::cerr << "tessera-planner: --http: "
+                  << (!cert.ok() ? cert.status() : key.status()).message()
+                  << "\n";
+        return 1;
+      }
+      d.tls_cert_pem = *std::move(cert);
+      d.tls_key_pem = *std::move(key);
+    }
+    absl::StatusOr<std::unique_ptr<tessera::dashboard::DashboardServer>>
+        started = tessera::dashboard::DashboardServer::Start(std::move(d));
+    if (!started.ok()) {
+      std::cerr << "tessera-planner: " << started.status().message() << "\n";
+      return started.status().code() == absl::StatusCode::kInvalidArgument ? 2
+                                                                           : 1;
+    }
+    dashboard = *std::move(started);
+    std::cout << "dashboard on " << dashboard->url() << std::endl;
+  }
   log.Info(absl::StrCat("serving on ", (*server)->address(), ", history in ",
                         options.db_path));
   int signal = 0;
   sigwait(&stop_signals, &signal);
   log.Info(absl::StrCat("signal ", signal, ": shutting down"));
+  dashboard.reset();
   (*server)->Shutdown();
   server->reset();
   log.Info("stopped");

@@ -213,4 +213,10 @@ bool MayCalibrateGpu(const planner::CalibrationFit& fit) {
          fit.fitted_step_time_mape <= kMaxGpuCalibrationMape;
 }
 
+planner::CalibrationFitOptions TrialFitOptions() {
+  planner::CalibrationFitOptions o;
+  o.prior_log_sd = kStudyFitPriorLogSd;
+  return o;
+}
+
 }  // namespace tessera::service

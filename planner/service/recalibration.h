@@ -52,6 +52,15 @@ absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
 // The stack Tessera's executor runs (trials of backend cpu and cuda).
 inline constexpr char kTrialStack[] = "tessera";
 
+// How far a study's refit lets a coefficient move from its prior (log-space
+// sd): as `tessera calibrate --prior-sd` defaults to (the stack defaults are
+// within about 30% on published runs).
+inline constexpr double kStudyFitPriorLogSd = 0.3;
+
+// The options every fit of trials uses (a study's refit, and the refit of
+// the calibrations an invalidated trial was in).
+planner::CalibrationFitOptions TrialFitOptions();
+
 // The stack a trial of `backend` measures in a study of `study_stack`: the
 // backend's own (core/trial_backend.h trial_stack), or, for a backend that
 // runs the user's framework, the study's. kTrialStack for an unknown or

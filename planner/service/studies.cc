@@ -20,6 +20,7 @@
 #include "planner/service/calibration_exchange.h"
 #include "planner/service/proto_mapping.h"
 #include "planner/service/recalibration.h"
+#include "planner/service/study_scale.h"
 #include "planner/service/trial_geometry.h"
 #include "proto/convert.h"
 
@@ -188,6 +189,15 @@ absl::StatusOr<int64_t> Studies::SubmitStudy(
           "', the study runs on '", checked.workload.cluster.gpu.name, "'"));
     }
     import = *std::move(c);
+  }
+  // A study that searches its GPU count runs at the count chosen
+  // (study_scale.h).
+  if (absl::Status s = ChooseStudyScale(
+          StudyCalibration(checked.workload, std::nullopt,
+                           import.has_value() ? &import->file : nullptr),
+          &checked);
+      !s.ok()) {
+    return InStudy(s);
   }
   if (!checked.agents_gpu) {
     // A global batch no layout reaches is the spec's error (as `tessera

@@ -437,8 +437,14 @@ absl::Status Studies::RefitLocked(StudyRun& run,
       sources.imported.has_value() ? &*sources.imported : nullptr;
   const planner::Calibration prior =
       TrialFitPrior(run.workload->cluster.gpu, sources, trial_stack);
-  TESSERA_ASSIGN_OR_RETURN(const planner::CalibrationFit fit,
-                           planner::FitCalibration(samples, prior, {}));
+  // A coefficient moves from the prior only as far as several trials agree
+  // (tessera calibrate's default spread): with the fit's own default (1.0)
+  // one trial's error, often the layout's own and not the cluster's, moved
+  // whole families of layouts past each other (bench/replay/loop_bench:
+  // scatter10 12 -> 17 of 24 groups within 2% in 3 trials).
+  TESSERA_ASSIGN_OR_RETURN(
+      const planner::CalibrationFit fit,
+      planner::FitCalibration(samples, prior, TrialFitOptions()));
   const bool gpu_fit = trial_stack == kTrialStack && MayCalibrateGpu(fit);
   if (gpu_fit) {
     // The GPU's fit is of Tessera's executor (what every study on the GPU

@@ -12,6 +12,7 @@
 #include "planner/service/recalibration.h"
 #include "planner/service/recommendation.h"
 #include "planner/service/study_spec.h"
+#include "planner/service/study_scale.h"
 #include "planner/service/trial_geometry.h"
 #include "proto/convert.h"
 
@@ -141,7 +142,18 @@ absl::StatusOr<v1::Recommendation> StudyQueries::GetRecommendation(
         db::StudyStatusName(study.status),
         study.status_reason.empty() ? "" : ": ", study.status_reason, ")"));
   }
-  return RecommendationFromJson(study.recommendation_json);
+  TESSERA_ASSIGN_OR_RETURN(v1::Recommendation r,
+                           RecommendationFromJson(study.recommendation_json));
+  // Which GPU count its figures are for, when the study chose one.
+  absl::StatusOr<v1::StudySpec> spec = StudySpecFromStoredJson(
+      study.spec_json, absl::StrCat("study ", study.id));
+  if (spec.ok()) {
+    if (std::optional<v1::RecommendationScale> scale =
+            RecommendationScaleOf(*spec)) {
+      *r.mutable_scale() = *std::move(scale);
+    }
+  }
+  return r;
 }
 
 }  // namespace tessera::service

@@ -94,7 +94,8 @@ absl::StatusOr<Invalidation> InvalidateTrialAndRecalibrate(
     std::string line;
     if (!of.samples.empty()) {
       TESSERA_ASSIGN_OR_RETURN(const planner::CalibrationFit fit,
-                               planner::FitCalibration(of.samples, prior, {}));
+                               planner::FitCalibration(of.samples, prior,
+                                                       TrialFitOptions()));
       if (!absl::StartsWith(scope, "gpu:") || MayCalibrateGpu(fit)) {
         again = StoredCalibration(fit, scope, of.trial_ids);
         line = absl::StrFormat(

@@ -6,8 +6,10 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/known_names.h"
 #include "planner/stacks/training_stack.h"
 
 namespace tessera::planner {
@@ -71,11 +73,10 @@ std::vector<std::string> StackNames() {
 
 absl::StatusOr<const TrainingStack*> FindStack(absl::string_view name) {
   for (const TrainingStack& s : Stacks()) {
-    if (s.name == name) return &s;
+    if (absl::EqualsIgnoreCase(s.name, name)) return &s;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("training.stack: unknown stack '", name, "' (known: ",
-                   absl::StrJoin(StackNames(), ", "), ")"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "training.stack: ", UnknownNameMessage("stack", name, StackNames())));
 }
 
 }  // namespace tessera::planner

@@ -13,6 +13,7 @@
 #include "planner/memory/memory_model.h"
 #include "planner/stacks/training_stack.h"
 #include "planner/validation/rank_correlation.h"
+#include "planner/validation/sweep_collectives.h"
 
 namespace tessera::planner {
 namespace {
@@ -20,7 +21,6 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kMeasuredBytes = 256.0 * 1024 * 1024;  // the probe's size
 
 int64_t IntOf(const Json& row, const char* key, int64_t fallback) {
   if (!row.contains(key) || row[key].is_null()) return fallback;
@@ -95,22 +95,6 @@ absl::StatusOr<SweepRow> MapRow(int64_t index, const Json& row) {
 }
 
 // The sweep's bus bandwidth at 256 MiB by node count, 8 GPUs per node.
-std::vector<CollectiveMeasurement> CollectivesOf(const Json& busbw) {
-  std::vector<CollectiveMeasurement> out;
-  const std::vector<int64_t> nodes = busbw.at("nodes").get<std::vector<int64_t>>();
-  for (CollectiveOp op : {CollectiveOp::kAllGather, CollectiveOp::kReduceScatter,
-                          CollectiveOp::kAllReduce}) {
-    const std::string name(CollectiveOpName(op));
-    if (!busbw.contains(name)) continue;
-    const std::vector<double> gbs = busbw[name].get<std::vector<double>>();
-    for (size_t i = 0; i < nodes.size() && i < gbs.size(); ++i) {
-      out.push_back(CollectiveMeasurement{op, nodes[i], 8, kMeasuredBytes,
-                                          gbs[i]});
-    }
-  }
-  return out;
-}
-
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -227,14 +211,18 @@ absl::StatusOr<LayoutSweep> LoadLayoutSweep(const std::string& path) {
     }
     sweep.rows.push_back(*std::move(r));
   }
-  if (file.contains("collective_busbw_gbs_256MiB")) {
-    try {
-      sweep.collectives = std::make_shared<MeasuredCollectives>(
-          CollectivesOf(file["collective_busbw_gbs_256MiB"]));
-    } catch (const Json::exception& e) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ": collective_busbw_gbs_256MiB: ", e.what()));
-    }
+  // The cluster's nodes (8 H100 each in the Playbook's sweep).
+  const int64_t gpus_per_node =
+      sweep.rows.empty() ? 8 : sweep.rows.front().workload.cluster.gpus_per_node;
+  absl::StatusOr<std::vector<CollectiveMeasurement>> measured =
+      SweepCollectives(file, gpus_per_node);
+  if (!measured.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", measured.status().message()));
+  }
+  if (!measured->empty()) {
+    sweep.collectives =
+        std::make_shared<MeasuredCollectives>(*std::move(measured));
   }
   return sweep;
 }

@@ -114,6 +114,26 @@ TEST(CalibrateCommandTest, FitsWritesAndIsUsedByPredict) {
   EXPECT_EQ(j["coefficients"]["power_compute_activity"]["fitted"], false);
   EXPECT_EQ(j["fitted_from"][0].get<std::string>(),
             absl::StrCat(runs, ": 5 runs (0 skipped)"));
+  // The printed table calls a free coefficient fitted only when the runs
+  // at least halved its prior's spread; the others stayed at the default.
+  EXPECT_NE(r.out.find("free coefficient"), std::string::npos) << r.out;
+  ASSERT_FALSE(f->fitted.empty());
+  for (const std::string& name : f->fitted) {
+    const size_t at = r.out.find("\n" + name + " ");
+    ASSERT_NE(at, std::string::npos) << name << "\n" << r.out;
+    const std::string line = r.out.substr(at + 1, r.out.find('\n', at + 1) - at);
+    const double sd = f->posterior_log_sd.at(name);
+    if (sd <= 0.5 * f->prior_log_sd) {
+      EXPECT_NE(line.find("fitted by the runs"), std::string::npos) << line;
+    } else {
+      EXPECT_NE(line.find("default (the runs do not determine it"),
+                std::string::npos)
+          << line;
+    }
+  }
+  EXPECT_NE(r.out.find("\ngemm_peak_efficiency "), std::string::npos);
+  EXPECT_LE(f->posterior_log_sd.at("gemm_peak_efficiency"),
+            0.5 * f->prior_log_sd);
 
   // predict --calibration: the file's coefficients.
   const std::vector<std::string> flags = {
@@ -361,7 +381,7 @@ TEST(CalibrateCommandTest, TesseraTrialResultsAreMeasurementsAtTheirScale) {
 }
 
 TEST(CalibrateCommandTest, TheTrialHistoryAsPrintedIsAMeasurementFile) {
-  // Two rows of `tessera trials --json`: an ok trial with the spec it ran,
+  // Two rows of `tessera trials -o json`: an ok trial with the spec it ran,
   // a failed one.
   json ok = {
       {"id", 7},

@@ -46,8 +46,8 @@ TEST(LayoutExplanationTest, WhatSeparatesGivesTheDifferencesLargestFirst) {
   planner::Prediction other = Step(0.98, 0.05, 0.001, 0, 0.10);
   other.memory.total_bytes = 10.0 * (1 << 30);
   EXPECT_EQ(WhatSeparates(other, best),
-            "+13.1% step time vs the best: bubble +0.1000 s, exposed tp comm "
-            "+0.0500 s, compute -0.0200 s; memory +10.0 GiB per GPU");
+            "+13.1% step time vs the best: bubble +0.1 s, exposed tp comm "
+            "+0.05 s, compute -0.02 s; memory +10.0 GiB per GPU");
   EXPECT_EQ(WhatSeparates(best, best), "the same step time as the best");
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
+#include "cli/service_names.h"
 #include "cli/studies_command.h"
 #include "cli/text_table.h"
 #include "cli/trial_history.h"
@@ -229,6 +231,50 @@ TEST(TableWidthTest, CutsBeforeDroppingAndDropsTheLowestRankFirst) {
   EXPECT_EQ(min.str(),
             "id  note\n"
             " 1  a lon…\n");
+}
+
+TEST(TableWidthTest, WrapsLayoutsAtCommasAndNeverCutsThem) {
+  TextTable table({{"id", kRight},
+                   TableColumn("layout").Wrap(12),
+                   TableColumn("note").Cut(4)});
+  table.AddRow({"1", "tp=8,sp=1,pp=4,micro_batch=2", "a long note"});
+  table.AddRow({"2", "dp=8", "ok"});
+  std::ostringstream out;
+  table.Print(out, 24);
+  // The layout narrows to its longest piece (13), the note takes the rest.
+  EXPECT_EQ(out.str(),
+            "id  layout         note\n"
+            " 1  tp=8,sp=1,     a lo…\n"
+            "    pp=4,\n"
+            "    micro_batch=2\n"
+            " 2  dp=8           ok\n")
+      << out.str();
+  // The column is never narrower than its longest piece.
+  EXPECT_EQ(WrapText("tp=8,micro_batch=2", 4),
+            (std::vector<std::string>{"tp=8,", "micro_batch=2"}));
+  EXPECT_EQ(WrapText("", 4), (std::vector<std::string>{""}));
+  EXPECT_EQ(WrapText("a,b,c", 10), (std::vector<std::string>{"a,b,c"}));
+}
+
+TEST(TableWidthTest, TablesFitting100ColumnsKeepEveryLayoutWhole) {
+  // Each trial's, study's and history group's layout, in any table, is
+  // there in full: its parts in order, across wrapped lines.
+  const Trials trials = RealisticTrials();
+  std::ostringstream out;
+  PrintTrialTable(trials, out, kTableWidth);
+  std::string joined;
+  std::istringstream lines(out.str());
+  for (std::string line; std::getline(lines, line);) joined += line + "\n";
+  EXPECT_EQ(joined.find("…,"), std::string::npos) << joined;
+  for (const v1::Trial& t : trials) {
+    const std::string layout = CompactLayout(t.layout());
+    size_t at = 0;
+    for (absl::string_view part : absl::StrSplit(layout, ',')) {
+      at = joined.find(std::string(part), at);
+      ASSERT_NE(at, std::string::npos) << part << " of " << layout << "\n"
+                                       << joined;
+    }
+  }
 }
 
 // A study named with an escape sequence (the review's: names reach every

@@ -492,11 +492,13 @@ TEST_F(PlannerLiveTest, TrialsReportedByAnAgentReachEveryCommand) {
            "400 W", "&quot;preset&quot;: &quot;tiny&quot;", "</html>"}) {
     EXPECT_NE(html.find(expected), std::string::npos) << expected;
   }
-  // A page that cannot be written: exit 1, one line naming it, no file.
+  // A page that cannot be written is bad input: exit 2, one line naming the
+  // path as given and why, no file.
   const std::string nowhere = File("no-such-dir", "") + "/x/report.html";
   r = Run({"report", sid, "--out", nowhere});
-  EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.err, "tessera report: --out: cannot write " + nowhere + "\n");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "tessera report: --out: cannot write " + nowhere +
+                       ": Not a directory\n");
   EXPECT_FALSE(std::filesystem::exists(nowhere));
 }
 
@@ -713,14 +715,21 @@ TEST_F(PlannerLiveTest, PlanAndPredictThroughThePlannerGiveTheLocalJson) {
   json b = json::parse(remote.out);
   a.erase("elapsed_ms");
   b.erase("elapsed_ms");
+  a["scale"].erase("elapsed_ms");
+  b["scale"].erase("elapsed_ms");
   EXPECT_EQ(a, b);
-  // The table too, but for the search time.
+  // The table too, but for the search times (layouts, and GPU counts).
   const CliRun local_text = RunCli({"plan", "--spec", spec, "--top", "3"});
   const CliRun remote_text = Run({"plan", "--spec", spec, "--top", "3"});
   auto without_time = [](std::string s) {
-    const size_t in = s.find(" layouts in ");
-    const size_t ms = s.find(" ms (", in);
-    return s.erase(in, ms - in);
+    for (const char* before : {" layouts in ", " GPUs searched in "}) {
+      const size_t in = s.find(before);
+      const size_t ms = s.find(" ms (", in);
+      if (in != std::string::npos && ms != std::string::npos) {
+        s.erase(in, ms - in);
+      }
+    }
+    return s;
   };
   EXPECT_EQ(without_time(local_text.out), without_time(remote_text.out));
 
@@ -943,6 +952,18 @@ TEST_F(PlannerLiveTest, HistoryCommandsReadTheStoreFileWithoutAPlanner) {
     }
   }
   EXPECT_EQ(FileBytes(db), before) << "a read-only command changed the store";
+  // The history is the file read, by the path given: a copy elsewhere
+  // prints the copy's path, not where the planner kept it.
+  const std::string copy = (dir_ / "copy-of-history.db").string();
+  std::filesystem::copy_file(db, copy);
+  const CliRun copied = RunCli({"best", sid, "--db", copy});
+  ASSERT_EQ(copied.status, 0) << copied.err;
+  EXPECT_NE(copied.out.find("\nhistory: " + copy + "\n"), std::string::npos)
+      << copied.out;
+  EXPECT_EQ(
+      json::parse(
+          RunCli({"best", sid, "--db", copy, "--json"}).out)["history_db"],
+      copy);
 
   // Bad sources: exit 2, one line naming --db, nothing printed.
   const std::string not_a_store = File("other.db", "");

@@ -87,12 +87,40 @@ TEST(PredictCommandTest, FeasibleLayoutHuman) {
   EXPECT_EQ(r.out.find("infeasible"), std::string::npos);
 }
 
+TEST(PredictCommandTest, TheSameLayoutOnPartOfTheCluster) {
+  // tp 2 with micro-batch 2 on 32 nodes of 8: dp and gradient accumulation
+  // take up the 512 sequences at each count of the ladder.
+  const CliRun r = RunCli(Predict(kLayout));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const size_t at = r.out.find(
+      "\nthe same layout on part of the cluster (whole nodes; dp and "
+      "gradient accumulation absorb the global batch):\n");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string part = r.out.substr(at);
+  // 1 node: dp 4, 64 micro-batches of 2; 32 nodes: dp 128, 2. On 3
+  // nodes (dp 12) 512 sequences do not split: no row.
+  EXPECT_NE(part.find("\n    1     8    4  64 "), std::string::npos) << part;
+  EXPECT_NE(part.find("\n   32   256  128   2 "), std::string::npos) << part;
+  EXPECT_EQ(part.find("\n    3 "), std::string::npos) << part;
+  EXPECT_NE(part.find("\nthe last 128 GPUs (256 rather than 128) shorten the "
+                      "run by 50% for "),
+            std::string::npos)
+      << part;
+}
+
 TEST(PredictCommandTest, LayoutThatDoesNotResolveIsInfeasible) {
   // tp=3 does not divide the 256 GPUs: infeasible, not an input error.
   CliRun r = RunCli(Predict("tp=3"));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("\ninfeasible: layout.tp: "), std::string::npos)
       << r.out;
+  // The echo names what was given, never "dp=0".
+  EXPECT_NE(r.out.find("\nlayout: tp=3,sp=0,pp=1,vpp=1,cp=1,zero=0,"
+                       "micro_batch=1,recompute=none (dp, shard group and "
+                       "gradient accumulation not resolved)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("dp=0"), std::string::npos) << r.out;
   r = RunCli(Predict("tp=3", {"--json"}));
   ASSERT_EQ(r.status, 0) << r.err;
   const json j = json::parse(r.out);
@@ -221,12 +249,84 @@ TEST(PredictCommandTest, ExportErrorsNameTheProblem) {
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--out: only with --export"), std::string::npos)
       << r.err;
-  // DeepSpeed's JSON cannot say tensor parallelism.
+  // DeepSpeed's JSON cannot say tensor parallelism: bad input, exit 2.
   r = RunCli(
       Predict(kLayout, {"--stack", "deepspeed", "--export", "deepspeed"}));
-  EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.err.find("layout.tp"), std::string::npos) << r.err;
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--export: layout.tp"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
+  // A file that cannot be written: bad input, named as given.
+  r = RunCli(Predict(kLayout, {"--export", "megatron", "--out",
+                               "/nonexistent/folder/args.txt"}));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--out: cannot write /nonexistent/folder/args.txt: "),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find(".tmp."), std::string::npos) << r.err;
+  // A target is found whatever its case, and a near name is suggested.
+  r = RunCli(Predict(kLayout, {"--export", "Megatron"}));
+  EXPECT_EQ(r.status, 0) << r.err;
+  r = RunCli(Predict(kLayout, {"--export", "megatron-lm"}));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("(did you mean megatron?)"), std::string::npos) << r.err;
+}
+
+TEST(PredictCommandTest, ExportNeverChangesTheStackSilently) {
+  // The prediction is pytorch-fsdp's; megatron runs megatron-core: refused,
+  // naming the --stack that predicts what the file runs.
+  const std::string layout = "tp=1,pp=1,zero=3,micro_batch=1";
+  CliRun r = RunCli(
+      Predict(layout, {"--stack", "pytorch-fsdp", "--export", "megatron"}));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--export megatron: megatron runs the megatron-core "
+                       "stack, and this prediction was ranked for "
+                       "pytorch-fsdp: add --stack megatron-core"),
+            std::string::npos)
+      << r.err;
+  // The default stack is megatron-core's: torchtitan refuses it too.
+  r = RunCli(Predict(layout, {"--export", "torchtitan"}));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("add --stack torchtitan"), std::string::npos) << r.err;
+  r = RunCli(
+      Predict(layout, {"--stack", "torchtitan", "--export", "torchtitan"}));
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
+TEST(PredictCommandTest, ExportNotesGoToStandardError) {
+  // Tensor parallelism on H100 with the distributed optimizer: Megatron-LM
+  // will not start without CUDA_DEVICE_MAX_CONNECTIONS=1.
+  CliRun r = RunCli(
+      Predict("tp=2,pp=1,cp=1,zero=1,micro_batch=2", {"--export", "megatron"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("note: export CUDA_DEVICE_MAX_CONNECTIONS=1"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("# note: export CUDA_DEVICE_MAX_CONNECTIONS=1"),
+            std::string::npos)
+      << r.out;
+  // Megatron-FSDP with TP: the opposite, and Megatron's own warning.
+  r = RunCli(
+      Predict("tp=2,pp=1,cp=1,zero=3,micro_batch=2", {"--export", "megatron"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err.find("CUDA_DEVICE_MAX_CONNECTIONS=1 before"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("note: leave CUDA_DEVICE_MAX_CONNECTIONS unset"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("note: Megatron-LM warns against this layout"),
+            std::string::npos)
+      << r.err;
+  // DeepSpeed: the JSON has no comments, the note is on stderr only.
+  r = RunCli(Predict("tp=1,pp=1,zero=2,micro_batch=1,recompute=full",
+                     {"--stack", "deepspeed", "--export", "deepspeed"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NO_THROW(json::parse(r.out)) << r.out;
+  EXPECT_NE(r.err.find("note: recompute=full: the activation_checkpointing "
+                       "block only configures"),
+            std::string::npos)
+      << r.err;
 }
 
 }  // namespace

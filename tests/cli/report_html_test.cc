@@ -13,9 +13,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "cli/report_plots.h"
 #include "cli/report_predictions.h"
 #include "cli/svg_chart.h"
 #include "gtest/gtest.h"
+#include "planner/calibration/calibration.h"
+#include "planner/service/study_queries.h"
+#include "planner/stacks/stack_calibration.h"
 
 namespace tessera::cli {
 namespace {
@@ -108,7 +112,7 @@ TEST(StudyReportHtmlTest, ShowsTheRecommendationTrialsAndCalibration) {
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_NE(html.find("</html>\n"), std::string::npos);
   for (const std::string& expected : std::vector<std::string>{
-           "1 nodes x 2 agents/cpu/Test CPU", "Best throughput", "Best energy",
+           "1 node x 2 agents/cpu/Test CPU", "Best throughput", "Best energy",
            "MEASURED</span> (trial 11)", "PREDICTED", "1.5 days",
            "gemm_peak_efficiency", "0.71", "agent-a", "400 W", "50.0%", "oom",
            "Measured against predicted", "&quot;total_tokens&quot;"}) {
@@ -431,6 +435,112 @@ TEST(TrialBreakdownTest, SaysWhyWhenTheRunCannotBePredicted) {
   EXPECT_NE(b.why.find("tp"), std::string::npos) << b.why;
   t.mutable_ran()->mutable_model()->set_preset("no-such-model");
   EXPECT_NE(PredictTrialBreakdowns({t}, {})[2].why.find("its run: "),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::cli
+
+namespace tessera::cli {
+namespace {
+
+// The text from the first `start` to the `end` after it ("" when absent).
+std::string Between(const std::string& text, const std::string& start,
+                    const std::string& end) {
+  const size_t from = text.find(start);
+  if (from == std::string::npos) return "";
+  const size_t to = text.find(end, from);
+  return to == std::string::npos ? "" : text.substr(from, to - from);
+}
+
+// TwoTrialReport with a spec the cost model reads (so that the stack's
+// defaults are known) and two coefficients: one moved from its default,
+// one left at it.
+StudyReport CalibratedReport(double* default_gemm) {
+  StudyReport r = TwoTrialReport();
+  v1::StudySpec& spec = *r.study.mutable_spec();
+  spec.mutable_model()->set_preset("tiny");
+  spec.mutable_cluster()->mutable_gpu()->set_preset("h100-sxm");
+  spec.mutable_cluster()->set_nodes(1);
+  spec.mutable_cluster()->set_gpus_per_node(2);
+  absl::StatusOr<Workload> w = service::StudyWorkload(spec, r.recommendation);
+  EXPECT_TRUE(w.ok()) << w.status();
+  absl::StatusOr<planner::Calibration> d = planner::DefaultCalibration(*w);
+  EXPECT_TRUE(d.ok()) << d.status();
+  *default_gemm = d->gemm_peak_efficiency;
+  auto& c = *r.recommendation.mutable_calibration();
+  c["gemm_peak_efficiency"] = 0.9 * d->gemm_peak_efficiency;  // fitted
+  c["attention_efficiency"] = d->attention_efficiency;        // default
+  return r;
+}
+
+TEST(StudyReportHtmlTest, CalibrationMarksFittedAgainstTheStacksDefaults) {
+  double default_gemm = 0;
+  const std::string html =
+      RenderStudyReportHtml(CalibratedReport(&default_gemm));
+  const std::string fitted =
+      Between(html, "data-coefficient=\"gemm_peak_efficiency\"", "</tr>");
+  const std::string kept =
+      Between(html, "data-coefficient=\"attention_efficiency\"", "</tr>");
+  ASSERT_NE(fitted, "") << html;
+  ASSERT_NE(kept, "") << html;
+  EXPECT_NE(fitted.find("data-fitted=\"true\""), std::string::npos) << fitted;
+  EXPECT_NE(fitted.find(absl::StrCat("data-default-value=\"",
+                                     ExactNumber(default_gemm), "\"")),
+            std::string::npos)
+      << fitted;
+  EXPECT_NE(fitted.find("<b>fitted</b>"), std::string::npos);
+  EXPECT_NE(kept.find("data-fitted=\"false\""), std::string::npos) << kept;
+  // What each coefficient means, from coefficients.inc.
+  EXPECT_NE(fitted.find("fraction of the dense bf16 peak that large GEMMs "
+                        "reach"),
+            std::string::npos)
+      << fitted;
+  EXPECT_NE(html.find("1 of 2 coefficients differ from the defaults"),
+            std::string::npos);
+}
+
+TEST(StudyReportHtmlTest, ParallelCoordinatesDrawEachMeasuredTrial) {
+  const std::string html = RenderStudyReportHtml(TwoTrialReport());
+  const std::string plot = Between(html, "class=\"plot parallel\"", "</svg>");
+  ASSERT_NE(plot, "") << html;
+  // The ok trial: a line carrying its knobs and measured tokens/s; the oom
+  // trial measured nothing and is not drawn.
+  EXPECT_EQ(Count(plot, "<polyline class=\"trial\""), 1) << plot;
+  const std::string line = Between(plot, "data-trial=\"11\"", "</polyline>");
+  for (const char* attribute :
+       {"data-zero=\"3\"", "data-tp=\"1\"", "data-micro-batch=\"1\"",
+        "data-recompute=\"none\"", "data-tokens-per-s=\"10000\""}) {
+    EXPECT_NE(line.find(attribute), std::string::npos) << attribute << line;
+  }
+  for (const char* axis :
+       {"tp", "pp", "cp", "zero", "micro-batch", "recompute"}) {
+    EXPECT_NE(plot.find(absl::StrCat("data-axis=\"", axis, "\"")),
+              std::string::npos)
+        << axis;
+  }
+  // No trial measured: a sentence, not an empty plot.
+  StudyReport none = TwoTrialReport();
+  none.trials.pop_back();
+  none.trials.front().set_state(v1::TRIAL_QUEUED);
+  EXPECT_NE(ParallelCoordinatesSection(none.trials).find("Nothing to plot"),
+            std::string::npos);
+}
+
+TEST(StudyReportHtmlTest, IdenticalCurvesAreSaidNotHidden) {
+  StudyReport r = TwoTrialReport();
+  r.trials[1].set_state(v1::TRIAL_OK);
+  for (v1::Trial& t : r.trials) {
+    t.mutable_measured()->clear_loss();
+    for (double v : {10.0, 9.0, 8.5}) t.mutable_measured()->add_loss(v);
+  }
+  const std::string html = StepCurvesSection(r.trials, StepSeries::kLoss);
+  EXPECT_NE(html.find("trial 12 had the same loss as trial 11 at every step"),
+            std::string::npos)
+      << html;
+  // Different curves: nothing said.
+  r.trials[1].mutable_measured()->set_loss(2, 8.4);
+  EXPECT_EQ(StepCurvesSection(r.trials, StepSeries::kLoss).find("the same"),
             std::string::npos);
 }
 

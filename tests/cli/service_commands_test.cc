@@ -182,6 +182,15 @@ TEST(ServiceCommandsTest, UnreachablePlannerExitsOneWithOneLine) {
                   0),
               0u)
         << r.err;
+    // The history commands can read the planner's file without it: the
+    // error says how; the others cannot.
+    const bool history = args[0] == "studies" || args[0] == "trials" ||
+                         args[0] == "best" || args[0] == "report" ||
+                         args[0] == "history";
+    EXPECT_EQ(
+        r.err.find("give its SQLite file: --db FILE") != std::string::npos,
+        history)
+        << r.err;
     // A refused connection is known at once, long before the deadline.
     EXPECT_LT(std::chrono::steady_clock::now() - start,
               std::chrono::seconds(10));

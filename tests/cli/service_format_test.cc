@@ -345,15 +345,28 @@ TEST(TrialTableTest, ColumnsAndPlaceholders) {
   EXPECT_EQ(dashes, 5u) << queued;  // tokens/s, MFU, memory, exposed, watts
   EXPECT_NE(queued.find(" 40000"), std::string::npos) << queued;
   EXPECT_NE(queued.find(" queued "), std::string::npos) << queued;
-  // The reason is cut to kReasonWidth characters.
-  const std::string cut = Truncate(crashed.reason(), kReasonWidth);
-  EXPECT_EQ(DisplayWidth(cut), kReasonWidth);
-  EXPECT_NE(crash.find(cut), std::string::npos) << crash;
-  EXPECT_EQ(crash.find("attention"), std::string::npos);
+  // Every column in full (-o wide): the whole reason.
+  EXPECT_NE(crash.find(crashed.reason()), std::string::npos) << crash;
   // Columns line up: every row is as wide as the header where the last
   // column starts.
   const size_t reason_at = header.find("reason");
-  EXPECT_EQ(DisplayWidth(crash.substr(0, crash.find(cut))), reason_at);
+  EXPECT_EQ(DisplayWidth(crash.substr(0, crash.find("rank 3 exited"))),
+            reason_at);
+  // Fitting 100 columns (-o table): the reason is cut, the layout whole.
+  std::ostringstream fitted;
+  PrintTrialTable(trials, fitted, kTableWidth);
+  std::istringstream fitted_lines(fitted.str());
+  for (std::string line; std::getline(fitted_lines, line);) {
+    EXPECT_LE(DisplayWidth(line), kTableWidth) << line;
+  }
+  EXPECT_NE(fitted.str().find("rank 3 exi"), std::string::npos) << fitted.str();
+  EXPECT_EQ(fitted.str().find("attention"), std::string::npos) << fitted.str();
+  // Wrapped at commas if need be, never cut: every part is there whole.
+  for (const char* part :
+       {"tp=2,", "dp=4,", "zero=3,", "micro_batch=2,", "grad_accum=8"}) {
+    EXPECT_NE(fitted.str().find(part), std::string::npos) << part << "\n"
+                                                          << fitted.str();
+  }
 }
 
 TEST(TrialTableTest, CsvKeepsRawNumbersAndTheWholeReason) {
@@ -619,6 +632,26 @@ TEST(RecommendationOutputTest, LabelsEveryNumber) {
   EXPECT_NE(t2.find("calibration: the cost model's defaults"),
             std::string::npos);
   EXPECT_EQ(t2.find("history:"), std::string::npos);
+  EXPECT_EQ(t2.find("GPU count:"), std::string::npos);  // not searched
+
+  // A study that chose its GPU count says which count its figures are for.
+  v1::RecommendationScale* scale = p.mutable_scale();
+  scale->set_nodes(64);
+  scale->set_gpus(512);
+  scale->set_cluster_nodes(256);
+  scale->set_cluster_gpus(2048);
+  scale->set_objective("energy");
+  scale->set_deadline_days(30);
+  std::ostringstream scaled;
+  PrintRecommendation(p, scaled);
+  EXPECT_NE(scaled.str().find(
+                "study 8 recommendation:\nGPU count: every figure below is "
+                "for 512 GPUs (64 nodes), the count chosen for energy within "
+                "30 days from the cluster's 2048 GPUs (256 nodes); the trials "
+                "ran at that count, and the GPUs it leaves free are not "
+                "charged (they can run other work)\nbest throughput: "),
+            std::string::npos)
+      << scaled.str();
 
   std::ostringstream out3;
   v1::Recommendation none;

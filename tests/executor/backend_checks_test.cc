@@ -127,6 +127,21 @@ TEST(BackendChecksDeathTest, DTypeMisuseNamesKernelArgumentAndWhy) {
                    T(kBF16, 2), T(kF32, 1), T(kI32, 1), T(kI32, 1), T(kBF16, 2),
                    T(kF32, 2), T(kF32, 2)),
                "CudaBackend::AttentionBackward: dq is bf16, expected f32\n");
+  // ... but a self-causal block writes them, in f32 or act, all alike.
+  const AttentionShape self{1, 1, 1, 1, 1, 2, /*self_causal=*/true};
+  CudaLike().AttentionBackward(self, T(kBF16, 2), T(kBF16, 2), T(kBF16, 2),
+                               T(kBF16, 2), T(kBF16, 2), T(kF32, 1),
+                               T(kI32, 1), T(kI32, 1), T(kBF16, 2),
+                               T(kBF16, 2), T(kBF16, 2));
+  EXPECT_DEATH(CudaLike().AttentionBackward(
+                   self, T(kBF16, 2), T(kBF16, 2), T(kBF16, 2), T(kBF16, 2),
+                   T(kBF16, 2), T(kF32, 1), T(kI32, 1), T(kI32, 1), T(kBF16, 2),
+                   T(kF32, 2), T(kBF16, 2)),
+               "CudaBackend::AttentionBackward: dk is f32, expected bf16\n");
+  EXPECT_DEATH(CudaLike().Attention("AttentionBackward",
+                                    {1, 2, 3, 1, 1, 2, /*self_causal=*/true}),
+               "CudaBackend::AttentionBackward: shape.self_causal with "
+               "q_len = 2 != kv_len = 3\n");
   EXPECT_DEATH(CudaLike().Copy(T(kI32, 4), T(kF32, 4), 4),
                "CudaBackend::Copy: cannot convert i32 to f32\n");
   const Tensor shared = T(kBF16, 21);

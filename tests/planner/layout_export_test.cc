@@ -9,8 +9,10 @@
 #include "planner/export/layout_export.h"
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -164,7 +166,8 @@ TEST(LayoutExportTest, ParsesTargetsAndNamesTheirStacks) {
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(std::string(bad.message()),
             "--export: 'jax' is not torchtitan, megatron, deepspeed or nemo");
-  EXPECT_FALSE(ParseExportTarget("Megatron").ok());
+  // Case is folded (issue 30): "Megatron" is megatron.
+  EXPECT_EQ(*ParseExportTarget("Megatron"), ExportTarget::kMegatron);
 }
 
 // Megatron-LM d98e8a6: megatron/training/arguments.py and the
@@ -688,6 +691,316 @@ TEST(LayoutExportTest, OptionsOfAnotherStackDoNotApply) {
       L("tp=2,zero=1"), ExportTarget::kMegatron);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tessera::planner
+
+namespace tessera::planner {
+namespace {
+
+// The notes of an export: what the file alone does not do.
+std::vector<std::string> Notes(const Workload& w, const Layout& l,
+                               ExportTarget t) {
+  absl::StatusOr<LayoutExport> e = ExportLayoutWithNotes(w, l, t);
+  EXPECT_TRUE(e.ok()) << e.status();
+  return e.ok() ? e->notes : std::vector<std::string>{};
+}
+
+bool AnyStartsWith(const std::vector<std::string>& notes,
+                   const std::string& prefix) {
+  return std::any_of(notes.begin(), notes.end(), [&](const std::string& n) {
+    return n.rfind(prefix, 0) == 0;
+  });
+}
+
+// Every note is in the file as a comment, whole (its words in order).
+void ExpectNotesInFile(const LayoutExport& e) {
+  std::string comments;
+  for (const std::string& line : Lines(e.text)) {
+    if (line.rfind("# ", 0) == 0) comments += line.substr(2) + " ";
+  }
+  std::string flat;
+  for (char c : comments) {
+    if (c != ' ' || (!flat.empty() && flat.back() != ' ')) flat += c;
+  }
+  for (const std::string& note : e.notes) {
+    EXPECT_NE(flat.find(note), std::string::npos) << note << "\n" << e.text;
+  }
+}
+
+TEST(LayoutExportNotesTest, MegatronTensorParallelismNeedsOneConnection) {
+  // megatron/training/arguments.py validate_args: tp or cp > 1 before
+  // Blackwell asserts CUDA_DEVICE_MAX_CONNECTIONS == "1" (unless FSDP).
+  const Workload w = MakeWorkload();
+  const std::string set = "export CUDA_DEVICE_MAX_CONNECTIONS=1";
+  const std::string unset = "leave CUDA_DEVICE_MAX_CONNECTIONS unset";
+  const std::string warns = "Megatron-LM warns against this layout";
+  std::vector<std::string> n = Notes(w, L(kExample), ExportTarget::kMegatron);
+  EXPECT_TRUE(AnyStartsWith(n, set));
+  EXPECT_FALSE(AnyStartsWith(n, unset));
+  n = Notes(w, L("tp=1,cp=2,zero=1,micro_batch=1"), ExportTarget::kMegatron);
+  EXPECT_TRUE(AnyStartsWith(n, set));
+  // No model parallelism: nothing to set.
+  n = Notes(w, L("tp=1,zero=1,micro_batch=1"), ExportTarget::kMegatron);
+  EXPECT_FALSE(AnyStartsWith(n, set));
+  EXPECT_FALSE(AnyStartsWith(n, unset));
+  // Megatron-FSDP: the opposite, and with TP Megatron's own warning.
+  n = Notes(w, L("tp=1,zero=3,micro_batch=1"), ExportTarget::kMegatron);
+  EXPECT_TRUE(AnyStartsWith(n, unset));
+  EXPECT_FALSE(AnyStartsWith(n, set));
+  EXPECT_FALSE(AnyStartsWith(n, warns));
+  n = Notes(w, L("tp=2,sp=1,zero=3,micro_batch=1"), ExportTarget::kMegatron);
+  EXPECT_TRUE(AnyStartsWith(n, unset));
+  EXPECT_TRUE(AnyStartsWith(n, warns));
+  EXPECT_FALSE(AnyStartsWith(n, set));
+  // Blackwell has no such requirement.
+  Workload b = w;
+  b.cluster.gpu.architecture = "blackwell";
+  n = Notes(b, L(kExample), ExportTarget::kMegatron);
+  EXPECT_FALSE(AnyStartsWith(n, set));
+  n = Notes(b, L("tp=2,sp=1,zero=3,micro_batch=1"), ExportTarget::kMegatron);
+  EXPECT_FALSE(AnyStartsWith(n, warns));
+  // The notes are in the file as comments; the arguments still parse.
+  absl::StatusOr<LayoutExport> e =
+      ExportLayoutWithNotes(w, L(kExample), ExportTarget::kMegatron);
+  ASSERT_TRUE(e.ok());
+  ExpectNotesInFile(*e);
+  EXPECT_EQ(MegatronArgs(e->text)["--tensor-model-parallel-size"], "2");
+}
+
+TEST(LayoutExportNotesTest, NemoFsdpAndTensorParallelism) {
+  const Workload w = MakeWorkload();
+  std::vector<std::string> n =
+      Notes(w, L("tp=1,zero=3,micro_batch=1"), ExportTarget::kNemo);
+  EXPECT_TRUE(AnyStartsWith(n, "leave CUDA_DEVICE_MAX_CONNECTIONS unset"));
+  n = Notes(w, L(kExample), ExportTarget::kNemo);
+  EXPECT_TRUE(AnyStartsWith(n, "export CUDA_DEVICE_MAX_CONNECTIONS=1"));
+  absl::StatusOr<LayoutExport> e =
+      ExportLayoutWithNotes(w, L(kExample), ExportTarget::kNemo);
+  ASSERT_TRUE(e.ok());
+  ExpectNotesInFile(*e);
+}
+
+TEST(LayoutExportNotesTest, DeepSpeedSaysFullRecomputeIsTheScriptsJob) {
+  const Workload w = MakeWorkload("llama2-7b", Precision::kBf16, "deepspeed");
+  std::vector<std::string> n = Notes(
+      w, L("zero=2,micro_batch=1,recompute=full"), ExportTarget::kDeepSpeed);
+  EXPECT_TRUE(AnyStartsWith(n,
+                            "recompute=full: the activation_checkpointing "
+                            "block only configures deepspeed.checkpointing"));
+  n = Notes(w, L("zero=2,micro_batch=1"), ExportTarget::kDeepSpeed);
+  EXPECT_FALSE(AnyStartsWith(n, "recompute=full"));
+  // A JSON has no comments: the text is the JSON alone.
+  absl::StatusOr<LayoutExport> e = ExportLayoutWithNotes(
+      w, L("zero=2,micro_batch=1,recompute=full"), ExportTarget::kDeepSpeed);
+  ASSERT_TRUE(e.ok());
+  EXPECT_NO_THROW(nlohmann::json::parse(e->text));
+}
+
+TEST(LayoutExportNotesTest, TorchtitanPipelineKeepsParametersGathered) {
+  // torchtitan/distributed/fsdp.py: "default" does not reshard after forward
+  // with pipeline parallelism; the comment must not call it ZeRO-3.
+  const Workload w = MakeWorkload("llama3-8b", Precision::kBf16, "torchtitan");
+  const Layout piped = L("tp=2,sp=1,pp=2,zero=3,micro_batch=1");
+  absl::StatusOr<LayoutExport> e =
+      ExportLayoutWithNotes(w, piped, ExportTarget::kTorchtitan);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->text.find("ZeRO-3"), std::string::npos) << e->text;
+  EXPECT_NE(e->text.find("FSDP without resharding after forward"),
+            std::string::npos);
+  EXPECT_TRUE(AnyStartsWith(e->notes,
+                            "with pipeline parallelism torchtitan's "
+                            "fsdp_reshard_after_forward"));
+  ExpectNotesInFile(*e);
+  // Without a pipeline, zero 3 reshards: ZeRO-3.
+  e = ExportLayoutWithNotes(w, L("tp=2,sp=1,zero=3,micro_batch=1"),
+                            ExportTarget::kTorchtitan);
+  ASSERT_TRUE(e.ok());
+  EXPECT_NE(e->text.find(": FSDP (ZeRO-3)"), std::string::npos) << e->text;
+  EXPECT_FALSE(AnyStartsWith(e->notes, "with pipeline parallelism"));
+}
+
+TEST(LayoutExportNotesTest, TargetsFoldCaseAndSuggestNearNames) {
+  EXPECT_EQ(*ParseExportTarget("TorchTitan"), ExportTarget::kTorchtitan);
+  EXPECT_EQ(*ParseExportTarget("NEMO"), ExportTarget::kNemo);
+  ExpectRefused(ParseExportTarget("megatron-lm").status(),
+                absl::StatusCode::kInvalidArgument,
+                "--export: 'megatron-lm' is not torchtitan, megatron, "
+                "deepspeed or nemo (did you mean megatron?)");
+}
+
+}  // namespace
+}  // namespace tessera::planner
+
+namespace tessera::planner {
+namespace {
+
+// tests/data/framework_options.json: what each framework accepts at the
+// commit its exporter cites, read from its source by
+// tests/planner/extract_framework_options.py (the frameworks' own parsers
+// cannot run here).
+const nlohmann::json& FrameworkOptions() {
+  static const nlohmann::json* options = [] {
+    std::ifstream in(std::string(TESSERA_SOURCE_DIR) +
+                     "/tests/data/framework_options.json");
+    return new nlohmann::json(nlohmann::json::parse(in, nullptr, false));
+  }();
+  return *options;
+}
+
+bool Contains(const nlohmann::json& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Workloads and layouts that between them set every option each exporter
+// writes: bf16 and fp8, tp with sp, interleaved and uneven pipelines, cp,
+// ZeRO 0-3 with HSDP, every recomputation, the stacks' options.
+struct Case {
+  Workload workload;
+  std::string layout;
+};
+
+std::vector<Case> Cases(const std::string& stack,
+                        std::vector<std::vector<std::string>> options) {
+  std::vector<Case> cases;
+  const std::vector<std::string> layouts = {
+      kExample,
+      "tp=2,sp=1,pp=2,vpp=2,cp=1,zero=3,shard_group=2,micro_batch=1,"
+      "recompute=full",
+      "tp=1,pp=1,cp=2,zero=2,micro_batch=1,recompute=selective",
+      "tp=1,pp=1,zero=0,micro_batch=2",
+      "tp=1,pp=1,zero=3,micro_batch=1,recompute=full",
+      "tp=2,sp=1,pp=3,zero=1,micro_batch=1"};
+  for (Precision p : {Precision::kBf16, Precision::kFp8}) {
+    for (const std::vector<std::string>& o : options) {
+      for (const std::string& l : layouts) {
+        cases.push_back({MakeWorkload("llama3-8b", p, stack, o), l});
+      }
+    }
+  }
+  return cases;
+}
+
+// Every exported layout of `cases` for `target` (the ones the target
+// refuses are skipped: their refusals are tested above).
+std::vector<std::string> Exports(const std::vector<Case>& cases,
+                                 ExportTarget target, int* exported) {
+  std::vector<std::string> texts;
+  for (const Case& c : cases) {
+    absl::StatusOr<Layout> layout = ParseLayout(c.layout);
+    if (!layout.ok()) continue;
+    absl::StatusOr<std::string> text =
+        ExportLayout(c.workload, *layout, target);
+    if (text.ok()) texts.push_back(*text);
+  }
+  *exported = static_cast<int>(texts.size());
+  return texts;
+}
+
+TEST(FrameworkOptionNamesTest, MegatronFlagsAreMegatronLMs) {
+  const nlohmann::json& known = FrameworkOptions()["megatron"]["flags"];
+  ASSERT_TRUE(known.is_array()) << "tests/data/framework_options.json";
+  int exported = 0;
+  std::set<std::string> used;
+  for (const std::string& text : Exports(
+           Cases("megatron-core",
+                 {{},
+                  {"tp-comm-overlap", "fp8-param-gather", "grad-reduce-bf16"}}),
+           ExportTarget::kMegatron, &exported)) {
+    for (const auto& [flag, value] : MegatronArgs(text)) used.insert(flag);
+  }
+  EXPECT_GT(exported, 10);
+  EXPECT_GT(used.size(), 30u);
+  for (const std::string& flag : used) {
+    EXPECT_TRUE(Contains(known, flag))
+        << flag << " is not a flag of "
+        << FrameworkOptions()["megatron"]["source"];
+  }
+}
+
+TEST(FrameworkOptionNamesTest, TorchtitanFieldsAreTrainerConfigs) {
+  const nlohmann::json& config = FrameworkOptions()["torchtitan"]["config"];
+  ASSERT_TRUE(config.is_object());
+  const std::regex assignment(R"(^    config\.([a-z_]+)(?:\.([a-z_]+))? = )");
+  int exported = 0;
+  int checked = 0;
+  for (const std::string& text :
+       Exports(Cases("torchtitan", {{}, {"async-tp"}, {"no-compile"}}),
+               ExportTarget::kTorchtitan, &exported)) {
+    for (const std::string& line : Lines(text)) {
+      std::smatch m;
+      if (!std::regex_search(line, m, assignment)) continue;
+      ++checked;
+      const std::string section = m[1].str(), field = m[2].str();
+      if (field.empty()) {
+        EXPECT_TRUE(Contains(config[""], section)) << line;
+      } else {
+        ASSERT_TRUE(config.contains(section)) << line;
+        EXPECT_TRUE(Contains(config[section], field))
+            << line << ": " << FrameworkOptions()["torchtitan"]["source"];
+      }
+    }
+  }
+  EXPECT_GT(exported, 10);
+  EXPECT_GT(checked, 100);
+}
+
+TEST(FrameworkOptionNamesTest, DeepSpeedKeysAreDeepSpeedConfigs) {
+  const nlohmann::json& known = FrameworkOptions()["deepspeed"]["keys"];
+  ASSERT_TRUE(known.is_array());
+  int exported = 0;
+  int checked = 0;
+  for (const std::string& text :
+       Exports(Cases("deepspeed", {{}}), ExportTarget::kDeepSpeed, &exported)) {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    for (const auto& [key, value] : j.items()) {
+      ++checked;
+      EXPECT_TRUE(Contains(known, key)) << key;
+      if (!value.is_object()) continue;
+      for (const auto& [inner, ignored] : value.items()) {
+        ++checked;
+        EXPECT_TRUE(Contains(known, inner)) << key << "." << inner;
+      }
+    }
+  }
+  EXPECT_GE(exported, 2);  // its JSON says no pipeline nor tp
+  EXPECT_GT(checked, 10);
+}
+
+TEST(FrameworkOptionNamesTest, NemoFieldsAreConfigContainers) {
+  const nlohmann::json& cfg = FrameworkOptions()["nemo"]["cfg"];
+  ASSERT_TRUE(cfg.is_object());
+  const std::regex assignment(R"(^    cfg\.([a-z_]+)(?:\.([a-z_0-9]+))? = )");
+  const std::regex keyword(R"(^        ([a-z_]+)=)");
+  int exported = 0;
+  int checked = 0;
+  for (const std::string& text :
+       Exports(Cases("megatron-core",
+                     {{}, {"tp-comm-overlap", "fp8-param-gather"}}),
+               ExportTarget::kNemo, &exported)) {
+    bool in_overlap = false;
+    for (const std::string& line : Lines(text)) {
+      std::smatch m;
+      if (std::regex_search(line, m, assignment)) {
+        ++checked;
+        const std::string section = m[1].str(), field = m[2].str();
+        in_overlap = line.find("CommOverlapConfig(") != std::string::npos;
+        if (field.empty()) {
+          EXPECT_TRUE(Contains(cfg[""], section)) << line;
+        } else {
+          ASSERT_TRUE(cfg.contains(section)) << line;
+          EXPECT_TRUE(Contains(cfg[section], field))
+              << line << ": " << FrameworkOptions()["nemo"]["source"];
+        }
+      } else if (in_overlap && std::regex_search(line, m, keyword)) {
+        ++checked;
+        EXPECT_TRUE(Contains(cfg["CommOverlapConfig()"], m[1].str())) << line;
+      }
+    }
+  }
+  EXPECT_GT(exported, 10);
+  EXPECT_GT(checked, 100);
 }
 
 }  // namespace

@@ -149,17 +149,21 @@ TEST_F(StepModelTest, ExposedTensorParallelTimeIsInsideTheBubble) {
               1e-12);
 }
 
-TEST_F(StepModelTest, PowerCountsWaitingAsCommunication) {
-  // The bubble and exposed communication draw power_comm_activity, compute
-  // power_compute_activity (power.h): a pipeline with a large bubble draws
-  // less than one without only by the difference of the two.
+TEST_F(StepModelTest, PowerDrawsEachPhasesShare) {
+  // Compute draws power_compute_activity, exposed communication
+  // power_comm_activity and the bubble power_pipeline_wait_activity
+  // (power.h): a deep pipeline's bubble is costed at its own share.
   const Workload w = Node(8);
   const Layout l = Resolved(Layout{.pp = 8, .micro_batch = 1}, w);
+  Calibration c = c_;
+  c.power_pipeline_wait_activity = 0.3;
   Prediction p;
-  ASSERT_TRUE(PredictStep(w, stack_, l, c_, false, &p));
+  ASSERT_TRUE(PredictStep(w, stack_, l, c, false, &p));
+  ASSERT_GT(p.bubble_s, 0);
   const GpuSpec& gpu = w.cluster.gpu;
-  const double busy = (p.compute_s * c_.power_compute_activity +
-                       (p.exposed_comm_s + p.bubble_s) * c_.power_comm_activity) /
+  const double busy = (p.compute_s * c.power_compute_activity +
+                       p.exposed_comm_s * c.power_comm_activity +
+                       p.bubble_s * c.power_pipeline_wait_activity) /
                       p.step_time_s;
   EXPECT_NEAR(p.watts_per_gpu, gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * busy,
               1e-9);

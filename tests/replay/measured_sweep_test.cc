@@ -1,5 +1,5 @@
 // Reading measured sweeps: the usp_sweep.json format, published runs and
-// `tessera trials --json`, grouping, merging, and errors that name the row
+// `tessera trials -o json`, grouping, merging, and errors that name the row
 // and the field.
 #include "replay/measured_sweep.h"
 

@@ -237,5 +237,25 @@ TEST(StudyReplayTest, AnOutOfMemoryBestIsFollowedByOneThatNeedsLess) {
   }
 }
 
+// A past study of Tessera's own executor (`tessera trials -o json` of a cpu
+// study) replays on agents of its own backend, and one replayer holds it
+// beside a framework's study.
+TEST(StudyReplayTest, AStudyOfTesserasOwnExecutorReplaysBesideAFrameworks) {
+  SweepGroup own = Synthetic(1, [](const Layout&) { return 1.0; });
+  own.spec.mutable_training()->set_stack("tessera");
+  own.spec.mutable_trials()->set_backend("cpu");
+  own.spec.set_name("own executor");
+  own.name = own.spec.name();
+  own.workload = *WorkloadFromSpec(own.spec);
+  const SweepGroup framework = Synthetic(1, [](const Layout&) { return 1.0; });
+  std::unique_ptr<StudyReplayer> r = *StudyReplayer::Create("");
+  for (const SweepGroup* g : std::vector<const SweepGroup*>{&own, &framework}) {
+    absl::StatusOr<StudyReplay> s = r->Replay(*g, Quiet());
+    ASSERT_TRUE(s.ok()) << g->name << ": " << s.status();
+    EXPECT_EQ(s->state, "done") << g->name << ": " << s->reason;
+    EXPECT_FALSE(s->trials.empty()) << g->name;
+  }
+}
+
 }  // namespace
 }  // namespace tessera::replay

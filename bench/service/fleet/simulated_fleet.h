@@ -59,8 +59,8 @@ struct FleetOptions {
   // cluster-wide restart).
   absl::Duration start_spread = absl::ZeroDuration();
   absl::Duration rpc_deadline = absl::Seconds(10);
-  // gRPC's minimum connect timeout (agents/planner_client.h).
-  absl::Duration connect_timeout = absl::Seconds(20);
+  // gRPC's minimum connect timeout (agents/planner_client.h's default).
+  absl::Duration connect_timeout = absl::Seconds(2);
   // Backoff after a failed call (agents/backoff.h's defaults).
   absl::Duration backoff_initial = absl::Milliseconds(100);
   absl::Duration backoff_max = absl::Seconds(5);

@@ -382,6 +382,43 @@ TEST_F(CpuBackendOpsTest, AttentionWithAccumulateTracksDouble) {
   ExpectAllNear(dv, dv_d, 1e-4, 1e-4, "dv");
 }
 
+// A self-causal block is the whole sequence: its backward writes dq, dk, dv
+// (what they held is ignored), where a block of a ring adds.
+TEST_F(CpuBackendOpsTest, ASelfCausalBackwardWritesTheGradients) {
+  AttentionShape s{2, 24, 24, 4, 2, 8};
+  const auto q = RandomVector<float>(2 * 24 * 4 * 8, 1);
+  const auto k = RandomVector<float>(2 * 24 * 2 * 8, 2);
+  const auto v = RandomVector<float>(2 * 24 * 2 * 8, 3);
+  const auto dout = RandomVector<float>(q.size(), 4);
+  std::vector<int32_t> pos(24);
+  for (int i = 0; i < 24; ++i) pos[i] = i;
+  DeviceBuffer dq_in = F32(q), dk_in = F32(k), dv_in = F32(v),
+               ddout = F32(dout), dpos = I32(pos);
+  DeviceBuffer out = Zeros(q.size()), lse = Zeros(2 * 4 * 24);
+  backend_.AttentionForward(s, dq_in.view(), dk_in.view(), dv_in.view(),
+                            dpos.view(), dpos.view(), false, out.view(),
+                            lse.view());
+  auto backward = [&](bool self_causal, float held) {
+    s.self_causal = self_causal;
+    DeviceBuffer dq = F32(std::vector<float>(q.size(), held)),
+                 dk = F32(std::vector<float>(k.size(), held)),
+                 dv = F32(std::vector<float>(v.size(), held));
+    backend_.AttentionBackward(s, ddout.view(), dq_in.view(), dk_in.view(),
+                               dv_in.view(), out.view(), lse.view(),
+                               dpos.view(), dpos.view(), dq.view(), dk.view(),
+                               dv.view());
+    return std::vector<std::vector<float>>{Download(dq), Download(dk),
+                                           Download(dv)};
+  };
+  const auto added_to_zero = backward(false, 0.0f);
+  const auto written = backward(true, 7.0f);
+  const auto added_to_seven = backward(false, 7.0f);
+  for (int g = 0; g < 3; ++g) {
+    EXPECT_EQ(written[g], added_to_zero[g]) << g;
+    EXPECT_NE(added_to_seven[g], added_to_zero[g]) << g;
+  }
+}
+
 TEST_F(CpuBackendOpsTest, CrossEntropyAndAdamWTrackDouble) {
   const int64_t tokens = 7, vocab = 300;
   const auto logits = RandomVector<float>(tokens * vocab, 1, -8, 8);

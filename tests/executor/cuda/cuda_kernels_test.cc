@@ -27,6 +27,8 @@ namespace tessera::executor {
 namespace {
 
 using cuda_test::Download;
+using cuda_test::Iota;
+using cuda_test::MaxAbsDiff;
 using cuda_test::RandomBf16Values;
 using cuda_test::RandomInts;
 using cuda_test::RelativeError;
@@ -288,26 +290,7 @@ class CudaAttentionTest : public CudaKernelTest {
                            gkp.view(), accumulate, gout.view(), glse.view());
     return {{FromGpu(gout), FromGpu(glse)}, {FromCpu(cout), FromCpu(clse)}};
   }
-
-  static double MaxAbsDiff(const std::vector<float>& a,
-                           const std::vector<float>& b) {
-    double worst = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      if (std::isinf(a[i]) || std::isinf(b[i])) {
-        if (a[i] != b[i]) return INFINITY;
-        continue;
-      }
-      worst = std::max(worst, std::abs(double(a[i]) - b[i]));
-    }
-    return worst;
-  }
 };
-
-std::vector<int32_t> Iota(int64_t n, int32_t from = 0) {
-  std::vector<int32_t> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = from + static_cast<int32_t>(i);
-  return v;
-}
 
 TEST_F(CudaAttentionTest, CausalForwardAcrossShapes) {
   const std::vector<AttentionShape> shapes = {

@@ -8,6 +8,7 @@
 //   EXPECT_LE(RelativeError(Download(gpu, d.view()), reference), 1e-2);
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -85,6 +86,29 @@ inline std::vector<float> Download(Backend& backend, const Tensor& t) {
     for (size_t i = 0; i < out.size(); ++i) out[i] = Bf16ToFloat(bits[i]);
   }
   return out;
+}
+
+// Positions from, from+1, ..., from+n-1 (attention's q_pos and k_pos).
+inline std::vector<int32_t> Iota(int64_t n, int32_t from = 0) {
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = from + static_cast<int32_t>(i);
+  return v;
+}
+
+// The largest |a - b| elementwise; an infinity must match exactly (else the
+// result is infinite), as lse's -inf for rows that see no key.
+inline double MaxAbsDiff(const std::vector<float>& a,
+                         const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::isinf(a[i]) || std::isinf(b[i])) {
+      if (a[i] != b[i]) return INFINITY;
+      continue;
+    }
+    worst = std::max(worst, std::abs(double(a[i]) - b[i]));
+  }
+  return worst;
 }
 
 // ||a - ref|| / ||ref|| (0 when both are 0); NaN anywhere gives +inf, so that

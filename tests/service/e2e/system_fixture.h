@@ -30,10 +30,11 @@ namespace tessera::e2e {
 namespace fs = std::filesystem;
 
 // Agents heartbeat every 200 ms; a lease ends 2 s after its last heartbeat
-// and a silent agent is gone after 4 s, so recovery takes seconds.
+// and a silent agent is gone after 8 s (above the agents' reconnection
+// backoff cap of 5 s, agents/backoff.h), so recovery takes seconds.
 inline const std::vector<std::string> kFastPlannerFlags = {
     "--heartbeat-interval-ms", "200", "--lease-timeout-s", "2",
-    "--agent-timeout-s",       "4"};
+    "--agent-timeout-s",       "8"};
 
 // that dies takes them with it.
 inline void KillProcessesMentioning(const std::string& text) {

@@ -41,7 +41,7 @@ TEST(FleetPaceTest, ALargeFleetHeartbeatsLessAndItsLeasesLastLonger) {
   EXPECT_EQ(p.lease_timeout, absl::Seconds(50));
   EXPECT_EQ(p.agent_timeout, absl::Seconds(150));
   EXPECT_EQ(p.gang_member_silence, absl::Seconds(20));
-  EXPECT_EQ(LeaseGraceAfterOutage(p), absl::Seconds(150));
+  EXPECT_EQ(LeaseGraceAfterOutage(p), absl::Seconds(200));  // 150 + 50
 }
 
 TEST(FleetPaceTest, TimeoutsShrinkOnlyOnceEveryAgentHeardTheShorterInterval) {
