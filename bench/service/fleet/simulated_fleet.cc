@@ -144,15 +144,23 @@ void SimulatedFleet::Loop() {
     posted.clear();
     if (stopping) {
       // Calls in flight get their answer (a report's acknowledgement is what
-      // the exactly-once check counts), up to a deadline; then the rest,
-      // rendezvous fetches waiting for a gang, are cancelled.
-      if (stopped_ns_ == 0) stopped_ns_ = SteadyNs();
+      // the exactly-once check counts), up to a deadline; rendezvous fetches
+      // waiting for a gang are cancelled at once: nothing counts on them,
+      // and awaiting them (up to 15 s) would let the planner expire the
+      // running trials' leases, unrenewed since the heartbeats stopped,
+      // before the check reads the store.
+      if (stopped_ns_ == 0) {
+        stopped_ns_ = SteadyNs();
+        for (const auto& [c, awaited] : in_flight_) {
+          if (!awaited) c->TryCancel();
+        }
+      }
       const bool late =
           SteadyNs() - stopped_ns_ >
           absl::ToInt64Nanoseconds(options_.rpc_deadline + absl::Seconds(1));
       if (late && !cancelled_in_flight_) {
         cancelled_in_flight_ = true;
-        for (grpc::ClientContext* c : in_flight_) c->TryCancel();
+        for (const auto& [c, awaited] : in_flight_) c->TryCancel();
       }
       if (in_flight_.empty()) return;
       absl::MutexLock lock(&mu_);
@@ -207,14 +215,14 @@ void SimulatedFleet::Call(
   call->context.set_deadline(std::chrono::system_clock::now() +
                              absl::ToChronoNanoseconds(deadline));
   call->start_ns = SteadyNs();
-  in_flight_.insert(&call->context);
+  in_flight_.emplace(&call->context, rpc != "Rendezvous");
   method(agent.stub->async(), &call->context, &call->request, &call->response,
          [this, call, rpc, done = std::move(done)](grpc::Status status) {
            Post([this, call, rpc, done, status] {
              in_flight_.erase(&call->context);
              Record(rpc, call->start_ns, status);
              if (status.error_code() != grpc::StatusCode::CANCELLED ||
-                 !cancelled_in_flight_) {
+                 stopped_ns_ == 0) {
                last_took_ = Took(call->start_ns);
                done(status, call->response);
              }

@@ -32,7 +32,7 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -103,7 +103,7 @@ class SimulatedFleet {
   // Creates the channels and starts the scheduler: agents register.
   void Start();
   // No new calls; calls in flight are awaited (cancelled past the RPC
-  // deadline). Idempotent.
+  // deadline), rendezvous fetches cancelled at once. Idempotent.
   void Stop();
   // Agents registered at least once so far.
   int64_t registered() const;
@@ -181,7 +181,8 @@ class SimulatedFleet {
   std::priority_queue<Due, std::vector<Due>, std::greater<Due>> timers_;
   std::mt19937_64 rng_;
   FleetTally tally_;
-  std::unordered_set<grpc::ClientContext*> in_flight_;
+  // Calls in flight, and whether Stop awaits each (not a rendezvous fetch).
+  std::unordered_map<grpc::ClientContext*, bool> in_flight_;
   bool cancelled_in_flight_ = false;
   int64_t stopped_ns_ = 0;    // when Stop was first seen (steady clock)
   absl::Duration last_took_;  // of the call whose completion runs now
