@@ -24,7 +24,7 @@ namespace {
 constexpr int kProbeReportAttempts = 3;
 // How long a gang member whose trial crashed waits for the planner to end
 // the lease because another member was lost: 8 heartbeat intervals, at
-// least 10 s (the planner's reaper ends it after 3 intervals of silence, at
+// least 10 s (the planner's reaper ends it after 4 intervals of silence, at
 // least 5 s, Leases::GangMemberSilence; a heartbeat then carries the
 // cancel).
 constexpr int kGangLossWaitHeartbeats = 8;
@@ -54,6 +54,7 @@ Agent::Agent(AgentOptions options, PlannerClient* planner, EventLog* log)
       log_(log),
       agent_id_(options_.info.agent_id()),
       heartbeat_interval_(options_.heartbeat_interval),
+      heartbeat_wait_(options_.heartbeat_interval),
       lease_poll_interval_(options_.lease_poll_interval) {}
 
 void Agent::Stop() {
@@ -118,6 +119,7 @@ void Agent::NeedRegistration(absl::string_view why) {
 
 void Agent::HeartbeatLoop() {
   Backoff backoff(options_.backoff);
+  CallPacing pacing(CallPacingOptions{});
   while (true) {
     bool registered;
     {
@@ -126,7 +128,7 @@ void Agent::HeartbeatLoop() {
       registered = registered_;
     }
     if (registered) {
-      HeartbeatOnce(backoff);
+      HeartbeatOnce(backoff, pacing);
     } else {
       RegisterOnce(backoff);
     }
@@ -158,6 +160,7 @@ void Agent::RegisterOnce(Backoff& backoff) {
   }
   heartbeat_interval_ =
       IntervalOr(r->heartbeat_interval_ms(), options_.heartbeat_interval);
+  heartbeat_wait_ = heartbeat_interval_;
   lease_poll_interval_ =
       IntervalOr(r->lease_poll_interval_ms(), options_.lease_poll_interval);
   log_->Log(absl::StrCat(
@@ -166,20 +169,37 @@ void Agent::RegisterOnce(Backoff& backoff) {
       info.gpu_name(), "; heartbeat every ", Show(heartbeat_interval_)));
 }
 
-void Agent::HeartbeatOnce(Backoff& backoff) {
+void Agent::HeartbeatOnce(Backoff& backoff, CallPacing& pacing) {
   std::vector<int64_t> running;
+  absl::Duration interval;
   {
     absl::MutexLock lock(&mutex_);
     auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mutex_) {
       return done_ || !registered_;
     };
-    mutex_.AwaitWithTimeout(absl::Condition(&wake), heartbeat_interval_);
+    mutex_.AwaitWithTimeout(absl::Condition(&wake), heartbeat_wait_);
     if (done_ || !registered_) return;
     running.assign(running_.begin(), running_.end());
+    interval = heartbeat_interval_;
   }
   const bool was_connected = planner_->Connected();
+  const absl::Time sent = absl::Now();
   absl::StatusOr<v1::HeartbeatResponse> r =
       planner_->Heartbeat(AgentId(), running);
+  const absl::Duration wait = pacing.After(interval, absl::Now() - sent,
+                                           r.status());
+  if (!r.ok()) {
+    absl::MutexLock lock(&mutex_);
+    heartbeat_wait_ = wait;
+    if (r.status().code() != absl::StatusCode::kUnavailable &&
+        PlannerSlowOrAway(r.status())) {
+      // Reachable but slow or busy: it still knows us. Beat again later
+      // (CallPacing), rather than add a registration to its load.
+      log_->Log(absl::StrCat("heartbeat failed (", r.status().message(),
+                             "): the planner is busy; next in ", Show(wait)));
+      return;
+    }
+  }
   if (!r.ok()) {
     NeedRegistration(absl::StrCat(
         IsRetryable(r.status()) ? "planner unreachable"
@@ -189,6 +209,18 @@ void Agent::HeartbeatOnce(Backoff& backoff) {
   }
   backoff.Reset();
   absl::MutexLock lock(&mutex_);
+  heartbeat_wait_ = wait;
+  // The planner paces its fleet (planner/service/fleet_pace.h): longer
+  // intervals as it grows.
+  if (r->heartbeat_interval_ms() > 0 &&
+      absl::Milliseconds(r->heartbeat_interval_ms()) != heartbeat_interval_) {
+    heartbeat_interval_ = absl::Milliseconds(r->heartbeat_interval_ms());
+    log_->Log(absl::StrCat("the planner asks for a heartbeat every ",
+                           Show(heartbeat_interval_)));
+  }
+  if (r->lease_poll_interval_ms() > 0) {
+    lease_poll_interval_ = absl::Milliseconds(r->lease_poll_interval_ms());
+  }
   for (int64_t id : r->cancel_trials()) {
     if (running_.count(id) > 0 && cancelled_.insert(id).second) {
       log_->Log(absl::StrCat("planner cancelled trial ", id, ": killing it"));
@@ -553,6 +585,7 @@ absl::Status Agent::Run() {
                          options_.trial_binary));
   std::thread heartbeats([this] { HeartbeatLoop(); });
   Backoff backoff(options_.backoff);
+  CallPacing poll_pacing(CallPacingOptions{.max_stretch = 4});
   bool spool_reported = false;
   while (WaitRegistered()) {
     if (!spool_reported) {
@@ -562,8 +595,10 @@ absl::Status Agent::Run() {
       ReportSpooled();
     }
     ProbeAfterRegistration();
+    const absl::Time polled = absl::Now();
     absl::StatusOr<std::optional<v1::TrialAssignment>> lease =
         planner_->LeaseTrial(AgentId());
+    const absl::Duration took = absl::Now() - polled;
     if (!lease.ok()) {
       if (IsLeaseGone(lease.status())) {
         NeedRegistration(absl::StrCat("lease refused (",
@@ -584,7 +619,7 @@ absl::Status Agent::Run() {
         absl::MutexLock lock(&mutex_);
         poll = lease_poll_interval_;
       }
-      SleepUnlessStopping(poll);
+      SleepUnlessStopping(poll_pacing.After(poll, took, absl::OkStatus()));
       continue;
     }
     if ((*lease)->collective_probe_id() > 0) {

@@ -7,6 +7,11 @@
 //   FAILED_PRECONDITION) and when the connection was lost and came back (a
 //   planner restart), and while the planner cannot be reached it retries
 //   with exponential backoff and jitter (backoff.h). It never gives up.
+//   Each heartbeat's answer may change the intervals (the planner paces its
+//   fleet: planner/service/fleet_pace.h); each wait is jittered and
+//   stretched while the planner answers slowly or says it is busy
+//   (call_pacing.h), and a busy planner (DEADLINE_EXCEEDED,
+//   RESOURCE_EXHAUSTED) gets the next heartbeat later, not a registration.
 // - The main loop (Run) waits until registered, runs the probes at start
 //   and after each re-registration (between trials, never during one),
 //   polls LeaseTrial every lease_poll_interval_ms when idle, runs a leased
@@ -50,6 +55,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "agents/backoff.h"
+#include "agents/call_pacing.h"
 #include "agents/command_policy.h"
 #include "agents/event_log.h"
 #include "agents/planner_client.h"
@@ -114,7 +120,7 @@ class Agent {
 
   void HeartbeatLoop();
   void RegisterOnce(Backoff& backoff);
-  void HeartbeatOnce(Backoff& backoff);
+  void HeartbeatOnce(Backoff& backoff, CallPacing& pacing);
   // Main loop steps.
   bool WaitRegistered();
   // Runs and reports the probes once per registration (a no-op when this
@@ -167,6 +173,9 @@ class Agent {
   std::string agent_id_ ABSL_GUARDED_BY(mutex_);
   int64_t registrations_ ABSL_GUARDED_BY(mutex_) = 0;
   absl::Duration heartbeat_interval_ ABSL_GUARDED_BY(mutex_);
+  // Until the next heartbeat: the interval, jittered and stretched while
+  // the planner is slow (call_pacing.h).
+  absl::Duration heartbeat_wait_ ABSL_GUARDED_BY(mutex_);
   absl::Duration lease_poll_interval_ ABSL_GUARDED_BY(mutex_);
   std::set<int64_t> running_ ABSL_GUARDED_BY(mutex_);
   std::set<int64_t> cancelled_ ABSL_GUARDED_BY(mutex_);

@@ -46,6 +46,8 @@ PlannerClient::PlannerClient(std::string address,
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
               Milliseconds(options.reconnect_min));
+  // gRPC takes the "minimum reconnect backoff" for the least time a
+  // connection attempt is given, not a backoff (subchannel.cc).
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
               Milliseconds(options.connect_timeout));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,

@@ -451,4 +451,75 @@ absl::Status RunInTransaction(
   }
 }
 
+namespace {
+
+// One attempt of a batch: each body in its savepoint, one commit.
+std::vector<absl::Status> AttemptBatch(
+    Database& db, TransactionMode mode,
+    const std::vector<const std::function<absl::Status(Database&)>*>& bodies) {
+  std::vector<absl::Status> statuses(bodies.size());
+  absl::StatusOr<Transaction> txn = Transaction::Begin(db, mode);
+  if (!txn.ok()) {
+    statuses.assign(bodies.size(), txn.status());
+    return statuses;
+  }
+  const auto step = [&db](absl::string_view sql) -> absl::Status {
+    TESSERA_ASSIGN_OR_RETURN(Statement statement, db.Prepare(sql));
+    return statement.Run();
+  };
+  for (size_t i = 0; i < bodies.size(); ++i) {
+    absl::Status s = step("SAVEPOINT group_write");
+    if (s.ok()) s = (*bodies[i])(db);
+    if (IsBusy(s) || !db.InTransaction()) {
+      // Busy: the batch runs again; sqlite rolled the transaction back (a
+      // full disk, an I/O error): nothing of it remains.
+      statuses.assign(bodies.size(), s);
+      return statuses;
+    }
+    if (!s.ok()) {
+      absl::Status undone = step("ROLLBACK TO group_write");
+      if (undone.ok()) undone = step("RELEASE group_write");
+      if (!undone.ok()) {
+        statuses.assign(bodies.size(), undone);
+        return statuses;
+      }
+      statuses[i] = std::move(s);
+      continue;
+    }
+    if (absl::Status released = step("RELEASE group_write"); !released.ok()) {
+      statuses.assign(bodies.size(), released);
+      return statuses;
+    }
+  }
+  const absl::Status committed = txn->Commit();
+  if (!committed.ok()) {
+    for (absl::Status& s : statuses) {
+      if (s.ok()) s = committed;
+    }
+  }
+  return statuses;
+}
+
+}  // namespace
+
+std::vector<absl::Status> RunBatchInTransaction(
+    Database& db, TransactionMode mode,
+    const std::vector<const std::function<absl::Status(Database&)>*>& bodies) {
+  if (bodies.size() == 1) return {RunInTransaction(db, mode, *bodies[0])};
+  const RetryPolicy& policy = db.options().retry;
+  const int max_attempts = std::max(1, policy.max_attempts);
+  absl::Duration backoff = policy.initial_backoff;
+  thread_local absl::BitGen random;
+  for (int attempt = 1;; ++attempt) {
+    std::vector<absl::Status> statuses = AttemptBatch(db, mode, bodies);
+    const bool busy = std::any_of(statuses.begin(), statuses.end(),
+                                  [](const absl::Status& s) {
+                                    return IsBusy(s);
+                                  });
+    if (!busy || attempt >= max_attempts) return statuses;
+    absl::SleepFor(backoff * absl::Uniform(random, 0.5, 1.0));
+    backoff = std::min(backoff * 2, policy.max_backoff);
+  }
+}
+
 }  // namespace tessera::db

@@ -37,6 +37,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -231,5 +232,16 @@ bool IsBusy(const absl::Status& status);
 absl::Status RunInTransaction(
     Database& db, TransactionMode mode,
     const std::function<absl::Status(Database&)>& body);
+
+// Runs several writes as one transaction of `mode` (group_commit.h): each
+// body inside its own SAVEPOINT, rolled back to it when the body fails (that
+// body changes nothing; the others go on), and one COMMIT for all. Returns
+// one status per body: its own error, or OK once the commit succeeded (a
+// failed commit, or an error after which sqlite rolled the whole
+// transaction back, is every body's status). Busy is retried for the whole
+// batch as RunInTransaction does. One body alone runs as RunInTransaction.
+std::vector<absl::Status> RunBatchInTransaction(
+    Database& db, TransactionMode mode,
+    const std::vector<const std::function<absl::Status(Database&)>*>& bodies);
 
 }  // namespace tessera::db

@@ -113,24 +113,35 @@ SqliteTrialStore::SqliteTrialStore(std::string path,
     : path_(std::move(path)),
       options_(std::move(options)),
       writer_(std::move(writer)),
-      writer_synchronous_(options_.database.synchronous) {}
+      writer_synchronous_(options_.database.synchronous),
+      commits_(options_.max_writes_per_commit,
+               [this](const std::vector<const GroupCommit::Body*>& bodies,
+                      Synchronous synchronous) {
+                 return WriteBatch(bodies, synchronous);
+               }) {}
 
 SqliteTrialStore::~SqliteTrialStore() = default;
 
 absl::Status SqliteTrialStore::Write(
     const std::function<absl::Status(Database&)>& body,
     std::optional<Synchronous> synchronous) {
+  return commits_.Run(body,
+                      synchronous.value_or(options_.database.synchronous));
+}
+
+std::vector<absl::Status> SqliteTrialStore::WriteBatch(
+    const std::vector<const GroupCommit::Body*>& bodies,
+    Synchronous synchronous) {
   absl::MutexLock lock(&write_mu_);
-  const Synchronous wanted =
-      synchronous.value_or(options_.database.synchronous);
-  if (wanted != writer_synchronous_) {
+  if (synchronous != writer_synchronous_) {
     // Takes effect from the next transaction; cheap, no I/O.
-    TESSERA_RETURN_IF_ERROR(writer_->Exec(wanted == Synchronous::kFull
-                                              ? "PRAGMA synchronous=FULL"
-                                              : "PRAGMA synchronous=NORMAL"));
-    writer_synchronous_ = wanted;
+    const absl::Status set = writer_->Exec(synchronous == Synchronous::kFull
+                                               ? "PRAGMA synchronous=FULL"
+                                               : "PRAGMA synchronous=NORMAL");
+    if (!set.ok()) return std::vector<absl::Status>(bodies.size(), set);
+    writer_synchronous_ = synchronous;
   }
-  return RunInTransaction(*writer_, TransactionMode::kImmediate, body);
+  return RunBatchInTransaction(*writer_, TransactionMode::kImmediate, bodies);
 }
 
 absl::Status SqliteTrialStore::Read(

@@ -12,11 +12,18 @@
 //
 // Durability: commits are synchronous=FULL by default (see db/sqlite.h), so a
 // report acknowledged to an agent survives a crash of the planner or of the
-// machine. Heartbeats and ExtendLeasesOf commit with synchronous=NORMAL (no
-// fsync of their own; the next FULL commit syncs them): they survive a crash of
-// the process, and the last few before a power loss may be lost, which is
-// harmless (agents beat again) and makes them about ten times cheaper.
-// Destroying the store closes its connections; nothing is buffered.
+// machine. Heartbeats, ExtendLeasesOf and SaveLiveness commit with
+// synchronous=NORMAL (no fsync of their own; the next FULL commit syncs
+// them): they survive a crash of the process, and the last few before a
+// power loss may be lost, which is harmless (agents beat again) and makes
+// them about ten times cheaper.
+//
+// Group commit (group_commit.h): writes that arrive while another commits
+// wait and then commit together, each in its own savepoint of one
+// transaction with one sync, so that a thousand reports a second share
+// their fsyncs; each write still happens entirely or not at all, and its
+// caller returns after the commit that made it durable. Destroying the
+// store closes its connections; nothing is buffered.
 #pragma once
 
 #include <memory>
@@ -27,6 +34,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "db/group_commit.h"
 #include "db/sqlite.h"
 #include "db/trial_store.h"
 
@@ -47,6 +55,9 @@ struct SqliteTrialStoreOptions {
   // PRAGMA quick_check when opening: a damaged file is refused (DataLoss)
   // instead of served.
   bool check_integrity = true;
+  // The most writes one group commit holds (group_commit.h); 1: every
+  // write its own transaction.
+  int max_writes_per_commit = 128;
 };
 
 // Creates `path` empty with mode 0600 (owner only) unless it exists, so that
@@ -103,6 +114,10 @@ class SqliteTrialStore : public TrialStore {
   absl::StatusOr<RequeueResult> EndLeaseByInfrastructureFailure(
       int64_t trial_id, absl::string_view agent_id,
       absl::string_view reason) override;
+  absl::StatusOr<std::vector<HeldLease>> ListLeasesHeldBy(
+      absl::string_view agent_id) override;
+  absl::StatusOr<std::vector<Trial>> ListQueuedTrials(
+      const std::vector<int64_t>& study_ids, int64_t limit) override;
   absl::StatusOr<RequeueResult> RequeueExpiredLeases(absl::Time now) override;
   absl::StatusOr<RequeueResult> RequeueTrialsOf(
       absl::string_view agent_id) override;
@@ -117,6 +132,8 @@ class SqliteTrialStore : public TrialStore {
   absl::StatusOr<Agent> GetAgent(absl::string_view agent_id) override;
   absl::StatusOr<std::vector<Agent>> ListAgents(
       std::optional<AgentState> state) override;
+  absl::Status SaveLiveness(const std::vector<AgentSeen>& agents,
+                            const std::vector<LeaseExtension>& leases) override;
   absl::Status MarkAgentGone(absl::string_view agent_id) override;
   absl::StatusOr<std::vector<Agent>> ListStaleAgents(
       absl::Time now, absl::Duration older_than) override;
@@ -148,15 +165,23 @@ class SqliteTrialStore : public TrialStore {
       const TrialFilter& filter);
 
   const std::string& path() const { return path_; }
+  // Group commits so far: transactions and the writes they held.
+  int64_t write_batches() const { return commits_.batches(); }
+  int64_t writes() const { return commits_.writes(); }
 
  private:
   SqliteTrialStore(std::string path, SqliteTrialStoreOptions options,
                    std::unique_ptr<Database> writer);
 
-  // Runs `body` as one IMMEDIATE transaction on the writer connection,
+  // Runs `body` as one IMMEDIATE transaction on the writer connection (or
+  // a savepoint of one shared with concurrent writes: group commit),
   // committed with `synchronous` (the store's setting by default).
   absl::Status Write(const std::function<absl::Status(Database&)>& body,
                      std::optional<Synchronous> synchronous = std::nullopt);
+  // GroupCommit's runner: one transaction for `bodies` at `synchronous`.
+  std::vector<absl::Status> WriteBatch(
+      const std::vector<const GroupCommit::Body*>& bodies,
+      Synchronous synchronous);
   // Runs `body` as one read transaction (one snapshot) on a reader.
   absl::Status Read(const std::function<absl::Status(Database&)>& body);
   absl::Time Now() const { return options_.clock(); }
@@ -173,6 +198,9 @@ class SqliteTrialStore : public TrialStore {
   std::unique_ptr<Database> writer_ ABSL_GUARDED_BY(write_mu_);
   // The writer's current PRAGMA synchronous.
   Synchronous writer_synchronous_ ABSL_GUARDED_BY(write_mu_);
+  // Batches Write's calls; its runner takes write_mu_ (declared after the
+  // writer, so that it goes first).
+  GroupCommit commits_;
   absl::Mutex read_mu_;
   std::vector<std::unique_ptr<Database>> idle_readers_
       ABSL_GUARDED_BY(read_mu_);

@@ -145,6 +145,49 @@ absl::StatusOr<std::vector<Agent>> SqliteTrialStore::ListAgents(
   return agents;
 }
 
+absl::Status SqliteTrialStore::SaveLiveness(
+    const std::vector<AgentSeen>& agents,
+    const std::vector<LeaseExtension>& leases) {
+  for (size_t i = 0; i < agents.size(); ++i) {
+    TESSERA_RETURN_IF_ERROR(ValidateAgentId(
+        agents[i].agent_id, absl::StrCat("liveness.agents[", i, "].agent_id")));
+  }
+  for (size_t i = 0; i < leases.size(); ++i) {
+    TESSERA_RETURN_IF_ERROR(ValidateAgentId(
+        leases[i].agent_id, absl::StrCat("liveness.leases[", i, "].agent_id")));
+  }
+  if (agents.empty() && leases.empty()) return absl::OkStatus();
+  return Write(
+      [&](Database& db) -> absl::Status {
+        TESSERA_ASSIGN_OR_RETURN(
+            Statement seen,
+            db.Prepare("UPDATE agents SET last_heartbeat_at_us = "
+                       "MAX(last_heartbeat_at_us, ?) WHERE id = ? AND "
+                       "state = 'active'"));
+        for (const AgentSeen& a : agents) {
+          seen.BindInt(1, ToMicros(a.at)).BindText(2, a.agent_id);
+          TESSERA_RETURN_IF_ERROR(seen.Run());
+          seen.Reset();
+        }
+        TESSERA_ASSIGN_OR_RETURN(
+            Statement extend,
+            db.Prepare("UPDATE trials SET lease_expires_at_us = "
+                       "MAX(lease_expires_at_us, ?) WHERE id = ? AND "
+                       "status = 'leased' AND EXISTS (SELECT 1 FROM "
+                       "trial_leases l WHERE l.trial_id = trials.id AND "
+                       "l.agent_id = ?)"));
+        for (const LeaseExtension& l : leases) {
+          extend.BindInt(1, ToMicros(l.expires_at))
+              .BindInt(2, l.trial_id)
+              .BindText(3, l.agent_id);
+          TESSERA_RETURN_IF_ERROR(extend.Run());
+          extend.Reset();
+        }
+        return absl::OkStatus();
+      },
+      Synchronous::kNormal);  // see "Durability" in sqlite_trial_store.h
+}
+
 absl::Status SqliteTrialStore::MarkAgentGone(absl::string_view agent_id) {
   TESSERA_RETURN_IF_ERROR(ValidateAgentId(agent_id, "agent.id"));
   return Write([&](Database& db) -> absl::Status {

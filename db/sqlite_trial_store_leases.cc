@@ -388,6 +388,69 @@ absl::StatusOr<RequeueResult> SqliteTrialStore::EndLeaseByInfrastructureFailure(
   return result;
 }
 
+absl::StatusOr<std::vector<HeldLease>> SqliteTrialStore::ListLeasesHeldBy(
+    absl::string_view agent_id) {
+  TESSERA_RETURN_IF_ERROR(ValidateAgentId(agent_id, "agent.id"));
+  std::vector<HeldLease> held;
+  const absl::Status done = Read([&](Database& db) -> absl::Status {
+    held.clear();
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement select,
+        db.Prepare("SELECT t.id, t.study_id, t.gang_size, t.started_at_us, "
+                   "t.lease_expires_at_us FROM trial_leases l JOIN trials t "
+                   "ON t.id = l.trial_id WHERE l.agent_id = ? AND "
+                   "t.status = 'leased' ORDER BY t.id"));
+    select.BindText(1, agent_id);
+    while (true) {
+      TESSERA_ASSIGN_OR_RETURN(const bool row, select.Step());
+      if (!row) return absl::OkStatus();
+      HeldLease lease;
+      lease.trial_id = select.ColumnInt(0);
+      lease.study_id = select.ColumnInt(1);
+      lease.gang_size = select.ColumnInt(2);
+      if (std::optional<int64_t> us = select.ColumnOptionalInt(3)) {
+        lease.started_at = internal::FromMicros(*us);
+      }
+      if (std::optional<int64_t> us = select.ColumnOptionalInt(4)) {
+        lease.expires_at = internal::FromMicros(*us);
+      }
+      held.push_back(lease);
+    }
+  });
+  if (!done.ok()) return done;
+  return held;
+}
+
+absl::StatusOr<std::vector<Trial>> SqliteTrialStore::ListQueuedTrials(
+    const std::vector<int64_t>& study_ids, int64_t limit) {
+  if (limit < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("queued.limit: must be positive, got ", limit));
+  }
+  std::vector<Trial> trials;
+  if (study_ids.empty()) return trials;
+  const std::string ids = absl::StrCat("[", absl::StrJoin(study_ids, ","), "]");
+  const absl::Status done = Read([&](Database& db) -> absl::Status {
+    trials.clear();
+    TESSERA_ASSIGN_OR_RETURN(
+        Statement select,
+        db.Prepare(absl::StrCat(
+            "SELECT ", internal::kTrialColumns,
+            " FROM trials t WHERE t.status = 'queued' AND t.study_id IN "
+            "(SELECT value FROM json_each(?)) ORDER BY t.study_id, t.rung, "
+            "t.predicted_tokens_per_s DESC, t.id LIMIT ?")));
+    select.BindText(1, ids).BindInt(2, limit);
+    while (true) {
+      TESSERA_ASSIGN_OR_RETURN(const bool row, select.Step());
+      if (!row) return absl::OkStatus();
+      TESSERA_ASSIGN_OR_RETURN(Trial trial, internal::ReadTrial(select));
+      trials.push_back(std::move(trial));
+    }
+  });
+  if (!done.ok()) return done;
+  return trials;
+}
+
 absl::StatusOr<RequeueResult> SqliteTrialStore::RequeueExpiredLeases(
     absl::Time now) {
   RequeueResult result;

@@ -276,6 +276,28 @@ struct RequeueResult {
   std::vector<int64_t> cancelled;  // its study is final: now cancelled
 };
 
+// A lease an agent holds, as its heartbeat needs it (ListLeasesHeldBy).
+struct HeldLease {
+  int64_t trial_id = 0;
+  int64_t study_id = 0;
+  int64_t gang_size = 1;
+  std::optional<absl::Time> started_at;
+  std::optional<absl::Time> expires_at;
+};
+
+// What the planner learns from heartbeats and keeps in memory between
+// writes (SaveLiveness): when an agent was last heard, and how far a lease
+// it holds now reaches.
+struct AgentSeen {
+  std::string agent_id;
+  absl::Time at;
+};
+struct LeaseExtension {
+  int64_t trial_id = 0;
+  std::string agent_id;  // the holder whose heartbeat extended it
+  absl::Time expires_at;
+};
+
 // ---- Agents, probes, calibrations ----
 
 enum class AgentState { kActive, kGone };
@@ -440,6 +462,14 @@ class TrialStore {
   virtual absl::Status ReportTrial(int64_t trial_id, absl::string_view agent_id,
                                    const TrialResult& result,
                                    absl::Time now) = 0;
+  // The leases `agent_id` holds now, by trial id (none for an unknown
+  // agent).
+  virtual absl::StatusOr<std::vector<HeldLease>> ListLeasesHeldBy(
+      absl::string_view agent_id) = 0;
+  // Queued trials of `study_ids` in lease order (study id, rung, the higher
+  // predicted tokens/s first, id), at most `limit` (> 0).
+  virtual absl::StatusOr<std::vector<Trial>> ListQueuedTrials(
+      const std::vector<int64_t>& study_ids, int64_t limit) = 0;
   // Ends every lease that expired at or before `now`.
   virtual absl::StatusOr<RequeueResult> RequeueExpiredLeases(
       absl::Time now) = 0;
@@ -475,6 +505,15 @@ class TrialStore {
   // By id; `state` = only those in it.
   virtual absl::StatusOr<std::vector<Agent>> ListAgents(
       std::optional<AgentState> state) = 0;
+  // Heartbeats kept in memory, written in one transaction (unsynced, like
+  // Heartbeat): each active agent's last heartbeat and each lease's expiry,
+  // neither ever moved back. An agent that is gone or unknown, and a lease
+  // the extension's agent no longer holds, are left as they are (what
+  // changed them is newer than the heartbeat). InvalidArgument naming the
+  // first malformed agent id.
+  virtual absl::Status SaveLiveness(
+      const std::vector<AgentSeen>& agents,
+      const std::vector<LeaseExtension>& leases) = 0;
   // Marks an agent gone (its leases stay until RequeueTrialsOf or expiry).
   virtual absl::Status MarkAgentGone(absl::string_view agent_id) = 0;
   // Active agents whose last heartbeat is before now - older_than.

@@ -22,8 +22,9 @@ absl::Status AgentServiceImpl::MayAct(
 grpc::ServerUnaryReactor* AgentServiceImpl::Register(
     grpc::CallbackServerContext* context, const v1::RegisterRequest* request,
     v1::RegisterResponse* response) {
-  return FinishUnary(
-      context, response, [&]() -> absl::StatusOr<v1::RegisterResponse> {
+  return FinishUnaryInPool(
+      *store_pool_, "agent", context, response,
+      [this, context, request]() -> absl::StatusOr<v1::RegisterResponse> {
         const v1::AgentInfo& a = request->agent();
         TESSERA_RETURN_IF_ERROR(MayAct(context, a.agent_id()));
         if (a.gpu_count() < 1) {
@@ -35,10 +36,10 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Register(
             const db::Agent agent,
             leases_->Register(AgentRegistrationFromProto(a)));
         v1::RegisterResponse out;
-        out.set_heartbeat_interval_ms(
-            absl::ToInt64Milliseconds(leases_->options().heartbeat_interval));
+        const Pace pace = leases_->TellPace();
+        out.set_heartbeat_interval_ms(absl::ToInt64Milliseconds(pace.heartbeat));
         out.set_lease_poll_interval_ms(
-            absl::ToInt64Milliseconds(leases_->options().lease_poll_interval));
+            absl::ToInt64Milliseconds(pace.lease_poll));
         out.set_agent_id(agent.info.id);
         return out;
       });
@@ -57,6 +58,10 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Heartbeat(
                                 request->running_trials().end()}));
         v1::HeartbeatResponse out;
         for (int64_t trial_id : stop) out.add_cancel_trials(trial_id);
+        const Pace pace = leases_->TellPace();
+        out.set_heartbeat_interval_ms(absl::ToInt64Milliseconds(pace.heartbeat));
+        out.set_lease_poll_interval_ms(
+            absl::ToInt64Milliseconds(pace.lease_poll));
         return out;
       });
 }
@@ -65,7 +70,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReportProbes(
     grpc::CallbackServerContext* context,
     const v1::ReportProbesRequest* request,
     v1::ReportProbesResponse* /*response*/) {
-  return FinishUnaryStatus(context, [&]() -> absl::Status {
+  return FinishUnaryStatusInPool(
+      *store_pool_, "agent", context, [this, context, request]() -> absl::Status {
     TESSERA_RETURN_IF_ERROR(MayAct(context, request->agent_id()));
     return leases_->ReportProbes(request->agent_id(),
                                  ProbesFromProto(*request));
@@ -75,8 +81,9 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReportProbes(
 grpc::ServerUnaryReactor* AgentServiceImpl::LeaseTrial(
     grpc::CallbackServerContext* context, const v1::LeaseTrialRequest* request,
     v1::LeaseTrialResponse* response) {
-  return FinishUnary(
-      context, response, [&]() -> absl::StatusOr<v1::LeaseTrialResponse> {
+  return FinishUnaryInPool(
+      *store_pool_, "agent", context, response,
+      [this, context, request]() -> absl::StatusOr<v1::LeaseTrialResponse> {
         TESSERA_RETURN_IF_ERROR(MayAct(context, request->agent_id()));
         TESSERA_ASSIGN_OR_RETURN(std::optional<v1::TrialAssignment> next,
                                  leases_->LeaseTrial(request->agent_id()));
@@ -89,7 +96,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::LeaseTrial(
 grpc::ServerUnaryReactor* AgentServiceImpl::ReportTrial(
     grpc::CallbackServerContext* context, const v1::ReportTrialRequest* request,
     v1::ReportTrialResponse* /*response*/) {
-  return FinishUnaryStatus(context, [&]() -> absl::Status {
+  return FinishUnaryStatusInPool(
+      *store_pool_, "agent", context, [this, context, request]() -> absl::Status {
     TESSERA_RETURN_IF_ERROR(MayAct(context, request->agent_id()));
     return leases_->ReportTrial(request->agent_id(), request->trial_id(),
                                 request->result_json());
@@ -100,7 +108,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReleaseTrial(
     grpc::CallbackServerContext* context,
     const v1::ReleaseTrialRequest* request,
     v1::ReleaseTrialResponse* /*response*/) {
-  return FinishUnaryStatus(context, [&]() -> absl::Status {
+  return FinishUnaryStatusInPool(
+      *store_pool_, "agent", context, [this, context, request]() -> absl::Status {
     TESSERA_RETURN_IF_ERROR(MayAct(context, request->agent_id()));
     return leases_->ReleaseTrial(request->agent_id(), request->trial_id(),
                                  request->reason(),
@@ -112,7 +121,8 @@ grpc::ServerUnaryReactor* AgentServiceImpl::ReportCollectiveProbe(
     grpc::CallbackServerContext* context,
     const v1::ReportCollectiveProbeRequest* request,
     v1::ReportCollectiveProbeResponse* /*response*/) {
-  return FinishUnaryStatus(context, [&]() -> absl::Status {
+  return FinishUnaryStatusInPool(
+      *store_pool_, "agent", context, [this, context, request]() -> absl::Status {
     TESSERA_RETURN_IF_ERROR(MayAct(context, request->agent_id()));
     return leases_->ReportCollectiveProbe(request->agent_id(),
                                           request->collective_probe_id(),

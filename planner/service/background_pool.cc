@@ -19,8 +19,8 @@ BackgroundPoolOptions Clamped(BackgroundPoolOptions o) {
   return o;
 }
 
-// Lowers the calling thread's priority (on Linux, setpriority on a thread
-// id applies to that thread alone). Best effort: failing leaves it as is.
+}  // namespace
+
 void LowerThisThreadsPriority(int increment) {
   if (increment == 0) return;
   const pid_t tid = gettid();
@@ -30,8 +30,6 @@ void LowerThisThreadsPriority(int increment) {
   (void)setpriority(PRIO_PROCESS, static_cast<id_t>(tid),
                     std::min(now + increment, 19));
 }
-
-}  // namespace
 
 BackgroundPool::BackgroundPool(BackgroundPoolOptions options)
     : options_(Clamped(options)) {

@@ -32,6 +32,11 @@ struct BackgroundPoolOptions {
   int nice_increment = 10;
 };
 
+// Lowers the calling thread's priority by `increment` nice levels (on
+// Linux, setpriority on a thread id applies to that thread alone), at most
+// to 19. Best effort: failing leaves it as is.
+void LowerThisThreadsPriority(int increment);
+
 class BackgroundPool {
  public:
   // Starts the workers. Options out of range are clamped (threads >= 1,

@@ -29,19 +29,13 @@ bool Holds(const db::Trial& trial, absl::string_view agent_id) {
                    agent_id) != trial.lease_agent_ids.end();
 }
 
-// Queued trials of one study looked at per lease decision.
+// Queued trials looked at per lease decision, in lease order (studies
+// oldest first, then rung, then the higher predicted tokens/s, then id:
+// TrialStore::ListQueuedTrials).
 constexpr int64_t kLeaseLookahead = 64;
-
-// Queued trials in lease order: studies oldest first, then rung, then the
-// higher predicted tokens/s, then id.
-bool LeaseOrder(const db::Trial& a, const db::Trial& b) {
-  if (a.study_id != b.study_id) return a.study_id < b.study_id;
-  if (a.rung != b.rung) return a.rung < b.rung;
-  const double pa = a.predicted ? a.predicted->tokens_per_s : 0;
-  const double pb = b.predicted ? b.predicted->tokens_per_s : 0;
-  if (pa != pb) return pa > pb;
-  return a.id < b.id;
-}
+// Lease decisions one poll makes at most when another write took its trial
+// first.
+constexpr int kLeaseAttempts = 4;
 
 }  // namespace
 
@@ -49,13 +43,37 @@ Leases::Leases(db::TrialStore* store, PlannerOptions options,
                StudyEvents* events, StudyDesk* desk)
     : store_(store),
       options_(std::move(options)),
+      pace_(options_),
       events_(events),
       desk_(desk) {}
 
-Leases::~Leases() { StopReaper(); }
+Leases::~Leases() { StopReaperThread(); }
 
 absl::Time Leases::Now() const {
   return options_.clock ? options_.clock() : absl::Now();
+}
+
+absl::Status Leases::LoadAgents() {
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<db::Agent> active,
+                           store_->ListAgents(db::AgentState::kActive));
+  liveness_.Load(active);
+  return absl::OkStatus();
+}
+
+Pace Leases::TellPace() {
+  return pace_.Tell(liveness_.active_count(), Now());
+}
+
+absl::StatusOr<db::Agent> Leases::KnownActiveAgent(
+    const std::string& agent_id) {
+  TESSERA_RETURN_IF_ERROR(RequireAgentId(agent_id));
+  if (std::optional<db::Agent> known = liveness_.Active(agent_id)) {
+    return *std::move(known);
+  }
+  // Unknown here: the store says why (or knows it active after all).
+  TESSERA_ASSIGN_OR_RETURN(db::Agent agent, ActiveAgent(*store_, agent_id));
+  liveness_.Adopt(agent);
+  return agent;
 }
 
 void Leases::OpenStudy(int64_t study_id, LeasableStudy study) {
@@ -113,6 +131,7 @@ absl::StatusOr<db::Agent> Leases::Register(
     const db::AgentRegistration& registration) {
   TESSERA_ASSIGN_OR_RETURN(const db::Agent agent,
                            store_->UpsertAgent(registration));
+  liveness_.Registered(agent);
   options_.log.Info(
       absl::StrCat("agent ", agent.info.id, " registered: ", agent.info.backend,
                    ", ", agent.info.gpu_count, " x ",
@@ -126,80 +145,70 @@ absl::StatusOr<std::vector<int64_t>> Leases::Heartbeat(
     const std::string& agent_id, const std::set<int64_t>& running) {
   TESSERA_RETURN_IF_ERROR(RequireAgentId(agent_id));
   const absl::Time now = Now();
-  if (absl::Status s = store_->Heartbeat(agent_id, now); !s.ok()) {
-    outage_.StoreFailed(now, s);
-    return s;
+  // In memory (agent_liveness.h): no store write per heartbeat.
+  if (!liveness_.Beat(agent_id, now)) {
+    TESSERA_RETURN_IF_ERROR(KnownActiveAgent(agent_id).status());
+    liveness_.Beat(agent_id, now);
   }
-  const absl::Time expires_at = now + options_.lease_timeout;
-  db::TrialFilter held_filter;
-  held_filter.leased_to = agent_id;
-  TESSERA_ASSIGN_OR_RETURN(std::vector<db::Trial> held,
-                           store_->ListTrials(held_filter));
+  const absl::Time expires_at = now + pace_.Current(now).lease_timeout;
+  TESSERA_ASSIGN_OR_RETURN(std::vector<db::HeldLease> held,
+                           store_->ListLeasesHeldBy(agent_id));
   // A gang trial it holds but no longer runs (it restarted) cannot go on:
   // the other members wait for it or crash. Ended at once (once it had
   // time to start), as an infrastructure failure.
   TESSERA_ASSIGN_OR_RETURN(held,
                            EndGangsThisAgentLeft(agent_id, held, running, now));
   // Only the leases of trials the agent runs are extended: one it forgot
-  // (it restarted) expires and runs again elsewhere.
-  bool runs_all_it_holds = true;
-  for (const db::Trial& t : held) {
-    runs_all_it_holds = runs_all_it_holds && running.count(t.id) > 0;
-  }
-  std::set<int64_t> extended;
-  if (runs_all_it_holds && !held.empty()) {
-    // The usual case: one write, not synced on its own (see the store).
-    absl::StatusOr<std::vector<int64_t>> ids =
-        store_->ExtendLeasesOf(agent_id, expires_at);
-    if (!ids.ok()) {
-      outage_.StoreFailed(now, ids.status());
-      return ids.status();
-    }
-    extended.insert(ids->begin(), ids->end());
-  } else {
-    for (const db::Trial& t : held) {
-      if (running.count(t.id) > 0 &&
-          store_->ExtendLease(t.id, agent_id, expires_at).ok()) {
-        extended.insert(t.id);
-      }
-    }
+  // (it restarted) expires and runs again elsewhere. In memory too: the
+  // reaper writes them before it expires anything.
+  std::map<int64_t, int64_t> study_of;
+  for (const db::HeldLease& t : held) {
+    if (running.count(t.trial_id) == 0) continue;
+    liveness_.Extended(t.trial_id, agent_id, expires_at);
+    study_of[t.trial_id] = t.study_id;
   }
   // Stop what it no longer holds, and trials of studies that ended.
-  std::map<int64_t, int64_t> study_of;
-  for (const db::Trial& t : held) study_of[t.id] = t.study_id;
   std::vector<int64_t> stop;
   for (int64_t trial_id : running) {
-    if (extended.count(trial_id) == 0 || !desk_->IsActive(study_of[trial_id])) {
+    const auto it = study_of.find(trial_id);
+    if (it == study_of.end() || !desk_->IsActive(it->second)) {
       stop.push_back(trial_id);
     }
   }
   return stop;
 }
 
-absl::StatusOr<std::vector<db::Trial>> Leases::EndGangsThisAgentLeft(
-    const std::string& agent_id, std::vector<db::Trial> held,
+absl::StatusOr<std::vector<db::HeldLease>> Leases::EndGangsThisAgentLeft(
+    const std::string& agent_id, std::vector<db::HeldLease> held,
     const std::set<int64_t>& running, absl::Time now) {
-  std::vector<db::Trial> kept;
-  for (db::Trial& t : held) {
-    const bool left = t.gang_size > 1 && running.count(t.id) == 0 &&
+  std::vector<db::HeldLease> kept;
+  const absl::Duration silence = GangMemberSilence();
+  // Only an agent that registered again since the lease began left it (it
+  // restarted): a member whose part ended stops naming the trial too, until
+  // node rank 0's report ends the lease.
+  const absl::Time registered =
+      liveness_.RegisteredAt(agent_id).value_or(absl::InfinitePast());
+  for (db::HeldLease& t : held) {
+    const bool left = t.gang_size > 1 && running.count(t.trial_id) == 0 &&
                       t.started_at.has_value() &&
-                      now - *t.started_at > GangMemberSilence() &&
-                      !AssignmentPending(agent_id, t.id);
+                      registered > *t.started_at &&
+                      now - *t.started_at > silence &&
+                      !AssignmentPending(agent_id, t.trial_id);
     if (!left) {
-      kept.push_back(std::move(t));
+      kept.push_back(t);
       continue;
     }
     absl::StatusOr<db::RequeueResult> ended =
         store_->EndLeaseByInfrastructureFailure(
-            t.id, agent_id,
+            t.trial_id, agent_id,
             absl::StrCat("gang member ", agent_id,
                          " no longer runs it (the agent restarted)"));
     if (!ended.ok()) {
-      kept.push_back(std::move(t));
+      kept.push_back(t);
       continue;
     }
-    TrialLeaseEnded(t.id);
-    TellStudy(t.id);
+    TrialLeaseEnded(t.trial_id);
+    TellStudy(t.trial_id);
   }
   return kept;
 }
@@ -258,14 +267,63 @@ v1::TrialAssignment Leases::Assignment(const db::Trial& trial,
 
 absl::StatusOr<std::optional<v1::TrialAssignment>> Leases::LeaseTrial(
     const std::string& agent_id) {
-  TESSERA_ASSIGN_OR_RETURN(const db::Agent agent,
-                           ActiveAgent(*store_, agent_id));
-  const absl::Time now = Now();
-  std::optional<v1::TrialAssignment> out;
+  TESSERA_ASSIGN_OR_RETURN(const db::Agent agent, KnownActiveAgent(agent_id));
+  // Decided under lease_mu_, written outside it: the lease writes of
+  // concurrent polls then share a group commit (db/group_commit.h), while
+  // the trial and the gang they chose stay reserved (no other decision
+  // takes them meanwhile). A trial another write took first is passed over.
+  for (int attempt = 0; attempt < kLeaseAttempts; ++attempt) {
+    const absl::Time now = Now();
+    TESSERA_ASSIGN_OR_RETURN(LeaseDecision d, DecideLease(agent, now));
+    if (!d.trial.has_value()) return std::move(d.ready);
+    std::vector<std::string> ids;
+    for (const db::Agent& g : d.gang) ids.push_back(g.info.id);
+    const absl::Status leased =
+        store_->LeaseTrial(d.trial->id, ids, d.expires_at);
+    std::optional<v1::TrialAssignment> mine;
+    {
+      absl::MutexLock lock(&mu_);
+      reserved_trials_.erase(d.trial->id);
+      for (const std::string& id : ids) reserved_agents_.erase(id);
+      if (leased.ok()) {
+        for (size_t rank = 0; rank < d.gang.size(); ++rank) {
+          v1::TrialAssignment a = Assignment(*d.trial, d.study, d.gang[rank],
+                                             static_cast<int64_t>(rank),
+                                             d.expires_at);
+          idle_since_poll_.erase(d.gang[rank].info.id);
+          if (d.gang[rank].info.id == agent.info.id) {
+            mine = std::move(a);
+          } else {
+            pending_[d.gang[rank].info.id].push_back(std::move(a));
+          }
+        }
+      }
+    }
+    if (leased.code() == absl::StatusCode::kFailedPrecondition) continue;
+    if (!leased.ok()) return leased;
+    events_->Emit(d.trial->study_id,
+                  d.gang.size() == 1
+                      ? absl::StrCat("trial ", d.trial->id, " leased to ",
+                                     agent.info.id)
+                      : absl::StrCat("trial ", d.trial->id,
+                                     " leased to the gang ",
+                                     absl::StrJoin(ids, ", "),
+                                     " (node ranks in that order)"),
+                  &*d.trial);
+    return mine;
+  }
+  return std::nullopt;  // raced to the end: poll again
+}
+
+absl::StatusOr<Leases::LeaseDecision> Leases::DecideLease(
+    const db::Agent& agent, absl::Time now) {
+  LeaseDecision out;
   absl::MutexLock lease_lock(&lease_mu_);
   std::vector<v1::TrialAssignment> pending;
   {
     absl::MutexLock lock(&mu_);
+    // A gang member whose lease is being written: its assignment follows.
+    if (reserved_agents_.count(agent.info.id) > 0) return out;
     idle_since_poll_[agent.info.id] = now;
     auto it = pending_.find(agent.info.id);
     if (it != pending_.end()) {
@@ -283,16 +341,16 @@ absl::StatusOr<std::optional<v1::TrialAssignment>> Leases::LeaseTrial(
                     agent.info.id) == job->second.agent_ids.end()) {
         continue;
       }
-      out = pending[i];
+      out.ready = pending[i];
     } else {
       absl::StatusOr<db::Trial> t = store_->GetTrial(pending[i].trial_id());
       if (!t.ok() || t->status != db::TrialState::kLeased ||
           !Holds(*t, agent.info.id)) {
         continue;
       }
-      out = pending[i];
+      out.ready = pending[i];
       if (t->lease_expires_at.has_value()) {
-        out->set_lease_expiry_unix_ms(UnixMillis(*t->lease_expires_at));
+        out.ready->set_lease_expiry_unix_ms(UnixMillis(*t->lease_expires_at));
       }
     }
     absl::MutexLock lock(&mu_);
@@ -303,44 +361,12 @@ absl::StatusOr<std::optional<v1::TrialAssignment>> Leases::LeaseTrial(
     }
     return out;
   }
-  return LeaseNext(agent, now);
-}
-
-std::vector<db::Agent> Leases::IdleGang(
-    const db::Agent& agent, int64_t size, absl::Time now,
-    const std::function<bool(const db::Agent&)>& fits) {
-  std::vector<std::string> idle;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [id, polled] : idle_since_poll_) {
-      if (id == agent.info.id || pending_.count(id) > 0) continue;
-      if (now - polled <= 2 * options_.lease_poll_interval) {
-        idle.push_back(id);
-      }
-    }
-  }
-  std::vector<db::Agent> gang = {agent};
-  for (const std::string& id : idle) {
-    if (static_cast<int64_t>(gang.size()) >= size) break;
-    absl::StatusOr<db::Agent> other = store_->GetAgent(id);
-    if (other.ok() && other->state == db::AgentState::kActive && fits(*other)) {
-      gang.push_back(*std::move(other));
-    }
-  }
-  std::sort(gang.begin(), gang.end(),
-            [](const db::Agent& a, const db::Agent& b) {
-              return a.info.id < b.info.id;
-            });
-  return gang;
-}
-
-absl::StatusOr<std::optional<v1::TrialAssignment>> Leases::LeaseNext(
-    const db::Agent& agent, absl::Time now) {
   // Cluster probes first: later trials and studies plan with what they
   // measure.
   TESSERA_ASSIGN_OR_RETURN(ProbeLease probe, LeaseProbe(agent, now));
   if (probe.assignment.has_value() || probe.wait) {
-    return std::move(probe.assignment);
+    out.ready = std::move(probe.assignment);
+    return out;
   }
   // The started studies this agent can serve, oldest first.
   std::map<int64_t, LeasableStudy> runnable;
@@ -350,77 +376,68 @@ absl::StatusOr<std::optional<v1::TrialAssignment>> Leases::LeaseNext(
       if (Fits(agent, r)) runnable.emplace(id, r);
     }
   }
-  // Their queued trials, lowest rungs first (a bounded look at each study's
-  // queue: the trials it would lease next).
-  std::vector<db::Trial> queued;
-  for (const auto& [study_id, r] : runnable) {
-    db::TrialFilter filter;
-    filter.study_id = study_id;
-    filter.statuses = {db::TrialState::kQueued};
-    filter.sort_by = "rung";
-    filter.limit = kLeaseLookahead;
-    TESSERA_ASSIGN_OR_RETURN(std::vector<db::Trial> some,
-                             store_->ListTrials(filter));
-    queued.insert(queued.end(), std::make_move_iterator(some.begin()),
-                  std::make_move_iterator(some.end()));
-  }
-  std::sort(queued.begin(), queued.end(), LeaseOrder);
-  const absl::Time expires_at = now + options_.lease_timeout;
-  for (const db::Trial& t : queued) {
+  // Their queued trials in lease order, the next kLeaseLookahead of them
+  // (one read: an idle fleet polls often and mostly finds none).
+  std::vector<int64_t> runnable_ids;
+  for (const auto& [study_id, r] : runnable) runnable_ids.push_back(study_id);
+  TESSERA_ASSIGN_OR_RETURN(
+      std::vector<db::Trial> queued,
+      store_->ListQueuedTrials(runnable_ids, kLeaseLookahead));
+  out.expires_at = now + pace_.Current(now).lease_timeout;
+  for (db::Trial& t : queued) {
     auto r = runnable.find(t.study_id);
     if (r == runnable.end() || !Fits(agent, r->second)) continue;
-    if (t.gang_size == 1) {
-      const absl::Status leased =
-          store_->LeaseTrial(t.id, {agent.info.id}, expires_at);
-      if (!leased.ok()) {
-        if (leased.code() == absl::StatusCode::kFailedPrecondition) continue;
-        return leased;
-      }
-      {
-        absl::MutexLock lock(&mu_);
-        idle_since_poll_.erase(agent.info.id);
-      }
-      events_->Emit(t.study_id,
-                    absl::StrCat("trial ", t.id, " leased to ", agent.info.id),
-                    &t);
-      return Assignment(t, r->second, agent, 0, expires_at);
-    }
-    // A gang: this agent and other idle agents that fit, polled recently.
-    const std::vector<db::Agent> gang = IdleGang(
-        agent, t.gang_size, now,
-        [&](const db::Agent& other) { return Fits(other, r->second); });
-    // The agent waits for this trial's gang (no trial behind it jumps the
-    // queue).
-    if (static_cast<int64_t>(gang.size()) < t.gang_size) return std::nullopt;
-    std::vector<std::string> ids;
-    for (const db::Agent& g : gang) ids.push_back(g.info.id);
-    const absl::Status leased = store_->LeaseTrial(t.id, ids, expires_at);
-    if (!leased.ok()) {
-      if (leased.code() == absl::StatusCode::kFailedPrecondition) continue;
-      return leased;
-    }
-    std::optional<v1::TrialAssignment> mine;
     {
       absl::MutexLock lock(&mu_);
-      for (size_t rank = 0; rank < gang.size(); ++rank) {
-        v1::TrialAssignment a =
-            Assignment(t, r->second, gang[rank], rank, expires_at);
-        idle_since_poll_.erase(gang[rank].info.id);
-        if (gang[rank].info.id == agent.info.id) {
-          mine = std::move(a);
-        } else {
-          pending_[gang[rank].info.id].push_back(std::move(a));
-        }
-      }
+      if (reserved_trials_.count(t.id) > 0) continue;  // being written
     }
-    events_->Emit(
-        t.study_id,
-        absl::StrCat("trial ", t.id, " leased to the gang ",
-                     absl::StrJoin(ids, ", "), " (node ranks in that order)"),
-        &t);
-    return mine;
+    std::vector<db::Agent> gang = {agent};
+    if (t.gang_size > 1) {
+      // This agent and other idle agents that fit, polled recently.
+      gang = IdleGang(agent, t.gang_size, now, [&](const db::Agent& other) {
+        return Fits(other, r->second);
+      });
+      // The agent waits for this trial's gang (no trial behind it jumps the
+      // queue).
+      if (static_cast<int64_t>(gang.size()) < t.gang_size) return out;
+    }
+    absl::MutexLock lock(&mu_);
+    reserved_trials_.insert(t.id);
+    for (const db::Agent& g : gang) {
+      reserved_agents_.insert(g.info.id);
+      idle_since_poll_.erase(g.info.id);
+    }
+    out.study = r->second;
+    out.gang = std::move(gang);
+    out.trial = std::move(t);
+    return out;
   }
-  return std::nullopt;
+  return out;
+}
+
+std::vector<db::Agent> Leases::IdleGang(
+    const db::Agent& agent, int64_t size, absl::Time now,
+    const std::function<bool(const db::Agent&)>& fits) {
+  std::vector<std::string> idle;
+  const absl::Duration poll = pace_.Current(now).lease_poll;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [id, polled] : idle_since_poll_) {
+      if (id == agent.info.id || pending_.count(id) > 0) continue;
+      if (now - polled <= 2 * poll) idle.push_back(id);
+    }
+  }
+  std::vector<db::Agent> gang = {agent};
+  for (const std::string& id : idle) {
+    if (static_cast<int64_t>(gang.size()) >= size) break;
+    std::optional<db::Agent> other = liveness_.Active(id);
+    if (other.has_value() && fits(*other)) gang.push_back(*std::move(other));
+  }
+  std::sort(gang.begin(), gang.end(),
+            [](const db::Agent& a, const db::Agent& b) {
+              return a.info.id < b.info.id;
+            });
+  return gang;
 }
 
 absl::Status Leases::ReportTrial(const std::string& agent_id, int64_t trial_id,

@@ -4,7 +4,10 @@
 // then predicted tokens/s); a trial of gang_size > 1 is leased to that many
 // idle agents at once, in one store call, node ranks by agent id, and each
 // gets its assignment at its next poll. Heartbeats extend the leases of the
-// trials an agent runs and return those it must stop. Reports are checked
+// trials an agent runs and return those it must stop; they are kept in
+// memory (agent_liveness.h) and written by the reaper, once per pass, before
+// it expires anything. The intervals agents are told, and the timeouts,
+// grow with the fleet (fleet_pace.h). Reports are checked
 // (measurement_check.h) and stored before the call returns. Cluster probes
 // (cluster_probe.h) are leased to gangs before any trial. The reaper
 // re-queues expired leases, ends gangs with a silent member and marks
@@ -36,6 +39,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "db/trial_store.h"
+#include "planner/service/agent_liveness.h"
+#include "planner/service/fleet_pace.h"
 #include "planner/service/outage_watch.h"
 #include "planner/service/planner_options.h"
 #include "planner/service/rendezvous_board.h"
@@ -75,16 +80,26 @@ class Leases {
   // `store`, `events` and `desk` must outlive this.
   Leases(db::TrialStore* store, PlannerOptions options, StudyEvents* events,
          StudyDesk* desk);
-  // Stops the reaper.
+  // Stops the reaper thread (Planner calls StopReaper first, which also
+  // writes the liveness).
   ~Leases();
 
   Leases(const Leases&) = delete;
   Leases& operator=(const Leases&) = delete;
 
+  // The active agents as the store has them (at start, after the store
+  // forgave the time the planner was down): what liveness starts from.
+  absl::Status LoadAgents();
   // Starts the reaper thread (none when options.reaper_period is zero) and
-  // stops it; Stop is idempotent and waits for a pass in progress.
-  void StartReaper();
+  // stops it; Stop is idempotent, waits for a pass in progress and writes
+  // what heartbeats taught since the last pass.
   void StopReaper();
+  void StartReaper();
+  // Writes what heartbeats taught (last-seen times, lease expiries) to the
+  // store in one write; false (kept for the next) when the store refused.
+  bool SaveLiveness(absl::Time now);
+  // The intervals to tell an agent now, and the timeouts (fleet_pace.h).
+  Pace TellPace();
 
   // ---- What AgentService asks ----
   // Stores (or updates) the agent; studies waiting for agents try to start.
@@ -160,29 +175,36 @@ class Leases {
 
   absl::Time Now() const;
   void RunReaper();
+  // Stops the reaper thread only (the destructor: the store may be gone).
+  void StopReaperThread();
   // A pass later than this after the one before is a stall of the process
   // (outage_watch.h): the reaper period plus half a lease timeout.
-  absl::Duration StallAllowance() const {
-    return options_.reaper_period + options_.lease_timeout / 2;
+  absl::Duration StallAllowance() {
+    return options_.reaper_period + pace_.Current(Now()).lease_timeout / 2;
   }
+  // `agent_id` if it is an active agent (liveness first, else the store,
+  // whose answer names why not: NotFound, FailedPrecondition for a gone
+  // one).
+  absl::StatusOr<db::Agent> KnownActiveAgent(const std::string& agent_id);
   // When an outage is open: renews every lease and agent (ForgiveOutage)
   // and says so; true when one was open (forgiven or not).
   bool ForgiveOpenOutage(absl::Time now);
-  // A gang member silent this long (3 heartbeat intervals, at least 5 s)
-  // ends its gang's lease: the other members' processes crash or hang
-  // without it, and such a crash is not the layout's (the agents hold a
-  // gang crash back that long, agents/agent.h).
-  absl::Duration GangMemberSilence() const {
-    return std::max(3 * options_.heartbeat_interval, absl::Seconds(5));
+  // A gang member silent this long (4 heartbeat intervals as told, at
+  // least 5 s: fleet_pace.h) ends its gang's lease: the other members'
+  // processes crash or hang without it, and such a crash is not the
+  // layout's (the agents hold a gang crash back that long, agents/agent.h).
+  absl::Duration GangMemberSilence() {
+    return pace_.Current(Now()).gang_member_silence;
   }
   // Ends, as infrastructure failures, the leases of gang trials with a
   // member silent for GangMemberSilence; their ids.
   std::vector<int64_t> EndGangsWithASilentMember(absl::Time now);
   // Of `held` (the trials `agent_id` holds), ends the leases of gang trials
   // it does not run (not in `running`) though they started more than
-  // GangMemberSilence ago and have no assignment waiting for it; the rest.
-  absl::StatusOr<std::vector<db::Trial>> EndGangsThisAgentLeft(
-      const std::string& agent_id, std::vector<db::Trial> held,
+  // GangMemberSilence ago, it registered again since (it restarted) and no
+  // assignment of them waits for it; the rest.
+  absl::StatusOr<std::vector<db::HeldLease>> EndGangsThisAgentLeft(
+      const std::string& agent_id, std::vector<db::HeldLease> held,
       const std::set<int64_t>& running, absl::Time now);
   // After a trial's state changed: its study hears of it (event, advance).
   void TellStudy(int64_t trial_id);
@@ -208,9 +230,18 @@ class Leases {
   std::vector<db::Agent> IdleGang(
       const db::Agent& agent, int64_t size, absl::Time now,
       const std::function<bool(const db::Agent&)>& fits);
-  // Tries to lease the next fitting trial to `agent`; nullopt: nothing now.
-  absl::StatusOr<std::optional<v1::TrialAssignment>> LeaseNext(
-      const db::Agent& agent, absl::Time now);
+  // What a poll decided under lease_mu_: an assignment ready to return
+  // (a pending gang's, a cluster probe's, or none), or a trial to lease to
+  // `gang` (reserved, with its agents, until the write is done).
+  struct LeaseDecision {
+    std::optional<v1::TrialAssignment> ready;
+    std::optional<db::Trial> trial;
+    LeasableStudy study;
+    std::vector<db::Agent> gang;  // node ranks in order
+    absl::Time expires_at;
+  };
+  absl::StatusOr<LeaseDecision> DecideLease(const db::Agent& agent,
+                                            absl::Time now);
   // Whether a gang assignment of `trial_id` waits for `agent_id`'s poll.
   bool AssignmentPending(const std::string& agent_id, int64_t trial_id);
   // After a trial left the leased state (reported, re-queued, released).
@@ -234,6 +265,8 @@ class Leases {
   db::TrialStore* const store_;
   const PlannerOptions options_;
   OutageWatch outage_;
+  AgentLiveness liveness_;
+  FleetPace pace_;
   StudyEvents* const events_;
   StudyDesk* const desk_;
   RendezvousBoard rendezvous_;
@@ -247,8 +280,12 @@ class Leases {
   std::map<std::string, std::vector<v1::TrialAssignment>> pending_
       ABSL_GUARDED_BY(mu_);
   std::map<int64_t, ProbeJob> probes_ ABSL_GUARDED_BY(mu_);
+  // Trials, and the agents of their gangs, whose lease is being written.
+  std::set<int64_t> reserved_trials_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> reserved_agents_ ABSL_GUARDED_BY(mu_);
   int64_t next_probe_id_ ABSL_GUARDED_BY(mu_) = 1;
-  // Serializes lease decisions (they read the queue, then lease).
+  // Serializes lease decisions (they read the queue, then reserve; the
+  // store writes the lease after).
   absl::Mutex lease_mu_ ABSL_ACQUIRED_BEFORE(mu_);
 
   absl::Mutex reaper_mu_;

@@ -17,6 +17,7 @@
 // durable in the store). Exit codes: 0 after a signal, 2 for bad flags, 1
 // when the store or the address cannot be opened.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -88,7 +89,8 @@ int Run(const std::vector<std::string>& args) {
       token_file, metrics_listen, backup, invalidation_reason, principals_file,
       client_ca, http_listen;
   std::optional<int64_t> heartbeat_ms, invalidate_trial;
-  std::optional<double> lease_timeout_s, agent_timeout_s;
+  std::optional<double> lease_timeout_s, agent_timeout_s, heartbeats_per_s,
+      polls_per_s;
   std::optional<int64_t> plan_threads, plan_queue;
   bool no_cluster_probes = false;
   FlagSet flags("tessera-planner");
@@ -132,7 +134,8 @@ int Run(const std::vector<std::string>& args) {
   flags.AddString("reason", "TEXT", "why --invalidate-trial's result is wrong",
                   &invalidation_reason);
   flags.AddInt("heartbeat-interval-ms", "MS",
-               "how often agents heartbeat and poll for trials (default 1000)",
+               "how often agents heartbeat and poll for trials, at least "
+               "(default 1000; longer for a large fleet: --max-heartbeats-per-s)",
                &heartbeat_ms);
   flags.AddDouble("lease-timeout-s", "S",
                   "a lease ends this long after its last heartbeat (default "
@@ -142,6 +145,15 @@ int Run(const std::vector<std::string>& args) {
                   "an agent silent this long is marked gone and its trials "
                   "re-queued (default 30)",
                   &agent_timeout_s);
+  flags.AddDouble("max-heartbeats-per-s", "N",
+                  "the fleet's heartbeats a second the planner plans for: "
+                  "past it, agents are told a longer interval, and the lease "
+                  "and agent timeouts grow with it (default 2000; 0: the "
+                  "intervals stay fixed)",
+                  &heartbeats_per_s);
+  flags.AddDouble("max-lease-polls-per-s", "N",
+                  "likewise for idle agents' lease polls (default 2000)",
+                  &polls_per_s);
   flags.AddInt("plan-threads", "N",
                "Plan and Predict calls searched at once, on their own "
                "lower-priority threads so that agents' heartbeats, leases "
@@ -257,8 +269,29 @@ int Run(const std::vector<std::string>& args) {
     options.search_pool.threads = static_cast<int>(*plan_threads);
   if (plan_queue)
     options.search_pool.max_queued = static_cast<int>(*plan_queue);
+  for (const auto& [name, value] :
+       {std::pair{"--max-heartbeats-per-s", heartbeats_per_s},
+        std::pair{"--max-lease-polls-per-s", polls_per_s}}) {
+    if (value.has_value() && *value < 0) {
+      std::cerr << "tessera-planner: " << name
+                << ": must be 0 (fixed intervals) or positive, got " << *value
+                << "\n";
+      return 2;
+    }
+  }
+  if (heartbeats_per_s) options.max_heartbeats_per_s = *heartbeats_per_s;
+  if (polls_per_s) options.max_lease_polls_per_s = *polls_per_s;
   if (lease_timeout_s) options.lease_timeout = absl::Seconds(*lease_timeout_s);
   if (agent_timeout_s) options.agent_timeout = absl::Seconds(*agent_timeout_s);
+
+  // Each agent holds a connection: a fleet of thousands needs as many
+  // descriptors (the soft limit is often 1024; the hard one is the
+  // operator's: LimitNOFILE in the systemd unit).
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
 
   // Signals go to the main thread's sigwait, never to a gRPC thread: block
   // them before any thread starts.

@@ -3,7 +3,7 @@
 // a WORKING planner to renew it. OutageWatch notes the two outages a
 // running planner can live through and tells the reaper when one is open,
 // so that it forgives them (TrialStore::ForgiveOutage: every lease gets
-// LeaseGraceAfterOutage from the planner's return, every agent's silence
+// LeaseGraceAfterOutage (fleet_pace.h) from the planner's return, every agent's silence
 // restarts)
 // before it expires anything:
 //   - the store refusing writes (disk full, read-only, I/O errors): noticed

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/status_macros.h"
+#include "planner/service/fleet_pace.h"
 
 namespace tessera::service {
 
@@ -29,10 +31,17 @@ absl::StatusOr<std::unique_ptr<Planner>> Planner::Create(
         "agent timeout must be positive");
   }
   // The time it was down counts against no running trial: their agents get
-  // LeaseGraceAfterOutage from now to heartbeat again.
+  // LeaseGraceAfterOutage, at the pace of the fleet the store knows, from
+  // now to heartbeat again.
   const absl::Time now = options.clock ? options.clock() : absl::Now();
-  absl::StatusOr<int64_t> extended =
-      store->ForgiveOutage(now, now + LeaseGraceAfterOutage(options));
+  absl::StatusOr<std::vector<db::Agent>> fleet =
+      store->ListAgents(db::AgentState::kActive);
+  if (!fleet.ok()) return fleet.status();
+  FleetPace pace(options);
+  absl::StatusOr<int64_t> extended = store->ForgiveOutage(
+      now,
+      now + LeaseGraceAfterOutage(pace.Tell(
+                static_cast<int64_t>(fleet->size()), now)));
   if (!extended.ok()) return extended.status();
   if (*extended > 0) {
     options.log.Info(absl::StrCat(
@@ -40,6 +49,8 @@ absl::StatusOr<std::unique_ptr<Planner>> Planner::Create(
         " running trial(s) keep their lease while their agents reconnect"));
   }
   std::unique_ptr<Planner> planner(new Planner(store, options));
+  // Liveness starts from the agents the store has active, each heard now.
+  TESSERA_RETURN_IF_ERROR(planner->leases_.LoadAgents());
   planner->studies_.ResumeStudies();
   planner->studies_.StartAdvancer();
   planner->leases_.StartReaper();

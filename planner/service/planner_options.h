@@ -28,6 +28,12 @@ struct PlannerOptions {
   absl::Duration lease_timeout = absl::Seconds(10);
   // An agent silent this long is marked gone and its trials re-queued.
   absl::Duration agent_timeout = absl::Seconds(30);
+  // The fleet paces itself (fleet_pace.h): the heartbeat and lease poll
+  // intervals told to agents grow so that the fleet makes at most this many
+  // heartbeats (polls) a second, and the lease and agent timeouts with the
+  // heartbeat interval; 0: the intervals above, whatever the fleet's size.
+  double max_heartbeats_per_s = 2000;
+  double max_lease_polls_per_s = 2000;
   // The reaper thread's period; zero: no thread (call Leases::Reap).
   absl::Duration reaper_period = absl::Seconds(1);
   // The longest a rendezvous fetch waits, whatever it asks for.
@@ -60,17 +66,5 @@ struct PlannerOptions {
   // port 0 picks a free one); empty: nowhere.
   std::string metrics_listen;
 };
-
-// After an outage of the planner (a restart, a store that refused writes, a
-// stopped process: outage_watch.h), how long every lease lasts from its
-// return: the agent timeout plus a lease timeout. An agent backs off its
-// reconnection by up to about the agent timeout (it is not gone before
-// that), and then needs a lease timeout of working planner to heartbeat:
-// with only the longer of the two, an agent whose backoff had grown to the
-// agent timeout lost its lease on a loaded machine (ResultSurvivalTest.
-// PlannerRestartsInARowLoseNoResult failed 2 runs of 4 with the cores busy).
-inline absl::Duration LeaseGraceAfterOutage(const PlannerOptions& options) {
-  return options.agent_timeout + options.lease_timeout;
-}
 
 }  // namespace tessera::service

@@ -15,6 +15,7 @@
 #include "planner/search/plan_uncertainty.h"
 #include "planner/service/agent_roster.h"
 #include "planner/service/agents_gpu.h"
+#include "planner/service/background_pool.h"
 #include "planner/service/probe_check.h"
 #include "planner/service/calibration_exchange.h"
 #include "planner/service/proto_mapping.h"
@@ -24,6 +25,9 @@
 #include "proto/convert.h"
 
 namespace tessera::service {
+
+// The advancer's nice increment: as the Plan and Predict pool's.
+constexpr int kAdvancerNiceIncrement = 10;
 
 Studies::Studies(db::TrialStore* store, PlannerOptions options,
                  const StudyQueries* queries, StudyEvents* events,
@@ -62,6 +66,9 @@ void Studies::RequestAdvance(int64_t study_id) {
 }
 
 void Studies::RunAdvancer() {
+  // Refits and re-ranking wait for the agents' calls on a busy core (a
+  // fleet's heartbeats, leases and reports are answered first).
+  LowerThisThreadsPriority(kAdvancerNiceIncrement);
   while (true) {
     int64_t study_id = 0;
     {

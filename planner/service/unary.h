@@ -68,4 +68,28 @@ grpc::ServerUnaryReactor* FinishUnaryInPool(
   return reactor;
 }
 
+// As FinishUnaryStatus, on `pool` (see FinishUnaryInPool).
+template <typename Call>
+grpc::ServerUnaryReactor* FinishUnaryStatusInPool(
+    BackgroundPool& pool, absl::string_view what,
+    grpc::CallbackServerContext* context, Call call) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const bool queued =
+      pool.TrySubmit([reactor, context, call = std::move(call)]() mutable {
+        if (context->IsCancelled()) {
+          reactor->Finish(grpc::Status(grpc::StatusCode::CANCELLED,
+                                       "the caller gave up while it waited"));
+          return;
+        }
+        reactor->Finish(ToGrpcStatus(call()));
+      });
+  if (!queued) {
+    reactor->Finish(
+        grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                     absl::StrCat("planner busy: ", what, " calls ",
+                                  pool.Load(), "; retry in a few seconds")));
+  }
+  return reactor;
+}
+
 }  // namespace tessera::service

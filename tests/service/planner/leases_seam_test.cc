@@ -270,3 +270,37 @@ TEST_F(LeasesSeamTest, AgentsArrivingTellTheStudies) {
 
 }  // namespace
 }  // namespace tessera::service
+
+namespace tessera::service {
+namespace {
+
+// Heartbeats extend leases in memory (agent_liveness.h): nothing is written
+// until the reaper's pass, which writes them before it expires anything.
+TEST_F(LeasesSeamTest, HeartbeatsExtendLeasesInMemoryAndTheReaperWritesFirst) {
+  leases_->OpenStudy(study_, Cpu());
+  const int64_t trial = QueueTrial();
+  const absl::Time t0 = Now();
+  ASSERT_TRUE(leases_->LeaseTrial("a1").ok());
+  ASSERT_EQ(State(trial), db::TrialState::kLeased);
+  desk_.SetActive({study_});
+  const int64_t writes = store_->writes();
+  Advance(absl::Seconds(8));
+  absl::StatusOr<std::vector<int64_t>> stop = leases_->Heartbeat("a1", {trial});
+  ASSERT_TRUE(stop.ok()) << stop.status();
+  EXPECT_TRUE(stop->empty());
+  EXPECT_EQ(store_->writes(), writes) << "a heartbeat wrote the store";
+  EXPECT_EQ(store_->GetTrial(trial)->lease_expires_at, t0 + absl::Seconds(10));
+  // Past the written expiry, not the heartbeat's: the pass writes first.
+  Advance(absl::Seconds(8));
+  leases_->Reap();
+  EXPECT_EQ(State(trial), db::TrialState::kLeased);
+  EXPECT_EQ(store_->GetTrial(trial)->lease_expires_at, t0 + absl::Seconds(18));
+  EXPECT_EQ(store_->GetAgent("a1")->last_heartbeat_at, t0 + absl::Seconds(8));
+  // No heartbeat since: it expires.
+  Advance(absl::Seconds(3));
+  leases_->Reap();
+  EXPECT_EQ(State(trial), db::TrialState::kQueued);
+}
+
+}  // namespace
+}  // namespace tessera::service
