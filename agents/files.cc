@@ -13,18 +13,9 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "core/file_io.h"
 
 namespace tessera::agents {
-namespace {
-
-absl::Status ErrnoError(absl::string_view what, const std::string& path,
-                        int err) {
-  return absl::UnavailableError(
-      absl::StrCat(what, " '", path, "': ", std::strerror(err)));
-}
-
-}  // namespace
-
 std::string ReadFileTail(const std::string& path, int64_t max_bytes) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in || max_bytes <= 0) return "";

@@ -28,12 +28,6 @@ constexpr absl::string_view kEntrySuffix = ".json";
 constexpr absl::string_view kTempMarker = ".tmp-";  // in ".trial-7.json.tmp-"
 constexpr absl::string_view kBadSuffix = ".bad";
 
-absl::Status ErrnoError(absl::string_view what, const std::string& path,
-                        int err) {
-  return absl::UnavailableError(
-      absl::StrCat(what, " '", path, "': ", std::strerror(err)));
-}
-
 bool IsEntryName(absl::string_view name) {
   return absl::StartsWith(name, kEntryPrefix) &&
          absl::EndsWith(name, kEntrySuffix);

@@ -12,15 +12,12 @@
 #include "absl/strings/str_cat.h"
 
 namespace tessera {
-namespace {
 
 absl::Status ErrnoError(absl::string_view what, const std::string& path,
                         int err) {
   return absl::UnavailableError(
       absl::StrCat(what, " '", path, "': ", std::strerror(err)));
 }
-
-}  // namespace
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -13,6 +13,11 @@
 
 namespace tessera {
 
+// UNAVAILABLE "<what> '<path>': <strerror(err)>", for a failed system call
+// on a file (err: its errno).
+absl::Status ErrnoError(absl::string_view what, const std::string& path,
+                        int err);
+
 // The whole file. NOT_FOUND when it does not exist, UNAVAILABLE when it
 // cannot be read (the message names the path and why).
 absl::StatusOr<std::string> ReadFile(const std::string& path);
