@@ -14,6 +14,7 @@
 #include "core/flags.h"
 #include "core/layout.h"
 #include "core/layout_json.h"
+#include "core/units.h"
 #include "planner/calibration/prediction_uncertainty.h"
 #include "planner/memory/memory_model.h"
 #include "planner/prediction.h"
@@ -50,7 +51,6 @@ constexpr char kAbout[] =
     "  tessera explain tp=2,pp=2,micro_batch=1 --spec "
     "deploy/examples/study.json\n";
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 }  // namespace
 

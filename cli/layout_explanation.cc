@@ -9,11 +9,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/layout.h"
+#include "core/units.h"
 
 namespace tessera::cli {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // The parts of a step, named as the explanation names them.
 std::vector<std::pair<std::string, double>> StepParts(

@@ -12,6 +12,7 @@
 #include "core/layout_json.h"
 #include "core/status_macros.h"
 #include "core/trial_backend.h"
+#include "core/units.h"
 #include "nlohmann/json.hpp"
 #include "planner/stacks/training_stack.h"
 #include "proto/convert.h"
@@ -22,7 +23,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 constexpr const char* kMeasured[] = {
     "step_time_s", "tokens_per_s_per_gpu", "peak_memory_gib", "compute_s",

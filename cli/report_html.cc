@@ -13,12 +13,12 @@
 #include "cli/service_names.h"
 #include "cli/text_table.h"
 #include "cli/time_text.h"
+#include "core/units.h"
 #include "google/protobuf/util/json_util.h"
 
 namespace tessera::cli {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 constexpr char kStyle[] = R"(<style>
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 78em;

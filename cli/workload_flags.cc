@@ -15,6 +15,7 @@
 #include "core/gpu.h"
 #include "core/model.h"
 #include "core/status_macros.h"
+#include "core/units.h"
 #include "planner/stacks/training_stack.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
@@ -26,7 +27,6 @@ namespace {
 // below 1 or with % is a fraction of the GPU's memory, else GiB (a bytes
 // suffix: 8GiB, 8192MiB).
 absl::Status SetMemoryHeadroom(absl::string_view text, v1::ClusterSpec* c) {
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   c->clear_memory_headroom_gib();
   c->clear_memory_headroom_fraction();
   const auto bad = [&](absl::string_view why) {

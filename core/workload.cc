@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
+#include "core/units.h"
 
 namespace tessera {
 
@@ -61,7 +62,6 @@ absl::Status ValidateCluster(const ClusterConfig& c) {
           "cluster.", field, ": must be zero or positive, got ", value));
     }
   }
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   if (c.memory_headroom_bytes.has_value() &&
       c.memory_headroom_fraction.has_value()) {
     return absl::InvalidArgumentError(
@@ -92,7 +92,6 @@ double MemoryHeadroomBytes(const ClusterConfig& c) {
 }
 
 std::string DescribeMemoryHeadroom(const ClusterConfig& c) {
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   const double memory_gib = static_cast<double>(c.gpu.memory_bytes) / kGiB;
   const double headroom_gib = MemoryHeadroomBytes(c) / kGiB;
   const double percent =

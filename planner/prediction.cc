@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "core/units.h"
 #include "planner/memory/memory_model.h"
 #include "planner/pipeline/stage_split.h"
 #include "planner/stacks/training_stack.h"
@@ -11,7 +12,6 @@
 namespace tessera::planner {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::string MemoryReason(double needed_bytes, const ClusterConfig& cluster) {
   const double usable_bytes = UsableMemoryBytes(cluster);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/model_flops.h"
+#include "core/units.h"
 #include "planner/comm/context_parallel_comm.h"
 #include "planner/comm/data_parallel_comm.h"
 #include "planner/comm/pipeline_comm.h"
@@ -20,7 +21,6 @@
 namespace tessera::planner {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // One stage's share of a step.
 struct StageStep {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "core/known_names.h"
 #include "core/status_macros.h"
+#include "core/units.h"
 #include "planner/stacks/training_stack.h"
 
 namespace tessera {
@@ -174,7 +175,6 @@ absl::StatusOr<ClusterConfig> ClusterFromSpec(const v1::ClusterSpec& spec) {
   TESSERA_RETURN_IF_ERROR(ApplyNumber(
       "cluster.inter_node_latency_us", spec.has_inter_node_latency_us(),
       spec.inter_node_latency_us(), true, &c.inter_node_latency_us, &changed));
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   if (spec.has_memory_headroom_gib()) {
     c.memory_headroom_bytes = spec.memory_headroom_gib() * kGiB;
   }

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "core/layout_json.h"
 #include "core/status_macros.h"
+#include "core/units.h"
 #include "nlohmann/json.hpp"
 #include "planner/stacks/training_stack.h"
 #include "planner/validation/published_runs.h"
@@ -24,7 +25,6 @@ namespace tessera::replay {
 namespace {
 
 using Json = nlohmann::json;
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // A row while its group is being collected: every launch of one layout.
 struct Launch {

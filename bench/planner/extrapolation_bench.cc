@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/units.h"
 #include "planner/calibration/calibration_fit.h"
 #include "planner/stacks/stack_calibration.h"
 #include "planner/validation/published_runs.h"
@@ -27,7 +28,6 @@
 namespace tessera::planner {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // The prior's log-space spread, as `tessera calibrate` uses by default: the
 // stack defaults are within about 30% on the published runs, and a looser

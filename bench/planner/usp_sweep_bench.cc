@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "core/units.h"
 #include "planner/calibration/calibration_fit.h"
 #include "planner/stacks/stack_calibration.h"
 #include "planner/validation/layout_sweep.h"
@@ -35,7 +36,6 @@ Calibration DefaultsFor(const SweepRow& row) {
 void Explain(const SweepPrediction& p) {
   const Prediction& x = p.evaluation.prediction;
   const MemoryBreakdown& m = x.memory;
-  constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
   std::cout << absl::StrFormat(
       "row %d %s %s: measured %.0f predicted %.0f tokens/s/GPU\n"
       "  step %.3f s = compute %.3f + exposed comm %.3f (tp %.3f cp %.3f pp "

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/units.h"
 #include "planner/layer_shard.h"
 #include "planner/memory/layer_activations.h"
 #include "planner/pipeline/pipeline_schedule.h"
@@ -11,7 +12,6 @@
 namespace tessera::planner {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Bytes FSDP / sharded ZeRO-2 holds gathered on top of the sharded states.
 double GatheredParamBytes(const Layout& l, const StageParams& sp,

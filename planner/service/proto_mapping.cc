@@ -9,13 +9,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "core/status_macros.h"
+#include "core/units.h"
 #include "nlohmann/json.hpp"
 #include "proto/convert.h"
 
 namespace tessera::service {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 struct StatePair {
   db::TrialState db;

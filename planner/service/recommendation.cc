@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/trial_backend.h"
+#include "core/units.h"
 #include "google/protobuf/util/json_util.h"
 #include "planner/search/pareto.h"
 #include "planner/service/halving.h"
@@ -22,7 +23,6 @@
 namespace tessera::service {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 struct Candidate {
   planner::LayoutEvaluation study;  // calibrated, the study's world

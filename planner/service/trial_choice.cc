@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/units.h"
 #include "planner/service/measured_layouts.h"
 #include "planner/service/trial_geometry.h"
 
@@ -14,7 +15,6 @@ namespace {
 
 double Phi(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 double PredictedMemory(const PoolEntry& e) {
   return e.trial_prediction.memory.total_bytes;

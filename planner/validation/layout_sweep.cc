@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/units.h"
 #include "nlohmann/json.hpp"
 #include "planner/memory/memory_model.h"
 #include "planner/stacks/training_stack.h"
@@ -20,7 +21,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 int64_t IntOf(const Json& row, const char* key, int64_t fallback) {
   if (!row.contains(key) || row[key].is_null()) return fallback;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/units.h"
 #include "nlohmann/json.hpp"
 #include "planner/stacks/stack_calibration.h"
 #include "planner/validation/rank_correlation.h"
@@ -20,7 +21,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Source of a row, by its "source" text.
 std::string SourceOf(const std::string& s) {

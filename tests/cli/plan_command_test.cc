@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/units.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/cli/cli_test_util.h"
@@ -16,7 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Relations every prediction of the example workload (256 H100, 512 x 4096
 // tokens per step, 1e12 tokens) must satisfy, computed here by hand.

@@ -1,5 +1,6 @@
 #include "planner/memory/memory_model.h"
 
+#include "core/units.h"
 #include "gtest/gtest.h"
 #include "planner/memory/layer_activations.h"
 #include "planner/pipeline/pipeline_schedule.h"
@@ -9,7 +10,6 @@
 namespace tessera::planner {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 // Resolves a layout on `world` GPUs for `global_batch` sequences.
 Layout Resolve(Layout l, int64_t world, int64_t global_batch) {

@@ -1,6 +1,7 @@
 // Behaviour of whole-step predictions: the identities that tie the breakdown
 // together, and the effects the large-scale studies report (DESIGN.md, "Why
 // it matters").
+#include "core/units.h"
 #include "planner/prediction.h"
 
 #include <cstdio>
@@ -15,7 +16,6 @@
 namespace tessera::planner {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 Workload MakeWorkload(const char* model, const char* gpu, int64_t nodes,
                       int64_t global_batch, int64_t seq_len,

@@ -1,6 +1,7 @@
 // A study's trial decisions on hand-made trials and candidates: exploration
 // by expected gain, what failures rule out, confirmation of close layouts,
 // the stops.
+#include "core/units.h"
 #include "planner/service/halving.h"
 
 #include <algorithm>
@@ -15,7 +16,6 @@
 namespace tessera::service {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Layouts told apart by micro_batch (the decisions only compare keys);
 // `tp` sets their model-parallel shape.
