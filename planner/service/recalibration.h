@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/trial_backend.h"
 #include "core/workload.h"
 #include "db/trial_store.h"
 #include "planner/calibration/calibration.h"
@@ -50,7 +51,7 @@ absl::StatusOr<planner::CalibrationSample> SampleOfTrial(
     const db::Trial& trial, const Workload& study_workload, int64_t layers);
 
 // The stack Tessera's executor runs (trials of backend cpu and cuda).
-inline constexpr char kTrialStack[] = "tessera";
+inline constexpr const char* kTrialStack = kExecutorStack;
 
 // How far a study's refit lets a coefficient move from its prior (log-space
 // sd): as `tessera calibrate --prior-sd` defaults to (the stack defaults are
