@@ -260,26 +260,32 @@ int Main(const std::vector<std::string>& args) {
   } else {
     c.model = *model;
     c.layout = *layout;
-    // A hard stop in case a step never returns: past the limit (plus a
-    // grace) write a timeout result and leave.
+    // A hard stop in case a step never returns (a hung collective cannot
+    // be interrupted): past the limit plus a grace, the watchdog writes a
+    // timeout result and ends the process with _exit, which runs no
+    // destructors under the main thread's feet. Whoever claims the result
+    // first writes it: the watchdog, or the main thread when the trial
+    // returns; the watchdog reads only its own copy of what it writes.
+    std::atomic<bool> claimed{false};
     std::atomic<bool> finished{false};
     std::thread watchdog;
     if (c.time_limit_s > 0) {
-      watchdog = std::thread([&] {
-        const auto until =
-            std::chrono::steady_clock::now() +
-            std::chrono::duration<double>(c.time_limit_s * 1.1 + 5.0);
+      TrialResult timeout = result;
+      timeout.model = c.model.name;
+      timeout.layout = c.layout;
+      timeout.status = TrialStatus::kTimeout;
+      timeout.reason = absl::StrCat(
+          "no step finished within the time limit of ", c.time_limit_s, " s");
+      const std::string json_path = *f.json;
+      const auto until =
+          std::chrono::steady_clock::now() +
+          std::chrono::duration<double>(c.time_limit_s * 1.1 + 5.0);
+      watchdog = std::thread([timeout = std::move(timeout), json_path, until,
+                              &claimed, &finished] {
         while (!finished.load()) {
           if (std::chrono::steady_clock::now() > until) {
-            TrialResult timeout = result;
-            timeout.model = c.model.name;
-            timeout.layout = c.layout;
-            timeout.status = TrialStatus::kTimeout;
-            timeout.reason = absl::StrCat(
-                "no step finished within the time "
-                "limit of ",
-                c.time_limit_s, " s");
-            _exit(WriteResult(*f.json, timeout) ? 0 : 1);
+            if (claimed.exchange(true)) return;  // the trial returned first
+            _exit(WriteResult(json_path, timeout) ? 0 : 1);
           }
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
@@ -287,6 +293,11 @@ int Main(const std::vector<std::string>& args) {
     }
     result = RunTrial(c);
     finished = true;
+    if (claimed.exchange(true)) {
+      // The watchdog is writing the timeout result and ends the process.
+      watchdog.join();
+      return 1;  // not reached: _exit ends the process first
+    }
     if (watchdog.joinable()) watchdog.join();
   }
   if (!WriteResult(*f.json, result)) {
