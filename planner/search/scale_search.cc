@@ -68,6 +68,14 @@ std::vector<int64_t> CountsToSearch(const Workload& workload,
   return nodes;
 }
 
+// The workload and options checked, then the counts to search.
+absl::StatusOr<std::vector<int64_t>> CheckedCountsToSearch(
+    const Workload& workload, const ScaleOptions& options) {
+  TESSERA_RETURN_IF_ERROR(ValidateWorkload(workload));
+  TESSERA_RETURN_IF_ERROR(ValidateScaleOptions(workload, options));
+  return CountsToSearch(workload, options);
+}
+
 // Whether a count's search failed because the count cannot reach the global
 // batch (a property of the count) rather than for the workload's reasons.
 bool CountCannotReachBatch(const absl::Status& s) {
@@ -129,9 +137,8 @@ absl::StatusOr<ScaleResult> SearchScale(const Workload& workload,
                                         const ScaleOptions& options,
                                         const LayoutSearchFn& search) {
   const Clock::time_point start = Clock::now();
-  TESSERA_RETURN_IF_ERROR(ValidateWorkload(workload));
-  TESSERA_RETURN_IF_ERROR(ValidateScaleOptions(workload, options));
-  const std::vector<int64_t> nodes = CountsToSearch(workload, options);
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<int64_t> nodes,
+                           CheckedCountsToSearch(workload, options));
   // One count after another (`search` may call the planner service); the
   // first of the workload's own errors ends the search.
   std::vector<absl::StatusOr<SearchResult>> searched;
@@ -164,11 +171,7 @@ std::vector<ScalePoint> LayoutAcrossCounts(const Workload& workload,
                                            const Layout& layout,
                                            const Calibration& calibration,
                                            const ScaleOptions& options) {
-  std::vector<int64_t> nodes = options.node_counts.empty()
-                                   ? NodeCountLadder(workload.cluster.nodes)
-                                   : options.node_counts;
-  std::sort(nodes.begin(), nodes.end());
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  const std::vector<int64_t> nodes = CountsToSearch(workload, options);
   Layout free = layout;
   free.dp = 0;
   free.grad_accum = 0;
@@ -189,9 +192,8 @@ absl::StatusOr<ScaleResult> SearchScale(const Workload& workload,
                                         const Calibration& calibration,
                                         const ScaleOptions& options) {
   const Clock::time_point start = Clock::now();
-  TESSERA_RETURN_IF_ERROR(ValidateWorkload(workload));
-  TESSERA_RETURN_IF_ERROR(ValidateScaleOptions(workload, options));
-  const std::vector<int64_t> nodes = CountsToSearch(workload, options);
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<int64_t> nodes,
+                           CheckedCountsToSearch(workload, options));
   // The counts' searches share nothing they write (SearchLayouts reads the
   // workload, the calibration and the stack registry): one worker per core,
   // each taking the next count; results land by index, so the answer is the
