@@ -26,6 +26,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A process's way into the TCP world of one process per rank; the time
+// limit (0: the communicator's default) bounds the rendezvous and waits.
+TcpWorldOptions WorldOptions(const std::string& rendezvous_file,
+                             const std::string& bind_host,
+                             const std::string& advertise_host,
+                             double time_limit_s) {
+  TcpWorldOptions options;
+  options.rendezvous_file = rendezvous_file;
+  options.bind_host = bind_host;
+  options.advertise_host = advertise_host;
+  if (time_limit_s > 0) options.timeout = absl::Seconds(time_limit_s);
+  return options;
+}
+
 // Runs every step of one rank; fills *record as it goes.
 absl::Status RunRank(const TrialConfig& c, const EngineConfig& engine_config,
                      Clock::time_point deadline, int blas_threads,
@@ -84,13 +98,10 @@ TrialResult RunCpuTrial(const TrialConfig& c) {
         });
     failure = FirstFailure(statuses);
   } else {
-    TcpWorldOptions options;
-    options.rendezvous_file = c.rendezvous_file;
-    options.bind_host = c.bind_host;
-    options.advertise_host = c.advertise_host;
-    if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
     absl::StatusOr<std::unique_ptr<TcpCommunicator>> world = ConnectTcpWorld(
-        static_cast<int>(c.process_rank), static_cast<int>(c.ranks), options);
+        static_cast<int>(c.process_rank), static_cast<int>(c.ranks),
+        WorldOptions(c.rendezvous_file, c.bind_host, c.advertise_host,
+                     c.time_limit_s));
     if (!world.ok()) return FailedResult(r, world.status());
     RankRecord mine;
     failure = RunRank(c, engine_config, deadline, blas_threads, **world, &mine);
@@ -121,16 +132,12 @@ TrialResult RunCpuTrial(const TrialConfig& c) {
   return r;
 }
 
-
 absl::StatusOr<std::vector<SweptCollective>> RunCpuCollectiveSweep(
     const CollectiveProbeConfig& c) {
-  TcpWorldOptions options;
-  options.rendezvous_file = c.rendezvous_file;
-  options.bind_host = c.bind_host;
-  options.advertise_host = c.advertise_host;
-  if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
   absl::StatusOr<std::unique_ptr<TcpCommunicator>> world = ConnectTcpWorld(
-      static_cast<int>(c.rank), static_cast<int>(c.ranks), options);
+      static_cast<int>(c.rank), static_cast<int>(c.ranks),
+      WorldOptions(c.rendezvous_file, c.bind_host, c.advertise_host,
+                   c.time_limit_s));
   if (!world.ok()) {
     return absl::Status(world.status().code(),
                         absl::StrCat("rendezvous: ", world.status().message()));
