@@ -16,6 +16,7 @@
 #include "agents/trial_command.h"
 #include "core/trial_backend.h"
 #include "core/trial_result.h"
+#include "core/trial_time_budget.h"
 #include "proto/convert.h"
 
 namespace tessera::agents {
@@ -81,10 +82,9 @@ TrialOutcome AgentResult(TrialResult result, TrialStatus status,
 }  // namespace
 
 absl::Duration AgentTimeLimit(double time_limit_s, absl::Duration fallback) {
-  // tessera-trial's watchdog fires at 1.1 T + 5 s
-  // (executor/trial/tessera_trial_main.cc); the agent waits 5 s more.
+  // After tessera-trial's own watchdog (core/trial_time_budget.h).
   if (time_limit_s <= 0) return fallback;
-  return absl::Seconds(time_limit_s * 1.1 + 10.0);
+  return TrialKillAfter(time_limit_s);
 }
 
 RunLimits LeaseRunLimits(double time_limit_s, const TrialExecutionOptions& o) {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/trial_time_budget.h"
 #include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/nccl_communicator.h"
 
@@ -23,7 +24,7 @@ absl::StatusOr<std::vector<SweptCollective>> RunCudaCollectiveSweep(
                            CudaBackend::Create({.device = device}));
   NcclWorldOptions options;
   options.rendezvous_file = c.rendezvous_file;
-  if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
+  options.timeout = TrialCommTimeout(c.time_limit_s, options.timeout);
   TESSERA_ASSIGN_OR_RETURN(
       std::unique_ptr<NcclCommunicator> world,
       ConnectNcclWorld(static_cast<int>(c.rank), static_cast<int>(c.ranks),

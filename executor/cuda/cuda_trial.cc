@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/status_macros.h"
+#include "core/trial_time_budget.h"
 #include "executor/comm/run_ranks.h"
 #include "executor/cuda/cuda_backend.h"
 #include "executor/cuda/cuda_status.h"
@@ -199,7 +200,7 @@ TrialResult RunThreadRanks(const TrialConfig& c, const EngineConfig& ec,
 
   InProcessOptions options;
   options.memory_ops = *ops;
-  if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
+  options.timeout = TrialCommTimeout(c.time_limit_s, options.timeout);
   std::vector<RankRecord> records(c.ranks);
   std::string attention;  // rank 0's backend's attention kernels
   const std::vector<absl::Status> statuses = RunRanks(
@@ -269,7 +270,7 @@ TrialResult RunProcessRank(const TrialConfig& c, const EngineConfig& ec,
   if (!backend.ok()) return FailedResult(r, backend.status());
   NcclWorldOptions options;
   options.rendezvous_file = c.rendezvous_file;
-  if (c.time_limit_s > 0) options.timeout = absl::Seconds(c.time_limit_s);
+  options.timeout = TrialCommTimeout(c.time_limit_s, options.timeout);
   absl::StatusOr<std::unique_ptr<NcclCommunicator>> world = ConnectNcclWorld(
       static_cast<int>(c.process_rank), static_cast<int>(c.ranks), device,
       (*backend)->stream(), options);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "core/model_flops.h"
 #include "core/status_macros.h"
+#include "core/trial_time_budget.h"
 #include "executor/comm/run_ranks.h"
 #include "executor/comm/tcp_communicator.h"
 #include "executor/cpu/cpu_backend.h"
@@ -36,7 +37,7 @@ TcpWorldOptions WorldOptions(const std::string& rendezvous_file,
   options.rendezvous_file = rendezvous_file;
   options.bind_host = bind_host;
   options.advertise_host = advertise_host;
-  if (time_limit_s > 0) options.timeout = absl::Seconds(time_limit_s);
+  options.timeout = TrialCommTimeout(time_limit_s, options.timeout);
   return options;
 }
 

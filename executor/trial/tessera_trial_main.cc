@@ -40,6 +40,7 @@
 #include "core/flags.h"
 #include "core/model_overrides.h"
 #include "core/trial_result.h"
+#include "core/trial_time_budget.h"
 #include "executor/trial/collective_probe.h"
 #include "executor/trial/probes.h"
 #include "executor/trial/trial_runner.h"
@@ -277,9 +278,9 @@ int Main(const std::vector<std::string>& args) {
       timeout.reason = absl::StrCat(
           "no step finished within the time limit of ", c.time_limit_s, " s");
       const std::string json_path = *f.json;
-      const auto until =
-          std::chrono::steady_clock::now() +
-          std::chrono::duration<double>(c.time_limit_s * 1.1 + 5.0);
+      const auto until = std::chrono::steady_clock::now() +
+                         absl::ToChronoNanoseconds(
+                             TrialWatchdogAfter(c.time_limit_s));
       watchdog = std::thread([timeout = std::move(timeout), json_path, until,
                               &claimed, &finished] {
         while (!finished.load()) {
