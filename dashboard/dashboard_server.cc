@@ -14,6 +14,7 @@
 #include "absl/time/clock.h"
 #include "dashboard/dashboard_page.h"
 #include "nlohmann/json.hpp"
+#include "planner/service/metrics/listen_address.h"
 
 namespace tessera::dashboard {
 namespace {
@@ -202,34 +203,14 @@ DashboardServer::Reply DashboardServer::Wait(
 absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
     DashboardOptions options) {
   const std::string listen = options.listen;
-  const size_t colon = listen.rfind(':');
-  uint32_t port = 0;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--http: '", listen, "' is not HOST:PORT (e.g. 127.0.0.1:8080)"));
-  }
   if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
     return absl::InvalidArgumentError(
         "--http: HTTPS needs both the certificate and its key");
   }
-  std::string host = listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  addrinfo hints;
-  std::memset(&hints, 0, sizeof(hints));
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* resolved = nullptr;
-  const std::string port_text = absl::StrCat(port);
-  if (const int error =
-          getaddrinfo(host.c_str(), port_text.c_str(), &hints, &resolved);
-      error != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--http: cannot resolve '", host, "': ", gai_strerror(error)));
-  }
+  absl::StatusOr<service::metrics::ListenAddress> address =
+      service::metrics::ResolveListenAddress(listen, "--http",
+                                             "127.0.0.1:8080");
+  if (!address.ok()) return address.status();
   std::unique_ptr<DashboardServer> server(
       new DashboardServer(std::move(options)));
   db::SqliteTrialStoreOptions store_options;
@@ -237,7 +218,6 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
   absl::StatusOr<std::unique_ptr<db::SqliteTrialStore>> store =
       db::SqliteTrialStore::Open(server->options_.db_path, store_options);
   if (!store.ok()) {
-    freeaddrinfo(resolved);
     return absl::Status(store.status().code(),
                         absl::StrCat("--http: ", store.status().message()));
   }
@@ -246,23 +226,22 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
   // A thread per connection: a held /api/wait does not keep others waiting.
   unsigned int flags = MHD_USE_THREAD_PER_CONNECTION |
                        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-  if (resolved->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+  if (address->ipv6()) flags |= MHD_USE_IPv6;
   const bool tls = !server->options_.tls_cert_pem.empty();
   if (tls) flags |= MHD_USE_TLS;
   if (tls) {
     server->daemon_ = MHD_start_daemon(
         flags, 0, nullptr, nullptr, &HandleRequest, server.get(),
-        MHD_OPTION_SOCK_ADDR, resolved->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT,
+        MHD_OPTION_SOCK_ADDR, address->sockaddr(), MHD_OPTION_CONNECTION_TIMEOUT,
         60u, MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_HTTPS_MEM_KEY,
         server->options_.tls_key_pem.c_str(), MHD_OPTION_HTTPS_MEM_CERT,
         server->options_.tls_cert_pem.c_str(), MHD_OPTION_END);
   } else {
     server->daemon_ = MHD_start_daemon(
         flags, 0, nullptr, nullptr, &HandleRequest, server.get(),
-        MHD_OPTION_SOCK_ADDR, resolved->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT,
+        MHD_OPTION_SOCK_ADDR, address->sockaddr(), MHD_OPTION_CONNECTION_TIMEOUT,
         60u, MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_END);
   }
-  freeaddrinfo(resolved);
   if (server->daemon_ == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("--http: cannot listen on ", listen));
@@ -274,8 +253,7 @@ absl::StatusOr<std::unique_ptr<DashboardServer>> DashboardServer::Start(
     return absl::UnavailableError(
         absl::StrCat("--http: bound ", listen, " but cannot tell its port"));
   }
-  server->address_ =
-      absl::StrCat(listen.substr(0, colon), ":", static_cast<int>(bound_port));
+  server->address_ = address->WithPort(static_cast<int>(bound_port));
   return server;
 }
 

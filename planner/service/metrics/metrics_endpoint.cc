@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "planner/service/metrics/exposition.h"
+#include "planner/service/metrics/listen_address.h"
 
 namespace tessera::service::metrics {
 namespace {
@@ -59,42 +60,18 @@ MetricsEndpoint::Reply MetricsEndpoint::Answer(absl::string_view method,
 
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     absl::string_view listen, Render render) {
-  const size_t colon = listen.rfind(':');
-  uint32_t port = 0;
-  if (colon == absl::string_view::npos || colon == 0 ||
-      !absl::SimpleAtoi(listen.substr(colon + 1), &port) || port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--metrics-listen: '", listen,
-                     "' is not HOST:PORT (e.g. 127.0.0.1:9464)"));
-  }
-  std::string host(listen.substr(0, colon));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  addrinfo hints;
-  std::memset(&hints, 0, sizeof(hints));
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* resolved = nullptr;
-  const std::string port_text = absl::StrCat(port);
-  if (const int error =
-          getaddrinfo(host.c_str(), port_text.c_str(), &hints, &resolved);
-      error != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--metrics-listen: cannot resolve '", host,
-                     "': ", gai_strerror(error)));
-  }
+  absl::StatusOr<ListenAddress> address =
+      ResolveListenAddress(listen, "--metrics-listen", "127.0.0.1:9464");
+  if (!address.ok()) return address.status();
   std::unique_ptr<MetricsEndpoint> endpoint(
       new MetricsEndpoint(std::move(render)));
   unsigned int flags = MHD_USE_AUTO_INTERNAL_THREAD;
-  if (resolved->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
+  if (address->ipv6()) flags |= MHD_USE_IPv6;
   endpoint->daemon_ =
       MHD_start_daemon(flags, 0, /*apc=*/nullptr, /*apc_cls=*/nullptr,
                        &HandleRequest, endpoint.get(), MHD_OPTION_SOCK_ADDR,
-                       resolved->ai_addr, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+                       address->sockaddr(), MHD_OPTION_CONNECTION_TIMEOUT, 10u,
                        MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_END);
-  freeaddrinfo(resolved);
   if (endpoint->daemon_ == nullptr) {
     return absl::UnavailableError(
         absl::StrCat("--metrics-listen: cannot listen on ", listen));
@@ -106,8 +83,7 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     return absl::UnavailableError(absl::StrCat(
         "--metrics-listen: bound ", listen, " but cannot tell its port"));
   }
-  endpoint->address_ =
-      absl::StrCat(listen.substr(0, colon), ":", static_cast<int>(bound_port));
+  endpoint->address_ = address->WithPort(static_cast<int>(bound_port));
   return endpoint;
 }
 
