@@ -22,8 +22,10 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "core/trial_result.h"
 #include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
 #include "proto/convert.h"
 #include "tessera/v1/service.grpc.pb.h"
 
@@ -39,6 +41,34 @@ inline std::string ReadFile(const std::filesystem::path& path) {
 }
 
 // The text from the first `start` to the `end` after it ("" when absent).
+// Headless Chromium on `url` (within `timeout_s`, with `flags` more: a
+// virtual-time budget, offline host rules): the DOM the page built, and in
+// *console the lines it logged to the console. Its files go to `dir`, named
+// after `name`. --no-sandbox: the tests may run as root.
+inline std::string DumpDomInChromium(const std::string& url,
+                                     const std::filesystem::path& dir,
+                                     const std::string& name, int timeout_s,
+                                     const std::string& flags,
+                                     std::string* console) {
+  const std::filesystem::path dom = dir / (name + ".html");
+  const std::filesystem::path log = dir / (name + ".log");
+  const std::string command = absl::StrCat(
+      "timeout ", timeout_s, " ", kChromium,
+      " --headless --no-sandbox --disable-gpu --no-first-run ", flags,
+      " --user-data-dir=", (dir / ("profile-" + name)).string(),
+      " --enable-logging=stderr --v=0 --dump-dom '", url, "' >",
+      dom.string(), " 2>", log.string());
+  const int status = std::system(command.c_str());
+  EXPECT_EQ(status, 0) << command << "\n" << ReadFile(log);
+  std::string lines;
+  std::istringstream in(ReadFile(log));
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(":CONSOLE") != std::string::npos) lines += line + "\n";
+  }
+  *console = lines;
+  return ReadFile(dom);
+}
+
 inline std::string Between(const std::string& text, const std::string& start,
                            const std::string& end) {
   const size_t from = text.find(start);

@@ -67,26 +67,12 @@ class ReportBrowserTest : public testing::Test {
   // *console whatever the page logged to the console.
   std::string RenderInChromium(const std::filesystem::path& page,
                                std::string* console) {
-    const std::filesystem::path dom = dir_ / "dom.html";
-    const std::filesystem::path log = dir_ / "chromium.log";
-    // --no-sandbox: the tests may run as root. No network: every host
-    // resolves to nothing, so a fetch would show as a console error.
-    const std::string command = absl::StrCat(
-        "timeout 60 ", kChromium,
-        " --headless --no-sandbox --disable-gpu --no-first-run"
-        " --host-resolver-rules='MAP * ~NOTFOUND' --user-data-dir=",
-        (dir_ / "profile").string(),
-        " --enable-logging=stderr --v=0 --dump-dom 'file://", page.string(),
-        "' >", dom.string(), " 2>", log.string());
-    const int status = std::system(command.c_str());
-    EXPECT_EQ(status, 0) << command << "\n" << ReadFile(log);
-    std::string lines;
-    std::istringstream in(ReadFile(log));
-    for (std::string line; std::getline(in, line);) {
-      if (line.find(":CONSOLE") != std::string::npos) lines += line + "\n";
-    }
-    *console = lines;
-    return ReadFile(dom);
+    // No network: every host resolves to nothing, so a fetch would show as
+    // a console error.
+    return DumpDomInChromium(absl::StrCat("file://", page.string()), dir_,
+                             "dom", 60,
+                             "--host-resolver-rules='MAP * ~NOTFOUND'",
+                             console);
   }
 
   std::filesystem::path dir_;

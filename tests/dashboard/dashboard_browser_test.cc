@@ -74,26 +74,9 @@ class DashboardBrowserTest : public testing::Test {
   // and in *console what the page logged to the console.
   std::string DumpDom(const std::string& url, int budget_ms,
                       const std::string& name, std::string* console) {
-    const std::filesystem::path dom = dir_ / (name + ".html");
-    const std::filesystem::path log = dir_ / (name + ".log");
-    // --no-sandbox: the tests may run as root.
-    const std::string command = absl::StrCat(
-        "timeout 120 ", kChromium,
-        " --headless --no-sandbox --disable-gpu --no-first-run"
-        " --user-data-dir=",
-        (dir_ / ("profile-" + name)).string(),
-        " --virtual-time-budget=", budget_ms,
-        " --enable-logging=stderr --v=0 --dump-dom '", url, "' >",
-        dom.string(), " 2>", log.string());
-    const int status = std::system(command.c_str());
-    EXPECT_EQ(status, 0) << command << "\n" << cli::ReadFile(log);
-    std::string lines;
-    std::istringstream in(cli::ReadFile(log));
-    for (std::string line; std::getline(in, line);) {
-      if (line.find(":CONSOLE") != std::string::npos) lines += line + "\n";
-    }
-    *console = lines;
-    return cli::ReadFile(dom);
+    return cli::DumpDomInChromium(
+        url, dir_, name, 120, absl::StrCat("--virtual-time-budget=", budget_ms),
+        console);
   }
 
   std::unique_ptr<DashboardServer> Dashboard(const std::string& db_path) {
