@@ -61,6 +61,7 @@ struct BenchOptions {
   int64_t first_rung = 64;
   int64_t max_trials = 256;
   int64_t trial_ms = 30000;
+  double trial_spread = 0;  // FleetOptions::trial_spread
   double duration_s = 60;
   int64_t agents_per_channel = 1;
   double start_spread_s = 0;
@@ -174,6 +175,7 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
   fo.agents = agents;
   fo.agents_per_channel = o.agents_per_channel;
   fo.trial = absl::Milliseconds(o.trial_ms);
+  fo.trial_spread = o.trial_spread;
   fo.start_spread = absl::Seconds(o.start_spread_s);
   SimulatedFleet fleet(p.address(), fo);
   Row row;
@@ -231,9 +233,9 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
   row.poll_ms = tally.lease_poll_interval_ms;
 
   absl::PrintF("\n== %d agents (%d registered; heartbeat %d ms, lease poll %d"
-               " ms as the planner told; trials of %d ms)\n",
+               " ms as the planner told; trials of %d ms +- %.0f%%)\n",
                agents, row.registered, row.heartbeat_ms, row.poll_ms,
-               o.trial_ms);
+               o.trial_ms, 100 * o.trial_spread);
   PrintCallTable("  start-up (agents connect and register at once)",
                  tally.calls, start_ns, steady_ns);
   PrintCallTable("  steady window", tally.calls, steady_ns, end_ns);
@@ -376,7 +378,7 @@ int main(int argc, char** argv) {
   std::optional<std::string> agents, planner_binary, planner_args;
   std::optional<int64_t> planner_cpu, agents_cpu, studies, gang_studies,
       first_rung, max_trials, trial_ms, per_channel;
-  std::optional<double> duration, spread, restart_after;
+  std::optional<double> duration, spread, restart_after, trial_spread;
   bool restart_clean = false;
   flags.AddString("agents", "N[,N...]",
                   "fleet sizes, one run each (default 50,500,2000,10000)",
@@ -406,6 +408,12 @@ int main(int argc, char** argv) {
                "how long a simulated trial runs (default 30000; 0: reported"
                " at once, to measure ingestion)",
                &trial_ms);
+  flags.AddDouble("trial-spread", "F",
+                  "each trial runs --trial-ms times a factor in [1-F, 1+F],"
+                  " uniform, fixed per trial (default 0: all exactly"
+                  " --trial-ms, so a rung reports in one burst; real trials"
+                  " differ by layout)",
+                  &trial_spread);
   flags.AddDouble("duration-s", "S",
                   "the steady window after start-up (default 60)", &duration);
   flags.AddInt("agents-per-channel", "N",
@@ -459,6 +467,7 @@ int main(int argc, char** argv) {
   o.first_rung = first_rung.value_or(o.first_rung);
   o.max_trials = max_trials.value_or(o.max_trials);
   o.trial_ms = trial_ms.value_or(o.trial_ms);
+  o.trial_spread = trial_spread.value_or(o.trial_spread);
   o.duration_s = duration.value_or(o.duration_s);
   o.agents_per_channel = per_channel.value_or(o.agents_per_channel);
   o.start_spread_s = spread.value_or(o.start_spread_s);
@@ -467,11 +476,12 @@ int main(int argc, char** argv) {
   if (o.studies < 1 || o.gang_studies < 0 || o.gang_studies > o.studies ||
       o.first_rung < 1 || o.max_trials < o.first_rung || o.trial_ms < 0 ||
       !(o.duration_s > 0) || o.agents_per_channel < 1 ||
-      o.start_spread_s < 0) {
+      o.start_spread_s < 0 || !(o.trial_spread >= 0 && o.trial_spread < 1)) {
     std::cerr << "planner_fleet_bench: --studies, --first-rung and"
                  " --duration-s must be positive, --gang-studies at most"
                  " --studies, --max-trials at least --first-rung,"
-                 " --trial-ms and --start-spread-s not negative\n";
+                 " --trial-ms and --start-spread-s not negative,"
+                 " --trial-spread in [0, 1)\n";
     return 2;
   }
   return tessera::bench::Run(o);

@@ -498,7 +498,16 @@ void SimulatedFleet::StartRunning(int64_t i) {
   Agent& a = agents_[static_cast<size_t>(i)];
   a.main = Main::kRunning;
   ++a.main_generation;
-  Schedule(i, Timer::kMain, options_.trial);
+  Schedule(i, Timer::kMain, TrialDuration(a.trial->trial_id()));
+}
+
+absl::Duration SimulatedFleet::TrialDuration(int64_t trial_id) const {
+  if (options_.trial_spread <= 0) return options_.trial;
+  // One draw per (seed, trial): the same for every member of a gang.
+  std::mt19937_64 draw(options_.seed * 0x9E3779B97F4A7C15ULL +
+                       static_cast<uint64_t>(trial_id));
+  const double u = std::uniform_real_distribution<>(-1, 1)(draw);
+  return options_.trial * (1 + options_.trial_spread * u);
 }
 
 void SimulatedFleet::Report(int64_t i) {

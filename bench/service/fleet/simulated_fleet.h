@@ -48,8 +48,14 @@ struct FleetOptions {
   int64_t agents = 500;
   int64_t agents_per_channel = 1;
   int64_t first_agent = 0;  // agent ids sim-<first_agent> onwards
-  // How long a leased trial runs before its report.
+  // How long a leased trial runs before its report: `trial` times a factor
+  // in [1 - trial_spread, 1 + trial_spread], uniform, fixed per trial id
+  // (every member of a gang runs it as long). Real trials differ by layout
+  // (steps times a step time that varies several-fold within a study); 0
+  // runs every trial exactly `trial`, so a rung's trials, leased within a
+  // poll interval, all report within it: the worst burst.
   absl::Duration trial = absl::Seconds(30);
+  double trial_spread = 0;
   // Intervals the agents use until the planner says one (and when it says
   // 0); override: use these whatever the planner says.
   absl::Duration heartbeat_interval = absl::Seconds(5);
@@ -153,6 +159,8 @@ class SimulatedFleet {
   void Meet(int64_t i, absl::Duration waited);
   void Report(int64_t i);
   void StartRunning(int64_t i);
+  // How long trial `trial_id` runs (FleetOptions::trial_spread).
+  absl::Duration TrialDuration(int64_t trial_id) const;
   void BecomeIdle(int64_t i, absl::Duration poll_after);
   void NeedRegistration(int64_t i);
   absl::Duration Backoff(int failures);
