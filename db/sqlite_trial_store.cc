@@ -41,6 +41,15 @@ absl::Status CreateOwnerOnly(const std::string& path) {
       "store.path: cannot create ", path, ": ", std::strerror(errno)));
 }
 
+// The store at `path` is damaged (`what` says how it showed): refused,
+// with what to do.
+absl::Status DamagedStoreError(absl::string_view path, absl::string_view what) {
+  return absl::DataLossError(absl::StrCat(
+      "store.path: ", path, " is damaged (", what,
+      "); nothing was served from it. Restore a backup (tessera-planner "
+      "--backup) or move the file aside to start an empty history"));
+}
+
 absl::Status QuickCheck(Database& db, absl::string_view path) {
   std::vector<std::string> problems;
   const absl::Status ran = [&]() -> absl::Status {
@@ -60,13 +69,12 @@ absl::Status QuickCheck(Database& db, absl::string_view path) {
     return ran;
   }
   if (problems.empty()) return absl::OkStatus();
-  return absl::DataLossError(absl::StrCat(
-      "store.path: ", path,
-      " is damaged (PRAGMA quick_check: ", problems.front(),
-      problems.size() > 1 ? absl::StrCat(" and ", problems.size() - 1, " more")
-                          : "",
-      "); nothing was served from it. Restore a backup (tessera-planner "
-      "--backup) or move the file aside to start an empty history"));
+  return DamagedStoreError(
+      path, absl::StrCat("PRAGMA quick_check: ", problems.front(),
+                         problems.size() > 1
+                             ? absl::StrCat(" and ", problems.size() - 1,
+                                            " more")
+                             : ""));
 }
 
 absl::StatusOr<std::unique_ptr<SqliteTrialStore>> SqliteTrialStore::Open(
@@ -90,8 +98,15 @@ absl::StatusOr<std::unique_ptr<SqliteTrialStore>> SqliteTrialStore::Open(
     // a damaged frame without a word.
     TESSERA_RETURN_IF_ERROR(CheckWriteAheadLog(std::string(path)));
   }
+  absl::StatusOr<std::unique_ptr<Database>> opened =
+      Database::Open(path, options.database);
+  if (opened.status().code() == absl::StatusCode::kDataLoss) {
+    // Damage where opening reads (the schema's pages) shows before the
+    // check can run.
+    return DamagedStoreError(path, opened.status().message());
+  }
   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<Database> writer,
-                           Database::Open(path, options.database));
+                           std::move(opened));
   if (options.check_integrity) {
     TESSERA_RETURN_IF_ERROR(QuickCheck(*writer, path));
   }
@@ -278,8 +293,21 @@ absl::Status SqliteTrialStore::SetRecommendation(
 
 absl::StatusOr<std::vector<std::string>> SqliteTrialStore::ExplainListTrials(
     const TrialFilter& filter) {
-  TESSERA_ASSIGN_OR_RETURN(internal::SqlQuery query,
+  TESSERA_ASSIGN_OR_RETURN(const internal::SqlQuery query,
                            internal::TrialListQuery(filter));
+  return Explain(query);
+}
+
+absl::StatusOr<std::vector<std::string>>
+SqliteTrialStore::ExplainListQueuedTrials(const std::vector<int64_t>& study_ids,
+                                          int64_t limit) {
+  TESSERA_ASSIGN_OR_RETURN(const internal::SqlQuery query,
+                           internal::QueuedTrialsQuery(study_ids, limit));
+  return Explain(query);
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteTrialStore::Explain(
+    const internal::SqlQuery& query) {
   std::vector<std::string> plan;
   const absl::Status done = Read([&](Database& db) -> absl::Status {
     plan.clear();

@@ -38,6 +38,10 @@
 #include "db/sqlite.h"
 #include "db/trial_store.h"
 
+namespace tessera::db::internal {
+struct SqlQuery;  // db/internal/list_queries.h
+}  // namespace tessera::db::internal
+
 namespace tessera::db {
 
 struct SqliteTrialStoreOptions {
@@ -163,6 +167,9 @@ class SqliteTrialStore : public TrialStore {
   // that a history query is served by an index.
   absl::StatusOr<std::vector<std::string>> ExplainListTrials(
       const TrialFilter& filter);
+  // The same for ListQueuedTrials(study_ids, limit): the lease poll's read.
+  absl::StatusOr<std::vector<std::string>> ExplainListQueuedTrials(
+      const std::vector<int64_t>& study_ids, int64_t limit);
 
   const std::string& path() const { return path_; }
   // Group commits so far: transactions and the writes they held.
@@ -184,6 +191,9 @@ class SqliteTrialStore : public TrialStore {
       Synchronous synchronous);
   // Runs `body` as one read transaction (one snapshot) on a reader.
   absl::Status Read(const std::function<absl::Status(Database&)>& body);
+  // EXPLAIN QUERY PLAN of `query`, one detail line per row.
+  absl::StatusOr<std::vector<std::string>> Explain(
+      const internal::SqlQuery& query);
   absl::Time Now() const { return options_.clock(); }
 
   // Ends the lease of `trial_id` that was lost (expired, agent gone): queued

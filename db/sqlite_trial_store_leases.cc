@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "db/internal/list_queries.h"
 #include "db/internal/rows.h"
 #include "db/result_checksum.h"
 #include "db/sqlite_trial_store.h"
@@ -423,23 +424,14 @@ absl::StatusOr<std::vector<HeldLease>> SqliteTrialStore::ListLeasesHeldBy(
 
 absl::StatusOr<std::vector<Trial>> SqliteTrialStore::ListQueuedTrials(
     const std::vector<int64_t>& study_ids, int64_t limit) {
-  if (limit < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("queued.limit: must be positive, got ", limit));
-  }
+  TESSERA_ASSIGN_OR_RETURN(const internal::SqlQuery query,
+                           internal::QueuedTrialsQuery(study_ids, limit));
   std::vector<Trial> trials;
   if (study_ids.empty()) return trials;
-  const std::string ids = absl::StrCat("[", absl::StrJoin(study_ids, ","), "]");
   const absl::Status done = Read([&](Database& db) -> absl::Status {
     trials.clear();
-    TESSERA_ASSIGN_OR_RETURN(
-        Statement select,
-        db.Prepare(absl::StrCat(
-            "SELECT ", internal::kTrialColumns,
-            " FROM trials t WHERE t.status = 'queued' AND t.study_id IN "
-            "(SELECT value FROM json_each(?)) ORDER BY t.study_id, t.rung, "
-            "t.predicted_tokens_per_s DESC, t.id LIMIT ?")));
-    select.BindText(1, ids).BindInt(2, limit);
+    TESSERA_ASSIGN_OR_RETURN(Statement select, db.Prepare(query.sql));
+    internal::BindAll(query.params, select);
     while (true) {
       TESSERA_ASSIGN_OR_RETURN(const bool row, select.Step());
       if (!row) return absl::OkStatus();

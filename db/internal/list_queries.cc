@@ -165,6 +165,22 @@ absl::StatusOr<SqlQuery> TrialListQuery(const TrialFilter& f) {
   return q;
 }
 
+absl::StatusOr<SqlQuery> QueuedTrialsQuery(const std::vector<int64_t>& study_ids,
+                                           int64_t limit) {
+  if (limit < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("queued.limit: must be positive, got ", limit));
+  }
+  SqlQuery q;
+  q.sql = absl::StrCat(
+      "SELECT ", kTrialColumns,
+      " FROM trials t WHERE t.status = 'queued' AND t.study_id IN "
+      "(SELECT value FROM json_each(?1)) ORDER BY t.study_id, t.rung, "
+      "t.predicted_tokens_per_s DESC, t.id LIMIT ?2");
+  q.params = {absl::StrCat("[", absl::StrJoin(study_ids, ","), "]"), limit};
+  return q;
+}
+
 absl::StatusOr<SqlQuery> StudyListQuery(const StudyFilter& f) {
   TESSERA_RETURN_IF_ERROR(ValidateStudyFilter(f));
   Conditions where;

@@ -40,6 +40,13 @@ void BindAll(const std::vector<SqlValue>& params, Statement& stmt);
 // InvalidArgument for an unknown sort key or a negative limit).
 absl::StatusOr<SqlQuery> TrialListQuery(const TrialFilter& filter);
 
+// SELECT kTrialColumns of the queued trials of `study_ids`, in the order
+// leases take them (study, rung, predicted tokens/s best first, unpredicted
+// last, id), at most `limit` (checked first: InvalidArgument when < 1).
+// Served in that order by the index trials_queued_in_lease_order.
+absl::StatusOr<SqlQuery> QueuedTrialsQuery(const std::vector<int64_t>& study_ids,
+                                           int64_t limit);
+
 // SELECT kStudyColumns FROM studies ... newest first.
 absl::StatusOr<SqlQuery> StudyListQuery(const StudyFilter& filter);
 

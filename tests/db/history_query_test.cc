@@ -289,13 +289,13 @@ TEST_F(HistoryQueryTest, HistoryQueriesUseIndexes) {
   };
   auto filter = [](auto set) { return With<TrialFilter>(set); };
   const std::vector<Case> cases = {
-      {"by study", filter([](auto& f) { f.study_id = 1; }), "trials_by_study"},
+      {"by study", filter([](auto& f) { f.study_id = 1; }), "trials_by_study_in_lease_order"},
       {"by study, best first", filter([](auto& f) {
          f.study_id = 1;
          f.sort_by = "tokens_per_s";
          f.descending = true;
        }),
-       "trials_by_study"},
+       "trials_by_study_in_lease_order"},
       {"by gpu", filter([](auto& f) { f.gpu = "H100-SXM"; }), "studies_by_gpu"},
       {"by model and gpu", filter([](auto& f) {
          f.model = "llama2-7b";

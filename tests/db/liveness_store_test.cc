@@ -2,6 +2,8 @@
 // SaveLiveness writes heartbeats in one go, never moving a time back nor
 // reviving what changed since; ListLeasesHeldBy and ListQueuedTrials answer
 // a heartbeat and a lease poll with one read each.
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
 #include "db/sqlite_trial_store.h"
 #include "gtest/gtest.h"
 #include "tests/db/test_util.h"
@@ -114,6 +116,21 @@ TEST_F(LivenessStoreTest, QueuedTrialsComeInLeaseOrder) {
   EXPECT_EQ(store_->ListQueuedTrials({study_}, 2)->size(), 2u);
   EXPECT_TRUE(store_->ListQueuedTrials({}, 5)->empty());
   EXPECT_EQ(store_->ListQueuedTrials({study_}, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// An idle fleet polls LeaseTrial hundreds of times a second: each poll reads
+// the next few queued trials from an index already in lease order, and
+// never sorts every queued trial of every open study.
+TEST_F(LivenessStoreTest, TheLeasePollReadsQueuedTrialsFromAnIndexInOrder) {
+  const int64_t later = MakeStudy();
+  absl::StatusOr<std::vector<std::string>> plan =
+      store_->ExplainListQueuedTrials({study_, later}, 64);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string text = absl::StrJoin(*plan, "\n");
+  EXPECT_TRUE(absl::StrContains(text, "trials_by_study_in_lease_order")) << text;
+  EXPECT_FALSE(absl::StrContains(text, "TEMP B-TREE")) << text;
+  EXPECT_EQ(store_->ExplainListQueuedTrials({study_}, 0).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

@@ -75,6 +75,37 @@ TEST(StoreIntegrityTest, ADamagedFileIsRefusedAtOpenNamingIt) {
       << reopened.status();
 }
 
+// Damage to the schema's own page (page 1, past the file header) shows when
+// the file is opened, before any check runs: refused the same way, naming
+// the file, not as a bare SQLite error.
+TEST(StoreIntegrityTest, ADamagedSchemaPageIsRefusedAtOpenNamingIt) {
+  TempDir dir;
+  ManualClock clock;
+  const std::string path = dir.File("t.db");
+  {
+    auto store = OpenStore(path, clock);
+    Fill(*store, 3);
+  }
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good());
+    f.seekp(100);  // the 100-byte header stays; the b-tree page does not
+    const std::string junk(4096 - 100, '\xA5');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  absl::StatusOr<std::unique_ptr<SqliteTrialStore>> reopened =
+      SqliteTrialStore::Open(path, SqliteTrialStoreOptions{});
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_EQ(reopened.status().code(), absl::StatusCode::kDataLoss)
+      << reopened.status();
+  EXPECT_NE(reopened.status().message().find(path + " is damaged"),
+            std::string::npos)
+      << reopened.status();
+  EXPECT_NE(reopened.status().message().find("Restore a backup"),
+            std::string::npos)
+      << reopened.status();
+}
+
 // Runs `sql` on the file behind the store's back (what an editor of the
 // file, or a bad sector that still parses, does).
 void EditBehindTheStore(const std::string& path, const std::string& sql) {
