@@ -321,7 +321,8 @@ void PrintSweepReport(const SweepReport& r, std::ostream& out) {
         s.measured_rows, 100 * s.median_abs_error, 100 * s.median_error,
         s.inexpressible_rows, s.ran_called_infeasible,
         s.failed_called_feasible, s.failed_rows);
-    out << "       stage-0 allocated memory, predicted/measured median by pp:";
+    out << "       stage-0 peak memory (predicted tensors / the source's GPU"
+           " memory), median by pp:";
     for (const auto& [pp, ratio] : s.median_memory_ratio_by_pp) {
       out << absl::StrFormat(" pp%d %.2f (%d)", pp, ratio,
                              s.memory_rows_by_pp.at(pp));

@@ -46,8 +46,13 @@ struct SweepRow {
   Layout layout;
   bool ran = false;  // status ok: measured; else it failed (mostly memory)
   double measured_tokens_per_s_per_gpu = 0;  // when ran
-  // Peak memory allocated on rank 0 (pipeline stage 0), GiB: nanotron's
-  // torch.cuda.max_memory_allocated() / 1024^3, labelled "GB" by the source.
+  // Peak memory on rank 0 (pipeline stage 0), GiB: the source's "GPU
+  // memory ... GB". nanotron's benchmark table (helpers.py create_table_log)
+  // logs both "Mem Alloc (GB)" (max_memory_allocated / 1024^3) and "Mem Res
+  // (GB)" (max_memory_reserved); the playbook's hover text does not say
+  // which it shows. Read as allocated, the model's stage-0 ratio falls with
+  // micro-batch and tp (0.89 at mbs 1, 0.71 at mbs 32), as reserved memory
+  // would; that reading is not established.
   std::optional<double> measured_peak_allocated_gib;
   bool flagged = false;  // the source flags it (MFU < 1%, labels)
   // Ran at under half the tokens/s per GPU of the same model and layout
@@ -91,7 +96,8 @@ struct SweepScores {
   int64_t ran_called_infeasible = 0;
   int64_t failed_called_feasible = 0;
   int64_t failed_rows = 0;
-  // Median predicted/measured stage-0 allocated memory, by pp.
+  // Median predicted/measured stage-0 peak memory (allocated tensors
+  // predicted; measured_peak_allocated_gib), by pp.
   std::map<int64_t, double> median_memory_ratio_by_pp;
   std::map<int64_t, int64_t> memory_rows_by_pp;
 };
