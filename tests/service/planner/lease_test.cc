@@ -1,5 +1,10 @@
 // Leases over time (the test drives the clock and the reaper): expiry,
 // heartbeats that extend, agents that go silent, hand-backs, cancellation.
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/service/planner/test_harness.h"
 
@@ -214,6 +219,48 @@ TEST_F(LeaseTest, AnInfrastructureFailureAfterTheStudyEndedQueuesNothing) {
                   .ok());
   EXPECT_EQ(Only().state(), v1::TRIAL_CANCELLED) << Only().reason();
   EXPECT_FALSE(agent_->Lease().has_value());
+}
+
+// Agents that poll at the same moment each get a trial of their own while
+// enough are queued: a poll passes over the trials other leases are writing
+// (it reads those and one more, leases.cc DecideLease), never stopping short
+// of a free one, and no trial goes to two agents.
+TEST(ConcurrentLeaseTest, AgentsPollingTogetherEachGetTheirOwnTrial) {
+  TempDir dir;
+  ManualClock clock;
+  TestServer s = StartServer(TestOptions(dir.File("t.db"), clock));
+  constexpr int kAgents = 12;
+  std::vector<std::unique_ptr<ScriptedAgent>> agents;
+  for (int i = 0; i < kAgents; ++i) {
+    agents.push_back(
+        std::make_unique<ScriptedAgent>(s, absl::StrCat("cpu-", i)));
+    ASSERT_TRUE(agents.back()->Register().ok());
+  }
+  v1::SubmitStudyRequest r;
+  *r.mutable_spec() = TinySpec(1, 2);
+  r.mutable_spec()->mutable_trials()->set_max_trials(2 * kAgents);
+  r.mutable_spec()->mutable_trials()->set_first_rung(2 * kAgents);
+  v1::SubmitStudyResponse out;
+  ASSERT_TRUE(s.planner->SubmitStudy(Context().get(), r, &out).ok());
+  s.core().studies().WaitForAdvances();
+  int64_t queued = 0;
+  for (const v1::Trial& t : ListTrials(s, out.study_id())) {
+    if (t.state() == v1::TRIAL_QUEUED) ++queued;
+  }
+  ASSERT_GE(queued, kAgents) << "the tiny study queued too few trials";
+
+  std::vector<std::optional<v1::TrialAssignment>> got(kAgents);
+  std::vector<std::thread> polls;
+  for (int i = 0; i < kAgents; ++i) {
+    polls.emplace_back([&, i] { got[i] = agents[i]->Lease(); });
+  }
+  for (std::thread& t : polls) t.join();
+  std::set<int64_t> trials;
+  for (int i = 0; i < kAgents; ++i) {
+    ASSERT_TRUE(got[i].has_value()) << agents[i]->id() << " got no trial";
+    trials.insert(got[i]->trial_id());
+  }
+  EXPECT_EQ(trials.size(), static_cast<size_t>(kAgents));
 }
 
 }  // namespace
