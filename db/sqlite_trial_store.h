@@ -191,6 +191,9 @@ class SqliteTrialStore : public TrialStore {
       Synchronous synchronous);
   // Runs `body` as one read transaction (one snapshot) on a reader.
   absl::Status Read(const std::function<absl::Status(Database&)>& body);
+  // The trials `query` selects (kTrialColumns), in its order, one snapshot.
+  absl::StatusOr<std::vector<Trial>> ReadTrials(
+      const internal::SqlQuery& query);
   // EXPLAIN QUERY PLAN of `query`, one detail line per row.
   absl::StatusOr<std::vector<std::string>> Explain(
       const internal::SqlQuery& query);

@@ -426,21 +426,8 @@ absl::StatusOr<std::vector<Trial>> SqliteTrialStore::ListQueuedTrials(
     const std::vector<int64_t>& study_ids, int64_t limit) {
   TESSERA_ASSIGN_OR_RETURN(const internal::SqlQuery query,
                            internal::QueuedTrialsQuery(study_ids, limit));
-  std::vector<Trial> trials;
-  if (study_ids.empty()) return trials;
-  const absl::Status done = Read([&](Database& db) -> absl::Status {
-    trials.clear();
-    TESSERA_ASSIGN_OR_RETURN(Statement select, db.Prepare(query.sql));
-    internal::BindAll(query.params, select);
-    while (true) {
-      TESSERA_ASSIGN_OR_RETURN(const bool row, select.Step());
-      if (!row) return absl::OkStatus();
-      TESSERA_ASSIGN_OR_RETURN(Trial trial, internal::ReadTrial(select));
-      trials.push_back(std::move(trial));
-    }
-  });
-  if (!done.ok()) return done;
-  return trials;
+  if (study_ids.empty()) return std::vector<Trial>{};
+  return ReadTrials(query);
 }
 
 absl::StatusOr<RequeueResult> SqliteTrialStore::RequeueExpiredLeases(

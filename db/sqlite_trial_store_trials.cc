@@ -89,8 +89,13 @@ absl::StatusOr<Trial> SqliteTrialStore::GetTrial(int64_t trial_id) {
 
 absl::StatusOr<std::vector<Trial>> SqliteTrialStore::ListTrials(
     const TrialFilter& filter) {
-  TESSERA_ASSIGN_OR_RETURN(internal::SqlQuery query,
+  TESSERA_ASSIGN_OR_RETURN(const internal::SqlQuery query,
                            internal::TrialListQuery(filter));
+  return ReadTrials(query);
+}
+
+absl::StatusOr<std::vector<Trial>> SqliteTrialStore::ReadTrials(
+    const internal::SqlQuery& query) {
   std::vector<Trial> trials;
   const absl::Status done = Read([&](Database& db) -> absl::Status {
     trials.clear();
