@@ -210,7 +210,7 @@ void Agent::HeartbeatOnce(Backoff& backoff, CallPacing& pacing) {
   backoff.Reset();
   absl::MutexLock lock(&mutex_);
   heartbeat_wait_ = wait;
-  // The planner paces its fleet (planner/service/fleet_pace.h): longer
+  // The planner paces its fleet (service/fleet_pace.h): longer
   // intervals as it grows.
   if (r->heartbeat_interval_ms() > 0 &&
       absl::Milliseconds(r->heartbeat_interval_ms()) != heartbeat_interval_) {

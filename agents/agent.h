@@ -8,7 +8,7 @@
 //   planner restart), and while the planner cannot be reached it retries
 //   with exponential backoff and jitter (backoff.h). It never gives up.
 //   Each heartbeat's answer may change the intervals (the planner paces its
-//   fleet: planner/service/fleet_pace.h); each wait is jittered and
+//   fleet: service/fleet_pace.h); each wait is jittered and
 //   stretched while the planner answers slowly or says it is busy
 //   (call_pacing.h), and a busy planner (DEADLINE_EXCEEDED,
 //   RESOURCE_EXHAUSTED) gets the next heartbeat later, not a registration.
@@ -22,7 +22,7 @@
 //   result is implausible). A planner that is away, stalled or cannot store
 //   gets the report again, however long, even if a heartbeat meanwhile said
 //   to stop the trial: the lease clock stops while the planner cannot serve
-//   (planner/service/outage_watch.h) and a late report of a trial not
+//   (service/outage_watch.h) and a late report of a trial not
 //   leased again is taken.
 // - Every finished result is first written to the result spool
 //   (result_spool.h, AgentOptions::spool_dir) and removed from it once the

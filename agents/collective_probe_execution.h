@@ -1,4 +1,4 @@
-// One leased cluster probe (planner/service/cluster_probe.h), run on this
+// One leased cluster probe (service/cluster_probe.h), run on this
 // agent: one `tessera-trial --probe-collectives` process per local rank
 // (global rank node_rank * ranks_per_node + local) in a fresh folder, the
 // rendezvous relayed through the planner when the probe spans agents, the

@@ -19,7 +19,7 @@
 #include "core/status_macros.h"
 #include "core/workload.h"
 #include "nlohmann/json.hpp"
-#include "planner/export/layout_export.h"
+#include "export/layout_export.h"
 #include "proto/convert.h"
 
 namespace tessera::agents {
@@ -46,14 +46,14 @@ std::string TesseraConfigPath(const std::string& work_dir) {
   return absl::StrCat(work_dir, "/tessera_config.json");
 }
 
-// {config}: the stack's own configuration file where planner/export has one
+// {config}: the stack's own configuration file where costmodel/export has one
 // for the assignment's stack, else Tessera's JSON.
 std::string ConfigPath(const v1::TrialAssignment& a,
                        const std::string& work_dir) {
-  std::optional<planner::ExportTarget> target =
-      planner::ExportTargetOfStack(a.stack());
+  std::optional<exporters::ExportTarget> target =
+      exporters::ExportTargetOfStack(a.stack());
   if (!target.has_value()) return TesseraConfigPath(work_dir);
-  return absl::StrCat(work_dir, "/", planner::ExportFileName(*target));
+  return absl::StrCat(work_dir, "/", exporters::ExportFileName(*target));
 }
 
 // The workload the assignment runs, for the exporter: its model, batch,
@@ -81,12 +81,12 @@ absl::StatusOr<Workload> AssignmentWorkload(const v1::TrialAssignment& a) {
   return w;
 }
 
-// The layout as `target`'s configuration (planner/export).
+// The layout as `target`'s configuration (costmodel/export).
 absl::StatusOr<std::string> NativeConfig(const v1::TrialAssignment& a,
-                                         planner::ExportTarget target) {
+                                         exporters::ExportTarget target) {
   TESSERA_ASSIGN_OR_RETURN(const Workload w, AssignmentWorkload(a));
   TESSERA_ASSIGN_OR_RETURN(const Layout layout, ResolvedLayout(a));
-  absl::StatusOr<std::string> text = planner::ExportLayout(w, layout, target);
+  absl::StatusOr<std::string> text = exporters::ExportLayout(w, layout, target);
   if (!text.ok()) {
     return FieldError("assignment.layout",
                       absl::StrCat("{config}: ", text.status().message()));
@@ -162,10 +162,10 @@ absl::StatusOr<CommandLaunch> BuildCommandLaunch(
   launch.command_line = *line;
   launch.metrics_path = values.at("metrics");
   launch.config_path = values.at("config");
-  // {config} is the stack's own configuration where planner/export has one,
+  // {config} is the stack's own configuration where costmodel/export has one,
   // written only when the command reads it.
-  const std::optional<planner::ExportTarget> target =
-      planner::ExportTargetOfStack(a.stack());
+  const std::optional<exporters::ExportTarget> target =
+      exporters::ExportTargetOfStack(a.stack());
   absl::StatusOr<std::vector<std::string>> used =
       CommandTemplatePlaceholders(a.command());
   if (target.has_value() && used.ok() &&

@@ -14,7 +14,7 @@
 // RANK and LOCAL_RANK for each worker), TESSERA_METRICS (the JSON Lines file
 // of agents/command_metrics.h), TESSERA_TRIAL_DIR and TESSERA_CONFIG (the
 // trial's layout and workload as Tessera's JSON). {config} is the layout in
-// the stack's own form where planner/export has one (a torchtitan Python
+// the stack's own form where costmodel/export has one (a torchtitan Python
 // config, Megatron-LM arguments, a DeepSpeed JSON), else that JSON.
 //
 //   TESSERA_ASSIGN_OR_RETURN(CommandLaunch launch,

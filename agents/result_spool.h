@@ -30,7 +30,7 @@
 namespace tessera::agents {
 
 // The planner refuses a result_json larger than its kMaxReportBytes
-// (planner/service/measurement_check.h, 1 MiB); agents do not link planner
+// (service/measurement_check.h, 1 MiB); agents do not link planner
 // code, so the same number is repeated here.
 inline constexpr int64_t kMaxSpooledResultBytes = int64_t{1} << 20;
 

@@ -13,7 +13,7 @@
 #include "cli/service_json.h"
 #include "cli/study_source.h"
 #include "core/flags.h"
-#include "planner/service/study_queries.h"
+#include "service/study_queries.h"
 #include "proto/convert.h"
 
 namespace tessera::cli {
@@ -100,14 +100,14 @@ int RunBest(const std::vector<std::string>& args, std::ostream& out,
     absl::StatusOr<Layout> layout = LayoutFromProto(best.layout());
     absl::Status s = !workload.ok() ? workload.status() : layout.status();
     if (s.ok()) {
-      const std::optional<planner::ExportTarget> own =
-          planner::ExportTargetOfStack(workload->training.stack);
+      const std::optional<exporters::ExportTarget> own =
+          exporters::ExportTargetOfStack(workload->training.stack);
       s = exports.CheckStack(
           *workload, absl::StrCat("study ", *id, "'s recommended layout"),
           absl::StrCat(
               own.has_value()
                   ? absl::StrCat("export it with --export ",
-                                 planner::ExportTargetName(*own), ", or rank")
+                                 exporters::ExportTargetName(*own), ", or rank")
                   : "rank",
               " for ", exports.TargetStack(),
               " with tessera plan --spec FILE --stack ", exports.TargetStack(),

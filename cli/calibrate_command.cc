@@ -14,9 +14,10 @@
 #include "core/file_io.h"
 #include "core/flags.h"
 #include "core/status_macros.h"
-#include "planner/calibration/calibration_file.h"
-#include "planner/calibration/calibration_fit.h"
-#include "planner/stacks/stack_calibration.h"
+#include "costmodel/calibration/calibration_file.h"
+#include "costmodel/fit/calibration_fit.h"
+#include "costmodel/fit/fit_file.h"
+#include "costmodel/stacks/stack_calibration.h"
 
 namespace tessera::cli {
 namespace {
@@ -52,15 +53,15 @@ constexpr char kAbout[] =
     "collective,nodes,gpus_per_node,bytes,busbw_gbs.\n";
 
 // One --collectives value: [KIND=]FILE[@NODES].
-absl::StatusOr<std::vector<planner::CollectiveMeasurement>> ReadCollectives(
+absl::StatusOr<std::vector<costmodel::CollectiveMeasurement>> ReadCollectives(
     const std::string& value) {
   std::string file = value;
-  std::optional<planner::CollectiveOp> op;
+  std::optional<costmodel::CollectiveOp> op;
   int64_t nodes = 0;
   const size_t eq = file.find('=');
   if (eq != std::string::npos) {
     TESSERA_ASSIGN_OR_RETURN(op,
-                             planner::ParseCollectiveOp(file.substr(0, eq)));
+                             costmodel::ParseCollectiveOp(file.substr(0, eq)));
     file = file.substr(eq + 1);
   }
   const size_t at = file.rfind('@');
@@ -73,12 +74,12 @@ absl::StatusOr<std::vector<planner::CollectiveMeasurement>> ReadCollectives(
   }
   TESSERA_ASSIGN_OR_RETURN(std::string text, ReadFile(file));
   if (absl::StartsWith(text, "collective,")) {
-    return planner::ParseCollectivesCsv(text, file);
+    return costmodel::ParseCollectivesCsv(text, file);
   }
-  return planner::ParseNcclTests(text, file, op, nodes);
+  return costmodel::ParseNcclTests(text, file, op, nodes);
 }
 
-void PrintSummary(const planner::CalibrationFile& f,
+void PrintSummary(const costmodel::CalibrationFile& f,
                   const std::vector<MeasurementFile>& files,
                   std::ostream& out) {
   out << "calibration for the " << f.stack << " stack"
@@ -177,13 +178,13 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
   }
   // The runs, all of one stack and one GPU.
   std::vector<MeasurementFile> files;
-  std::vector<planner::CalibrationSample> samples;
+  std::vector<costmodel::CalibrationSample> samples;
   std::string where;  // the first run's file:line
   for (const std::string& path : measurements) {
     absl::StatusOr<MeasurementFile> m = ReadMeasurements(path);
     if (!m.ok()) return ReportError(err, kCommand, m.status());
     for (size_t i = 0; i < m->samples.size(); ++i) {
-      const planner::CalibrationSample& s = m->samples[i];
+      const costmodel::CalibrationSample& s = m->samples[i];
       const std::string at = absl::StrCat(path, ":", m->sample_lines[i]);
       if (!samples.empty()) {
         const Workload& first = samples.front().workload;
@@ -210,9 +211,9 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
     }
     files.push_back(*std::move(m));
   }
-  std::vector<planner::CollectiveMeasurement> measured;
+  std::vector<costmodel::CollectiveMeasurement> measured;
   for (const std::string& value : collectives) {
-    absl::StatusOr<std::vector<planner::CollectiveMeasurement>> c =
+    absl::StatusOr<std::vector<costmodel::CollectiveMeasurement>> c =
         ReadCollectives(value);
     if (!c.ok()) return ReportError(err, kCommand, c.status());
     measured.insert(measured.end(), c->begin(), c->end());
@@ -263,26 +264,26 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
                            "--measurements: no run could be expressed (see "
                            "the skipped lines)"));
   }
-  absl::StatusOr<const planner::TrainingStack*> s =
-      planner::FindStack(stack_name);
+  absl::StatusOr<const costmodel::TrainingStack*> s =
+      costmodel::FindStack(stack_name);
   if (!s.ok()) return ReportError(err, kCommand, s.status());
-  absl::StatusOr<planner::Calibration> prior =
-      planner::StackCalibration(**s, gpu_spec, options);
+  absl::StatusOr<costmodel::Calibration> prior =
+      costmodel::StackCalibration(**s, gpu_spec, options);
   if (!prior.ok()) return ReportError(err, kCommand, prior.status());
   if (!measured.empty()) {
     prior->collectives =
-        std::make_shared<planner::MeasuredCollectives>(std::move(measured));
+        std::make_shared<costmodel::MeasuredCollectives>(std::move(measured));
   }
-  std::optional<planner::CalibrationFit> fit;
+  std::optional<costmodel::CalibrationFit> fit;
   if (!samples.empty()) {
-    planner::CalibrationFitOptions fit_options;
+    costmodel::CalibrationFitOptions fit_options;
     fit_options.prior_log_sd = prior_sd.value_or(0.3);
-    absl::StatusOr<planner::CalibrationFit> f =
-        planner::FitCalibration(samples, *prior, fit_options);
+    absl::StatusOr<costmodel::CalibrationFit> f =
+        costmodel::FitCalibration(samples, *prior, fit_options);
     if (!f.ok()) return ReportError(err, kCommand, f.status());
     fit = *std::move(f);
   }
-  planner::CalibrationFile file = planner::MakeCalibrationFile(
+  costmodel::CalibrationFile file = costmodel::MakeCalibrationFile(
       stack_name, options, gpu_spec, *prior, fit ? &*fit : nullptr);
   for (const MeasurementFile& m : files) {
     file.fitted_from.push_back(absl::StrCat(m.path, ": ", m.samples.size(),
@@ -292,7 +293,7 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
   for (const std::string& c : collectives) {
     file.fitted_from.push_back(absl::StrCat("collectives: ", c));
   }
-  const std::string text = planner::CalibrationFileJson(file);
+  const std::string text = costmodel::CalibrationFileJson(file);
   if (out_path) {
     if (absl::Status w = WriteFileAtomically(*out_path, text); !w.ok()) {
       return ReportError(err, kCommand, w);

@@ -1,7 +1,7 @@
 // `tessera calibrate`: fits the cost model's coefficients to measured runs
 // (cli/measurement_file.h) and/or takes the cluster's measured collective
-// bandwidth (nccl-tests output or CSV, planner/comm/measured_collectives.h),
-// offline, and writes a calibration file (planner/calibration/
+// bandwidth (nccl-tests output or CSV, costmodel/calibration/measured_collectives.h),
+// offline, and writes a calibration file (costmodel/calibration/
 // calibration_file.h) that `tessera plan|predict --calibration` use.
 //
 //   tessera calibrate --measurements runs.jsonl

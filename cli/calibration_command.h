@@ -1,7 +1,7 @@
 // `tessera calibration import|export`: calibration files (what `tessera
 // calibrate` writes) into and out of the planner service, which keeps them
 // per GPU and plans every later study, plan and prediction on that GPU from
-// them (planner/service/calibration_exchange.h).
+// them (service/calibration_exchange.h).
 //
 //   tessera calibration import cluster.calibration.json
 //   tessera calibration export --gpu h100-sxm --out h100.calibration.json

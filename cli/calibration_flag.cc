@@ -4,35 +4,35 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
-#include "planner/calibration/calibration_file.h"
-#include "planner/stacks/stack_calibration.h"
+#include "costmodel/calibration/calibration_file.h"
+#include "costmodel/stacks/stack_calibration.h"
 
 namespace tessera::cli {
 
 namespace {
 
 // The calibration and, when `path` names a file used whole, that file.
-absl::StatusOr<planner::Calibration> Resolve(
+absl::StatusOr<costmodel::Calibration> Resolve(
     const Workload& w, const std::optional<std::string>& path,
-    std::string* note, std::optional<planner::CalibrationFile>* whole) {
+    std::string* note, std::optional<costmodel::CalibrationFile>* whole) {
   if (note != nullptr) note->clear();
-  TESSERA_ASSIGN_OR_RETURN(planner::Calibration defaults,
-                           planner::DefaultCalibration(w));
+  TESSERA_ASSIGN_OR_RETURN(costmodel::Calibration defaults,
+                           costmodel::DefaultCalibration(w));
   if (!path.has_value()) return defaults;
-  absl::StatusOr<planner::CalibrationFile> file =
-      planner::ReadCalibrationFile(*path);
+  absl::StatusOr<costmodel::CalibrationFile> file =
+      costmodel::ReadCalibrationFile(*path);
   if (!file.ok()) {
     return absl::Status(
         file.status().code(),
         absl::StrCat("--calibration: ", file.status().message()));
   }
-  absl::StatusOr<planner::Calibration> c =
-      planner::CalibrationFromFile(w, *file, *path, note);
+  absl::StatusOr<costmodel::Calibration> c =
+      costmodel::CalibrationFromFile(w, *file, *path, note);
   if (!c.ok()) {
     return absl::Status(c.status().code(),
                         absl::StrCat("--calibration: ", c.status().message()));
   }
-  if (whole != nullptr && planner::FittedForStack(w, *file)) *whole = *file;
+  if (whole != nullptr && costmodel::FittedForStack(w, *file)) *whole = *file;
   return c;
 }
 
@@ -47,16 +47,16 @@ absl::StatusOr<CommandCalibration> CalibrationForCommand(
         "own)");
   }
   std::string note;
-  std::optional<planner::CalibrationFile> whole;
-  TESSERA_ASSIGN_OR_RETURN(planner::Calibration c,
+  std::optional<costmodel::CalibrationFile> whole;
+  TESSERA_ASSIGN_OR_RETURN(costmodel::Calibration c,
                            Resolve(w, path, &note, &whole));
   if (!note.empty()) err << "note: " << note << "\n";
   return CommandCalibration{
       .calibration = std::move(c),
       .uncertainty =
           whole.has_value()
-              ? planner::PredictionUncertaintyOf(*whole, w.training.precision)
-              : planner::DefaultPredictionUncertainty(w.training.precision)};
+              ? costmodel::PredictionUncertaintyOf(*whole, w.training.precision)
+              : costmodel::DefaultPredictionUncertainty(w.training.precision)};
 }
 
 }  // namespace tessera::cli

@@ -15,8 +15,8 @@
 
 #include "absl/status/statusor.h"
 #include "core/workload.h"
-#include "planner/calibration/calibration.h"
-#include "planner/calibration/prediction_uncertainty.h"
+#include "costmodel/calibration/calibration.h"
+#include "costmodel/fit/prediction_uncertainty.h"
 
 namespace tessera::cli {
 
@@ -24,8 +24,8 @@ namespace tessera::cli {
 // predictions are (prediction_uncertainty.h: the fit's spreads for a file
 // used whole, the defaults' otherwise).
 struct CommandCalibration {
-  planner::Calibration calibration;
-  planner::PredictionUncertainty uncertainty;
+  costmodel::Calibration calibration;
+  costmodel::PredictionUncertainty uncertainty;
 };
 
 // The calibration for `workload`; a command that may instead ask the planner

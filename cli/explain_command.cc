@@ -15,10 +15,10 @@
 #include "core/layout.h"
 #include "core/layout_json.h"
 #include "core/units.h"
-#include "planner/calibration/prediction_uncertainty.h"
-#include "planner/memory/memory_model.h"
-#include "planner/prediction.h"
-#include "planner/search/search.h"
+#include "costmodel/fit/prediction_uncertainty.h"
+#include "costmodel/memory/memory_model.h"
+#include "costmodel/prediction.h"
+#include "costmodel/search/search.h"
 
 namespace tessera::cli {
 namespace {
@@ -94,13 +94,13 @@ int RunExplain(const std::vector<std::string>& args, std::ostream& out,
   if (!calibration.ok()) {
     return ReportError(err, kCommand, calibration.status());
   }
-  const planner::Calibration& c = calibration->calibration;
-  const planner::LayoutEvaluation e = planner::PredictLayout(w, *layout, c);
+  const costmodel::Calibration& c = calibration->calibration;
+  const costmodel::LayoutEvaluation e = costmodel::PredictLayout(w, *layout, c);
   // Every feasible layout, to rank this one among them.
-  planner::SearchOptions all;
+  costmodel::SearchOptions all;
   all.top = 0;
-  absl::StatusOr<planner::SearchResult> search =
-      planner::SearchLayouts(w, c, all);
+  absl::StatusOr<costmodel::SearchResult> search =
+      costmodel::SearchLayouts(w, c, all);
   if (!search.ok()) return ReportError(err, kCommand, search.status());
   std::optional<int64_t> rank;
   if (e.feasible) {
@@ -111,15 +111,15 @@ int RunExplain(const std::vector<std::string>& args, std::ostream& out,
       }
     }
   }
-  const planner::LayoutEvaluation* best =
+  const costmodel::LayoutEvaluation* best =
       search->candidates.empty() ? nullptr : &search->candidates.front();
   std::optional<bool> within_error;
   if (e.feasible && best != nullptr) {
-    const planner::RankingUncertainty ranking =
-        planner::AssessRanking(w, {*best, e}, c, calibration->uncertainty);
+    const costmodel::RankingUncertainty ranking =
+        costmodel::AssessRanking(w, {*best, e}, c, calibration->uncertainty);
     within_error = ranking.within_error_of_best.at(1);
   }
-  const double usable_gib = planner::UsableMemoryBytes(w.cluster) / kGiB;
+  const double usable_gib = costmodel::UsableMemoryBytes(w.cluster) / kGiB;
   const double headroom_gib = MemoryHeadroomBytes(w.cluster) / kGiB;
   const std::string vs_best =
       e.feasible && best != nullptr
@@ -144,9 +144,9 @@ int RunExplain(const std::vector<std::string>& args, std::ostream& out,
 
   // The prediction as `predict` prints it, then where it ranks, its step
   // and memory accounted for, and how it differs from the best.
-  const planner::StepTimeInterval interval =
-      e.feasible ? planner::IntervalOf(w, e, c, calibration->uncertainty)
-                 : planner::StepTimeInterval{};
+  const costmodel::StepTimeInterval interval =
+      e.feasible ? costmodel::IntervalOf(w, e, c, calibration->uncertainty)
+                 : costmodel::StepTimeInterval{};
   PrintPrediction(w, e, out, e.feasible ? &interval : nullptr,
                   calibration->uncertainty.source);
   if (!e.feasible) {

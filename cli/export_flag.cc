@@ -27,18 +27,18 @@ absl::Status ExportFlags::Validate() const {
         "--out: only with --export (the file is the export)");
   }
   if (target.has_value()) {
-    TESSERA_RETURN_IF_ERROR(planner::ParseExportTarget(*target).status());
+    TESSERA_RETURN_IF_ERROR(exporters::ParseExportTarget(*target).status());
   }
   return absl::OkStatus();
 }
 
-planner::ExportTarget ExportFlags::Target() const {
-  return planner::ParseExportTarget(target.value_or(""))
-      .value_or(planner::ExportTarget::kMegatron);
+exporters::ExportTarget ExportFlags::Target() const {
+  return exporters::ParseExportTarget(target.value_or(""))
+      .value_or(exporters::ExportTarget::kMegatron);
 }
 
 std::string ExportFlags::TargetStack() const {
-  return std::string(planner::ExportTargetStack(Target()));
+  return std::string(exporters::ExportTargetStack(Target()));
 }
 
 bool ExportFlags::OtherStack(const Workload& workload) const {
@@ -49,17 +49,17 @@ absl::Status ExportFlags::CheckStack(const Workload& workload,
                                      absl::string_view whose,
                                      absl::string_view fix) const {
   if (!OtherStack(workload)) return absl::OkStatus();
-  const absl::string_view name = planner::ExportTargetName(Target());
+  const absl::string_view name = exporters::ExportTargetName(Target());
   return absl::InvalidArgumentError(
       absl::StrCat("--export ", name, ": ", name, " runs the ", TargetStack(),
                    " stack, and ", whose, " was ranked for ",
                    workload.training.stack, ": ", fix));
 }
 
-absl::StatusOr<planner::LayoutExport> ExportFlags::Export(
+absl::StatusOr<exporters::LayoutExport> ExportFlags::Export(
     const Workload& workload, const Layout& layout) const {
-  absl::StatusOr<planner::LayoutExport> e =
-      planner::ExportLayoutWithNotes(workload, layout, Target());
+  absl::StatusOr<exporters::LayoutExport> e =
+      exporters::ExportLayoutWithNotes(workload, layout, Target());
   if (!e.ok() && e.status().code() == absl::StatusCode::kFailedPrecondition) {
     // The layout is what the user asked for: bad input, not a failure.
     return absl::InvalidArgumentError(
@@ -68,7 +68,7 @@ absl::StatusOr<planner::LayoutExport> ExportFlags::Export(
   return e;
 }
 
-absl::Status ExportFlags::Write(const planner::LayoutExport& e,
+absl::Status ExportFlags::Write(const exporters::LayoutExport& e,
                                 std::ostream& stream, std::ostream& err) const {
   if (!out.has_value()) {
     stream << e.text;
@@ -76,7 +76,7 @@ absl::Status ExportFlags::Write(const planner::LayoutExport& e,
     if (absl::Status s = WriteFileAtomically(*out, e.text); !s.ok()) {
       return OutPathError(*out, s);
     }
-    stream << "wrote " << *out << " (" << planner::ExportTargetName(Target())
+    stream << "wrote " << *out << " (" << exporters::ExportTargetName(Target())
            << ")\n";
   }
   for (const std::string& note : e.notes) err << "note: " << note << "\n";
@@ -85,7 +85,7 @@ absl::Status ExportFlags::Write(const planner::LayoutExport& e,
 
 absl::Status ExportFlags::Write(const Workload& workload, const Layout& layout,
                                 std::ostream& stream, std::ostream& err) const {
-  TESSERA_ASSIGN_OR_RETURN(const planner::LayoutExport e,
+  TESSERA_ASSIGN_OR_RETURN(const exporters::LayoutExport e,
                            Export(workload, layout));
   return Write(e, stream, err);
 }

@@ -1,7 +1,7 @@
 // `--export torchtitan|megatron|deepspeed|nemo` and `--out FILE` of
 // `tessera plan` (its best candidate), `tessera predict` (its layout) and
 // `tessera best` (the study's recommendation): the layout as the framework's
-// own configuration (planner/export/layout_export.h), to paste into the real
+// own configuration (export/layout_export.h), to paste into the real
 // run. Without --out the export is all that is printed on standard output
 // (so that it can be piped); with it the usual output is printed and the
 // file written. What the file alone does not do (environment variables,
@@ -32,7 +32,7 @@
 #include "core/flags.h"
 #include "core/layout.h"
 #include "core/workload.h"
-#include "planner/export/layout_export.h"
+#include "export/layout_export.h"
 
 namespace tessera::cli {
 
@@ -48,7 +48,7 @@ struct ExportFlags {
   // Whether the usual output is printed too (the export goes to a file).
   bool to_file() const { return out.has_value(); }
   // The target (requested() and Validate() ok).
-  planner::ExportTarget Target() const;
+  exporters::ExportTarget Target() const;
   // The stack whose layouts the target runs ("megatron-core" for megatron).
   std::string TargetStack() const;
   // Whether `workload`'s stack is not the one the target runs.
@@ -61,11 +61,11 @@ struct ExportFlags {
   // The export of `layout` (resolved or not) for `workload`, or why the
   // target refuses it: INVALID_ARGUMENT naming the field and the target (a
   // layout the target's stack cannot run or its configuration cannot say).
-  absl::StatusOr<planner::LayoutExport> Export(const Workload& workload,
+  absl::StatusOr<exporters::LayoutExport> Export(const Workload& workload,
                                                const Layout& layout) const;
   // Writes `e` to --out (atomically; "wrote FILE (torchtitan)" on `out`) or
   // to `out`, and its notes to `err` ("note: ...").
-  absl::Status Write(const planner::LayoutExport& e, std::ostream& out,
+  absl::Status Write(const exporters::LayoutExport& e, std::ostream& out,
                      std::ostream& err) const;
   // Export, then Write.
   absl::Status Write(const Workload& workload, const Layout& layout,

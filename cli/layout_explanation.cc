@@ -17,7 +17,7 @@ namespace {
 
 // The parts of a step, named as the explanation names them.
 std::vector<std::pair<std::string, double>> StepParts(
-    const planner::Prediction& p) {
+    const costmodel::Prediction& p) {
   return {{"compute", p.compute_s},
           {"exposed tp comm", p.tp_exposed_s},
           {"exposed cp comm", p.cp_exposed_s},
@@ -28,7 +28,7 @@ std::vector<std::pair<std::string, double>> StepParts(
 
 }  // namespace
 
-std::string StepAccount(const planner::Prediction& p) {
+std::string StepAccount(const costmodel::Prediction& p) {
   std::vector<std::pair<std::string, double>> exposed = {
       {"tp", p.tp_exposed_s},
       {"cp", p.cp_exposed_s},
@@ -50,7 +50,7 @@ std::string StepAccount(const planner::Prediction& p) {
       p.bubble_s);
 }
 
-std::string MemoryAccount(const planner::MemoryBreakdown& m) {
+std::string MemoryAccount(const costmodel::MemoryBreakdown& m) {
   return absl::StrFormat(
       "%.1f GiB: weights %.1f, master weights %.1f, gradients %.1f, optimizer "
       "%.1f, activations %.1f, logits %.1f, gathered params %.1f, overhead "
@@ -62,8 +62,8 @@ std::string MemoryAccount(const planner::MemoryBreakdown& m) {
       m.overhead_bytes / kGiB);
 }
 
-std::string WhatSeparates(const planner::Prediction& p,
-                          const planner::Prediction& best) {
+std::string WhatSeparates(const costmodel::Prediction& p,
+                          const costmodel::Prediction& best) {
   const double change = p.step_time_s / best.step_time_s - 1;
   const auto mine = StepParts(p);
   const auto theirs = StepParts(best);
@@ -100,8 +100,8 @@ std::string WhatSeparates(const planner::Prediction& p,
       memory);
 }
 
-void PrintWhyTopCandidates(const planner::SearchResult& result,
-                           const planner::PlanUncertainty* u, int64_t top,
+void PrintWhyTopCandidates(const costmodel::SearchResult& result,
+                           const costmodel::PlanUncertainty* u, int64_t top,
                            std::ostream& out) {
   const int64_t shown =
       std::min<int64_t>(top, static_cast<int64_t>(result.candidates.size()));
@@ -109,9 +109,9 @@ void PrintWhyTopCandidates(const planner::SearchResult& result,
   out << "why the top " << shown << (shown == 1 ? " layout" : " layouts")
       << " (step = compute + exposed communication + bubble; memory per GPU "
          "by what holds it):\n";
-  const planner::Prediction& best = result.candidates.front().prediction;
+  const costmodel::Prediction& best = result.candidates.front().prediction;
   for (int64_t i = 0; i < shown; ++i) {
-    const planner::LayoutEvaluation& e = result.candidates[i];
+    const costmodel::LayoutEvaluation& e = result.candidates[i];
     out << absl::StrFormat("%2d %s\n", i + 1, FormatLayout(e.layout));
     out << "   step   " << StepAccount(e.prediction) << "\n";
     out << "   memory " << MemoryAccount(e.prediction.memory) << "\n";

@@ -16,33 +16,33 @@
 #include <string>
 
 #include "core/workload.h"
-#include "planner/prediction.h"
-#include "planner/search/plan_uncertainty.h"
-#include "planner/search/search.h"
+#include "costmodel/prediction.h"
+#include "costmodel/search/plan_uncertainty.h"
+#include "costmodel/search/search.h"
 
 namespace tessera::cli {
 
 // "1.2340 s = compute 1.0000 + exposed comm 0.2000 (tp 0.1500, dp 0.0500) +
 // bubble 0.0340": the kinds with exposed time, largest first.
-std::string StepAccount(const planner::Prediction& p);
+std::string StepAccount(const costmodel::Prediction& p);
 
 // "61.2 GiB: weights 12.1, master weights 6.0, ..., overhead 3.1" (GiB).
-std::string MemoryAccount(const planner::MemoryBreakdown& m);
+std::string MemoryAccount(const costmodel::MemoryBreakdown& m);
 
 // What makes `p` slower (or faster) than `best`, parts that differ by more
 // than 0.5% of the best step, largest first, and memory when it differs by
 // half a GiB or more: "+2.1% step time vs the best: exposed tp comm
 // +0.0500 s, bubble +0.0100 s, compute -0.0050 s; memory -10.0 GiB per
 // GPU". The same step: "the same step time as the best".
-std::string WhatSeparates(const planner::Prediction& p,
-                          const planner::Prediction& best);
+std::string WhatSeparates(const costmodel::Prediction& p,
+                          const costmodel::Prediction& best);
 
 // For the first `top` candidates of `result`: each one's step account and
 // memory account, and for each after the first what separates it from
 // rank 1 and (with `uncertainty`) whether it is within the model's error of
 // rank 1. Nothing when there are no candidates.
-void PrintWhyTopCandidates(const planner::SearchResult& result,
-                           const planner::PlanUncertainty* uncertainty,
+void PrintWhyTopCandidates(const costmodel::SearchResult& result,
+                           const costmodel::PlanUncertainty* uncertainty,
                            int64_t top, std::ostream& out);
 
 }  // namespace tessera::cli

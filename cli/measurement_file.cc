@@ -14,7 +14,7 @@
 #include "core/trial_backend.h"
 #include "core/units.h"
 #include "nlohmann/json.hpp"
-#include "planner/stacks/training_stack.h"
+#include "costmodel/stacks/training_stack.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
 
@@ -33,7 +33,7 @@ constexpr const char* kMeasured[] = {
 struct LineResult {
   bool skipped = false;
   std::string reason;
-  planner::CalibrationSample sample;
+  costmodel::CalibrationSample sample;
 };
 
 absl::StatusOr<LineResult> ParseLine(const Json& j, const std::string& at) {
@@ -102,8 +102,8 @@ absl::StatusOr<LineResult> ParseLine(const Json& j, const std::string& at) {
   absl::StatusOr<Layout> resolved =
       ResolveLayout(*layout, w->cluster.world_size(), w->training.global_batch);
   absl::Status fits = resolved.status();
-  absl::StatusOr<planner::TrainingStack> stack =
-      planner::StackForTraining(w->training);
+  absl::StatusOr<costmodel::TrainingStack> stack =
+      costmodel::StackForTraining(w->training);
   if (fits.ok()) fits = stack.status();
   if (fits.ok()) {
     fits = CheckLayoutFitsModel(*resolved, w->model, w->training.seq_len,
@@ -115,7 +115,7 @@ absl::StatusOr<LineResult> ParseLine(const Json& j, const std::string& at) {
     r.reason = std::string(fits.message());
     return r;
   }
-  planner::CalibrationSample& s = r.sample;
+  costmodel::CalibrationSample& s = r.sample;
   s.workload = *w;
   s.layout = *layout;
   s.weight = weight;
@@ -140,7 +140,7 @@ absl::StatusOr<LineResult> ParseLine(const Json& j, const std::string& at) {
 
 // The measured values of a tessera-trial result or a `tessera trials
 // --json` row, by the rule the planner's own fits follow
-// (planner/service/recalibration.h): the median step time, weighted by the
+// (service/recalibration.h): the median step time, weighted by the
 // measured steps; the compute / communication split and peak memory only
 // from the cuda backend (the CPU executor's blocking collectives also time
 // waiting); power where it was measured.

@@ -31,7 +31,7 @@
 // not resolve or that its stack cannot run) is skipped, with the reason.
 //
 //   TESSERA_ASSIGN_OR_RETURN(MeasurementFile m, ReadMeasurements("runs.jsonl"));
-//   // m.samples for planner::FitCalibration; m.skipped to tell the user.
+//   // m.samples for costmodel::FitCalibration; m.skipped to tell the user.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +40,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "planner/calibration/calibration_fit.h"
+#include "costmodel/fit/calibration_fit.h"
 
 namespace tessera::cli {
 
@@ -51,7 +51,7 @@ struct SkippedMeasurement {
 
 struct MeasurementFile {
   std::string path;
-  std::vector<planner::CalibrationSample> samples;
+  std::vector<costmodel::CalibrationSample> samples;
   std::vector<int64_t> sample_lines;  // the line of each sample
   std::vector<SkippedMeasurement> skipped;
 };

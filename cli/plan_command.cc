@@ -19,10 +19,10 @@
 #include "core/flags.h"
 #include "core/layout.h"
 #include "core/status_macros.h"
-#include "planner/calibration/calibration.h"
-#include "planner/search/scale_search.h"
-#include "planner/search/search.h"
-#include "planner/stacks/stack_calibration.h"
+#include "costmodel/calibration/calibration.h"
+#include "costmodel/search/scale_search.h"
+#include "costmodel/search/search.h"
+#include "costmodel/stacks/stack_calibration.h"
 #include "proto/convert.h"
 
 namespace tessera::cli {
@@ -68,7 +68,7 @@ constexpr char kAbout[] =
 
 // The planner service's ranking of `spec` (its current calibration), as a
 // local search returns it, and how sure the service is of it.
-absl::StatusOr<planner::SearchResult> PlanOnService(
+absl::StatusOr<costmodel::SearchResult> PlanOnService(
     const PlannerFlags& planner, const v1::StudySpec& spec,
     std::optional<PlanUncertainty>* uncertainty) {
   PlannerClient client(*planner.planner, planner.Timeout(),
@@ -77,7 +77,7 @@ absl::StatusOr<planner::SearchResult> PlanOnService(
   *request.mutable_study() = spec;
   absl::StatusOr<v1::PlanResponse> response = client.Plan(request);
   if (!response.ok()) return response.status();
-  absl::StatusOr<planner::SearchResult> result =
+  absl::StatusOr<costmodel::SearchResult> result =
       SearchResultFromPlanResponse(*response);
   const v1::PlanUncertainty& u = response->uncertainty();
   const int n = response->candidates_size();
@@ -98,9 +98,9 @@ absl::StatusOr<planner::SearchResult> PlanOnService(
 }
 
 // The search of `study` with its calibration, on the service or here.
-absl::StatusOr<planner::SearchResult> Rank(
+absl::StatusOr<costmodel::SearchResult> Rank(
     const Study& study, const std::optional<std::string>& calibration_path,
-    const PlannerFlags& planner, const planner::SearchOptions& options,
+    const PlannerFlags& planner, const costmodel::SearchOptions& options,
     std::ostream& err, std::optional<PlanUncertainty>* uncertainty) {
   const bool on_service = planner.planner.has_value();
   TESSERA_ASSIGN_OR_RETURN(
@@ -108,9 +108,9 @@ absl::StatusOr<planner::SearchResult> Rank(
       CalibrationForCommand(study.workload, calibration_path, on_service, err));
   if (on_service) return PlanOnService(planner, study.spec, uncertainty);
   TESSERA_ASSIGN_OR_RETURN(
-      planner::SearchResult result,
-      planner::SearchLayouts(study.workload, calibration.calibration, options));
-  *uncertainty = planner::AssessPlan(
+      costmodel::SearchResult result,
+      costmodel::SearchLayouts(study.workload, calibration.calibration, options));
+  *uncertainty = costmodel::AssessPlan(
       study.workload, result, calibration.calibration, calibration.uncertainty);
   return result;
 }
@@ -121,17 +121,17 @@ absl::StatusOr<planner::SearchResult> Rank(
 // says so; when the best layouts cannot be written in the target's
 // configuration (a DeepSpeed JSON has no pipeline), the best that can is
 // exported and a note names what was passed over.
-absl::Status ExportBest(const Study& study, const planner::SearchResult& plan,
+absl::Status ExportBest(const Study& study, const costmodel::SearchResult& plan,
                         const std::optional<std::string>& calibration_path,
                         const PlannerFlags& planner,
-                        const planner::SearchOptions& options,
+                        const costmodel::SearchOptions& options,
                         const ExportFlags& exports, std::ostream& out,
                         std::ostream& err) {
-  const std::string target(planner::ExportTargetName(exports.Target()));
+  const std::string target(exporters::ExportTargetName(exports.Target()));
   const Study* ranked_study = &study;
-  const planner::SearchResult* ranked = &plan;
+  const costmodel::SearchResult* ranked = &plan;
   Study restacked;
-  planner::SearchResult reranked;
+  costmodel::SearchResult reranked;
   if (exports.OtherStack(study.workload)) {
     restacked.spec = study.spec;
     restacked.spec.mutable_training()->set_stack(exports.TargetStack());
@@ -166,7 +166,7 @@ absl::Status ExportBest(const Study& study, const planner::SearchResult& plan,
   absl::Status first_refusal;
   for (size_t i = 0; i < ranked->candidates.size(); ++i) {
     const Layout& layout = ranked->candidates[i].layout;
-    absl::StatusOr<planner::LayoutExport> e =
+    absl::StatusOr<exporters::LayoutExport> e =
         exports.Export(ranked_study->workload, layout);
     if (!e.ok()) {
       if (e.status().code() != absl::StatusCode::kInvalidArgument) {
@@ -303,11 +303,11 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
       !s.ok()) {
     return ReportError(err, kCommand, s);
   }
-  absl::StatusOr<planner::ScaleOptions> options =
+  absl::StatusOr<costmodel::ScaleOptions> options =
       ScaleOptionsFromSpec(study->spec.search());
   if (options.ok()) {
     if (absl::Status s =
-            planner::ValidateScaleOptions(study->workload, *options);
+            costmodel::ValidateScaleOptions(study->workload, *options);
         !s.ok()) {
       options = s;
     }
@@ -328,26 +328,26 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
   if (!calibration.ok()) {
     return ReportError(err, kCommand, calibration.status());
   }
-  const planner::Calibration& c = calibration->calibration;
+  const costmodel::Calibration& c = calibration->calibration;
   // Each count's layouts: searched here, or by the service for that count
   // (one Plan call each, with the service's uncertainty kept by count).
   std::map<int64_t, PlanUncertainty> service_uncertainty;
-  absl::StatusOr<planner::ScaleResult> scale =
+  absl::StatusOr<costmodel::ScaleResult> scale =
       on_service
-          ? planner::SearchScale(
+          ? costmodel::SearchScale(
                 study->workload, *options,
-                [&](const Workload& at) -> absl::StatusOr<planner::SearchResult> {
+                [&](const Workload& at) -> absl::StatusOr<costmodel::SearchResult> {
                   v1::StudySpec spec = study->spec;
                   spec.mutable_cluster()->set_nodes(at.cluster.nodes);
                   std::optional<PlanUncertainty> u;
-                  absl::StatusOr<planner::SearchResult> r =
+                  absl::StatusOr<costmodel::SearchResult> r =
                       PlanOnService(planner, spec, &u);
                   if (r.ok() && u.has_value()) {
                     service_uncertainty[at.cluster.nodes] = *std::move(u);
                   }
                   return r;
                 })
-          : planner::SearchScale(study->workload, c, *options);
+          : costmodel::SearchScale(study->workload, c, *options);
   if (!scale.ok()) return ReportError(err, kCommand, scale.status());
   // The layouts shown: the chosen count's, or with nothing feasible the
   // largest count searched.
@@ -356,17 +356,17 @@ int RunPlan(const std::vector<std::string>& args, std::ostream& out,
        shown < 0 && i >= 0; --i) {
     if (scale->counts[static_cast<size_t>(i)].skipped.empty()) shown = i;
   }
-  const planner::ScaleCount& count = scale->counts[static_cast<size_t>(shown)];
-  const planner::SearchResult* result = &count.search;
+  const costmodel::ScaleCount& count = scale->counts[static_cast<size_t>(shown)];
+  const costmodel::SearchResult* result = &count.search;
   const Workload at_count =
-      planner::WorkloadOnNodes(study->workload, count.nodes);
+      costmodel::WorkloadOnNodes(study->workload, count.nodes);
   std::optional<PlanUncertainty> uncertainty;
   if (on_service) {
     auto it = service_uncertainty.find(count.nodes);
     if (it != service_uncertainty.end()) uncertainty = it->second;
   } else {
     uncertainty =
-        planner::AssessPlan(at_count, *result, c, calibration->uncertainty);
+        costmodel::AssessPlan(at_count, *result, c, calibration->uncertainty);
   }
   const PlanUncertainty* u = uncertainty ? &*uncertainty : nullptr;
   if (!exports.requested() || exports.to_file()) {

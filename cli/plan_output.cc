@@ -31,7 +31,7 @@ std::string DescribeRejected(const std::map<std::string, int64_t>& rejected) {
   return parts.empty() ? "none" : absl::StrJoin(parts, ", ");
 }
 
-std::string FullRunLine(const Workload& w, const planner::Prediction& p) {
+std::string FullRunLine(const Workload& w, const costmodel::Prediction& p) {
   if (!p.full_run.has_value()) {
     return "full run: give --total-tokens (training.total_tokens) for days, "
            "MWh and GPU-hours";
@@ -43,11 +43,11 @@ std::string FullRunLine(const Workload& w, const planner::Prediction& p) {
 }
 
 // " (1.63-1.99 s at +-1 sd)".
-std::string IntervalText(const planner::StepTimeInterval& i) {
+std::string IntervalText(const costmodel::StepTimeInterval& i) {
   return absl::StrFormat(" (%.3f-%.3f s at +-1 sd)", i.low_s, i.high_s);
 }
 
-nlohmann::json IntervalJson(const planner::StepTimeInterval& i) {
+nlohmann::json IntervalJson(const costmodel::StepTimeInterval& i) {
   return nlohmann::json::array({i.low_s, i.high_s});
 }
 
@@ -90,7 +90,7 @@ bool HasPrecisionPeak(const Workload& w) {
 
 // "MFU 80.1% (bf16 peak)" or, for fp8, "MFU 40.0% of the fp8 peak, 80.1% of
 // the bf16 peak".
-std::string MfuText(const Workload& w, const planner::Prediction& p) {
+std::string MfuText(const Workload& w, const costmodel::Prediction& p) {
   if (!HasPrecisionPeak(w)) return absl::StrFormat("MFU %.1f%%", 100 * p.mfu);
   return absl::StrFormat("MFU %.1f%% of the fp8 peak, %.1f%% of the bf16 peak",
                          100 * PrecisionMfu(w, p.mfu), 100 * p.mfu);
@@ -98,9 +98,9 @@ std::string MfuText(const Workload& w, const planner::Prediction& p) {
 
 // The two summary lines of a best layout.
 void PrintBest(absl::string_view title, const Workload& w,
-               const planner::LayoutEvaluation& e,
-               const planner::StepTimeInterval* interval, std::ostream& out) {
-  const planner::Prediction& p = e.prediction;
+               const costmodel::LayoutEvaluation& e,
+               const costmodel::StepTimeInterval* interval, std::ostream& out) {
+  const costmodel::Prediction& p = e.prediction;
   out << title << ": " << FormatLayout(e.layout) << "\n";
   out << absl::StrFormat(
       "  %.0f tokens/s (%.0f per GPU), step %.3f s%s, %s, %.1f GiB "
@@ -119,7 +119,7 @@ double PrecisionMfu(const Workload& w, double mfu_bf16) {
          w.cluster.gpu.peak_fp8_tflops;
 }
 
-nlohmann::json MemoryBreakdownJson(const planner::MemoryBreakdown& m) {
+nlohmann::json MemoryBreakdownJson(const costmodel::MemoryBreakdown& m) {
   return nlohmann::json{{"weights_bytes", m.weights_bytes},
                         {"master_weights_bytes", m.master_weights_bytes},
                         {"gradients_bytes", m.gradients_bytes},
@@ -131,7 +131,7 @@ nlohmann::json MemoryBreakdownJson(const planner::MemoryBreakdown& m) {
                         {"total_bytes", m.total_bytes}};
 }
 
-nlohmann::json PredictionJson(const planner::Prediction& p) {
+nlohmann::json PredictionJson(const costmodel::Prediction& p) {
   nlohmann::json j{{"step_time_s", p.step_time_s},
                    {"tokens_per_s", p.tokens_per_s},
                    {"tokens_per_s_per_gpu", p.tokens_per_s_per_gpu},
@@ -161,12 +161,12 @@ nlohmann::json PredictionJson(const planner::Prediction& p) {
   return j;
 }
 
-nlohmann::json CandidateJson(const planner::LayoutEvaluation& e) {
+nlohmann::json CandidateJson(const costmodel::LayoutEvaluation& e) {
   return nlohmann::json{{"layout", LayoutToJson(e.layout)},
                         {"prediction", PredictionJson(e.prediction)}};
 }
 
-nlohmann::json PlanJson(const planner::SearchResult& r,
+nlohmann::json PlanJson(const costmodel::SearchResult& r,
                         const PlanUncertainty* u) {
   nlohmann::json candidates = nlohmann::json::array();
   for (size_t i = 0; i < r.candidates.size(); ++i) {
@@ -179,7 +179,7 @@ nlohmann::json PlanJson(const planner::SearchResult& r,
     candidates.push_back(std::move(c));
   }
   nlohmann::json pareto = nlohmann::json::array();
-  for (const planner::LayoutEvaluation& e : r.pareto) {
+  for (const costmodel::LayoutEvaluation& e : r.pareto) {
     pareto.push_back(CandidateJson(e));
   }
   nlohmann::json rejected = nlohmann::json::object();
@@ -212,8 +212,8 @@ nlohmann::json PlanJson(const planner::SearchResult& r,
   return j;
 }
 
-nlohmann::json PredictJson(const planner::LayoutEvaluation& e,
-                           const planner::StepTimeInterval* interval,
+nlohmann::json PredictJson(const costmodel::LayoutEvaluation& e,
+                           const costmodel::StepTimeInterval* interval,
                            const std::string& source) {
   nlohmann::json j{{"layout", LayoutToJson(e.layout)},
                    {"feasible", e.feasible},
@@ -257,7 +257,7 @@ std::string DescribeWorkload(const Workload& w) {
 // The candidates `tessera plan` explains part by part.
 constexpr int64_t kExplainedCandidates = 3;
 
-void PrintCandidateTable(const Workload& w, const planner::SearchResult& r,
+void PrintCandidateTable(const Workload& w, const costmodel::SearchResult& r,
                          std::ostream& out, size_t max_width) {
   // The layout's knobs, each a column. Fitting max_width: short titles, then
   // the knobs that are the same in every row go first (said once under the
@@ -283,7 +283,7 @@ void PrintCandidateTable(const Workload& w, const planner::SearchResult& r,
   };
   std::vector<bool> constant(knobs.size(), true);
   for (size_t k = 0; k < knobs.size(); ++k) {
-    for (const planner::LayoutEvaluation& e : r.candidates) {
+    for (const costmodel::LayoutEvaluation& e : r.candidates) {
       constant[k] = constant[k] && knobs[k].cell(e.layout) ==
                                        knobs[k].cell(r.candidates[0].layout);
     }
@@ -318,8 +318,8 @@ void PrintCandidateTable(const Workload& w, const planner::SearchResult& r,
   columns.push_back(TableColumn("tokens/J", kRight).Short("tok/J"));
   TextTable table(std::move(columns));
   int rank = 0;
-  for (const planner::LayoutEvaluation& e : r.candidates) {
-    const planner::Prediction& p = e.prediction;
+  for (const costmodel::LayoutEvaluation& e : r.candidates) {
+    const costmodel::Prediction& p = e.prediction;
     std::vector<std::string> cells = {absl::StrCat(++rank)};
     for (const Knob& k : knobs) cells.push_back(k.cell(e.layout));
     cells.push_back(absl::StrFormat("%.3f", p.step_time_s));
@@ -348,7 +348,7 @@ void PrintCandidateTable(const Workload& w, const planner::SearchResult& r,
   }
 }
 
-void PrintPlanCsv(const planner::SearchResult& r, const PlanUncertainty* u,
+void PrintPlanCsv(const costmodel::SearchResult& r, const PlanUncertainty* u,
                   std::ostream& out) {
   out << CsvLine({"rank",
                   "tp",
@@ -381,7 +381,7 @@ void PrintPlanCsv(const planner::SearchResult& r, const PlanUncertainty* u,
                   "full_run_gpu_hours"});
   for (size_t i = 0; i < r.candidates.size(); ++i) {
     const Layout& l = r.candidates[i].layout;
-    const planner::Prediction& p = r.candidates[i].prediction;
+    const costmodel::Prediction& p = r.candidates[i].prediction;
     const bool interval = u != nullptr && i < u->ranking.intervals.size() &&
                           i < u->ranking.within_error_of_best.size();
     auto number = [](bool known, double value) {
@@ -422,7 +422,7 @@ void PrintPlanCsv(const planner::SearchResult& r, const PlanUncertainty* u,
   }
 }
 
-void PrintPlan(const Workload& w, const planner::SearchResult& r,
+void PrintPlan(const Workload& w, const costmodel::SearchResult& r,
                std::ostream& out, const PlanUncertainty* u, size_t max_width) {
   out << DescribeWorkload(w) << "\n";
   out << absl::StrFormat(
@@ -464,15 +464,15 @@ void PrintPlan(const Workload& w, const planner::SearchResult& r,
   }
   out << "pareto front (tokens/s against tokens/J): " << r.pareto.size()
       << " layout" << (r.pareto.size() == 1 ? "" : "s") << "\n";
-  for (const planner::LayoutEvaluation& e : r.pareto) {
+  for (const costmodel::LayoutEvaluation& e : r.pareto) {
     out << absl::StrFormat(
         "  %12.0f tokens/s %8.3f tokens/J  %s\n", e.prediction.tokens_per_s,
         e.prediction.tokens_per_joule, FormatLayout(e.layout));
   }
 }
 
-void PrintPredictionCsv(const planner::LayoutEvaluation& e,
-                        const planner::StepTimeInterval* interval,
+void PrintPredictionCsv(const costmodel::LayoutEvaluation& e,
+                        const costmodel::StepTimeInterval* interval,
                         std::ostream& out) {
   out << CsvLine({"feasible",
                   "reason",
@@ -504,7 +504,7 @@ void PrintPredictionCsv(const planner::LayoutEvaluation& e,
                   "full_run_energy_mwh",
                   "full_run_gpu_hours"});
   const Layout& l = e.layout;
-  const planner::Prediction& p = e.prediction;
+  const costmodel::Prediction& p = e.prediction;
   // An infeasible layout has no prediction: only its memory, when known.
   auto number = [](bool known, double value) {
     return CsvNumber(known ? std::optional<double>(value) : std::nullopt);
@@ -545,11 +545,11 @@ void PrintPredictionCsv(const planner::LayoutEvaluation& e,
   });
 }
 
-void PrintPrediction(const Workload& w, const planner::LayoutEvaluation& e,
+void PrintPrediction(const Workload& w, const costmodel::LayoutEvaluation& e,
                      std::ostream& out,
-                     const planner::StepTimeInterval* interval,
+                     const costmodel::StepTimeInterval* interval,
                      const std::string& source) {
-  const planner::Prediction& p = e.prediction;
+  const costmodel::Prediction& p = e.prediction;
   out << DescribeWorkload(w) << "\n";
   out << "layout: " << LayoutAsResolved(e.layout) << "\n";
   if (!e.feasible) {

@@ -3,7 +3,7 @@
 // same printers serve a local search and a result from the planner service
 // (proto/convert.h turns a PlanResponse back into a SearchResult).
 //
-//   planner::SearchResult r = *planner::SearchLayouts(w, {}, {});
+//   costmodel::SearchResult r = *costmodel::SearchLayouts(w, {}, {});
 //   std::cout << PlanJson(r).dump(2);   // {"searched": ..., "candidates":
 //   [...]} PrintPlan(w, r, std::cout);         // the table and the best
 //   layouts
@@ -37,25 +37,25 @@
 
 #include "core/workload.h"
 #include "nlohmann/json.hpp"
-#include "planner/calibration/prediction_uncertainty.h"
-#include "planner/prediction.h"
-#include "planner/search/plan_uncertainty.h"
-#include "planner/search/search.h"
+#include "costmodel/fit/prediction_uncertainty.h"
+#include "costmodel/prediction.h"
+#include "costmodel/search/plan_uncertainty.h"
+#include "costmodel/search/search.h"
 
 namespace tessera::cli {
 
-using planner::PlanUncertainty;  // planner/search/plan_uncertainty.h
+using costmodel::PlanUncertainty;  // costmodel/search/plan_uncertainty.h
 
-nlohmann::json MemoryBreakdownJson(const planner::MemoryBreakdown& memory);
-nlohmann::json PredictionJson(const planner::Prediction& prediction);
+nlohmann::json MemoryBreakdownJson(const costmodel::MemoryBreakdown& memory);
+nlohmann::json PredictionJson(const costmodel::Prediction& prediction);
 // {"layout": ..., "prediction": ...}
-nlohmann::json CandidateJson(const planner::LayoutEvaluation& evaluation);
+nlohmann::json CandidateJson(const costmodel::LayoutEvaluation& evaluation);
 // `uncertainty` may be null (none known).
-nlohmann::json PlanJson(const planner::SearchResult& result,
+nlohmann::json PlanJson(const costmodel::SearchResult& result,
                         const PlanUncertainty* uncertainty = nullptr);
 // `interval` may be null; `source` says where its spreads come from.
-nlohmann::json PredictJson(const planner::LayoutEvaluation& evaluation,
-                           const planner::StepTimeInterval* interval = nullptr,
+nlohmann::json PredictJson(const costmodel::LayoutEvaluation& evaluation,
+                           const costmodel::StepTimeInterval* interval = nullptr,
                            const std::string& source = "");
 
 // "llama2-7b (6.74B parameters) on 32 x 8 h100-sxm = 256 GPUs; global batch
@@ -72,7 +72,7 @@ std::string DescribeWorkload(const Workload& workload);
 // explained part by part (cli/layout_explanation.h).
 // The candidates' table fits `max_width` characters (0: every column; see
 // PrintCandidateTable).
-void PrintPlan(const Workload& workload, const planner::SearchResult& result,
+void PrintPlan(const Workload& workload, const costmodel::SearchResult& result,
                std::ostream& out, const PlanUncertainty* uncertainty = nullptr,
                size_t max_width = 0);
 
@@ -85,7 +85,7 @@ void PrintPlan(const Workload& workload, const planner::SearchResult& result,
 // that varies always stays), then short titles, then the watts, bubble and
 // MFU bf16 columns go.
 void PrintCandidateTable(const Workload& workload,
-                         const planner::SearchResult& result, std::ostream& out,
+                         const costmodel::SearchResult& result, std::ostream& out,
                          size_t max_width = 0);
 
 // The model FLOPs utilisation over the peak of the workload's precision:
@@ -98,22 +98,22 @@ double PrecisionMfu(const Workload& workload, double mfu_bf16);
 // and within_error_of_best when `uncertainty` is known, tokens_per_s, ...,
 // full_run_days, full_run_energy_mwh, full_run_gpu_hours); numbers in
 // full, empty when not known.
-void PrintPlanCsv(const planner::SearchResult& result,
+void PrintPlanCsv(const costmodel::SearchResult& result,
                   const PlanUncertainty* uncertainty, std::ostream& out);
 
 // `tessera predict -o csv`: a header and one line: feasible, reason, the
 // layout's knobs and the prediction's numbers (empty for an infeasible
 // layout, but its memory when known).
-void PrintPredictionCsv(const planner::LayoutEvaluation& evaluation,
-                        const planner::StepTimeInterval* interval,
+void PrintPredictionCsv(const costmodel::LayoutEvaluation& evaluation,
+                        const costmodel::StepTimeInterval* interval,
                         std::ostream& out);
 
 // One layout's prediction with its breakdown, or "infeasible: <reason>";
 // with `interval`, the step time's interval and `source`.
 void PrintPrediction(const Workload& workload,
-                     const planner::LayoutEvaluation& evaluation,
+                     const costmodel::LayoutEvaluation& evaluation,
                      std::ostream& out,
-                     const planner::StepTimeInterval* interval = nullptr,
+                     const costmodel::StepTimeInterval* interval = nullptr,
                      const std::string& source = "");
 
 // JSON text as the commands print it: indented, invalid UTF-8 replaced.

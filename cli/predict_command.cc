@@ -13,10 +13,10 @@
 #include "cli/workload_flags.h"
 #include "core/flags.h"
 #include "core/layout.h"
-#include "planner/calibration/calibration.h"
-#include "planner/prediction.h"
-#include "planner/search/scale_search.h"
-#include "planner/stacks/stack_calibration.h"
+#include "costmodel/calibration/calibration.h"
+#include "costmodel/prediction.h"
+#include "costmodel/search/scale_search.h"
+#include "costmodel/stacks/stack_calibration.h"
 #include "proto/convert.h"
 
 namespace tessera::cli {
@@ -53,9 +53,9 @@ constexpr char kAbout[] =
 // calibration), as a local prediction returns it, with
 // its step-time interval (`*interval`, feasible layouts) and where the
 // interval's spreads come from (`*source`).
-absl::StatusOr<planner::LayoutEvaluation> PredictOnService(
+absl::StatusOr<costmodel::LayoutEvaluation> PredictOnService(
     const PlannerFlags& planner, const v1::StudySpec& spec,
-    const Layout& layout, std::optional<planner::StepTimeInterval>* interval,
+    const Layout& layout, std::optional<costmodel::StepTimeInterval>* interval,
     std::string* source) {
   PlannerClient client(*planner.planner, planner.Timeout(),
                        planner.Credentials());
@@ -64,7 +64,7 @@ absl::StatusOr<planner::LayoutEvaluation> PredictOnService(
   *request.mutable_layout() = LayoutToProto(layout);
   absl::StatusOr<v1::PredictResponse> response = client.Predict(request);
   if (!response.ok()) return response.status();
-  absl::StatusOr<planner::LayoutEvaluation> evaluation =
+  absl::StatusOr<costmodel::LayoutEvaluation> evaluation =
       EvaluationFromProto(response->evaluation());
   if (!evaluation.ok()) {
     return absl::InternalError(absl::StrCat(
@@ -149,21 +149,21 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
   if (!calibration.ok()) {
     return ReportError(err, kCommand, calibration.status());
   }
-  const planner::Calibration& c = calibration->calibration;
-  std::optional<planner::StepTimeInterval> interval;
+  const costmodel::Calibration& c = calibration->calibration;
+  std::optional<costmodel::StepTimeInterval> interval;
   std::string source = calibration->uncertainty.source;
-  absl::StatusOr<planner::LayoutEvaluation> evaluation =
+  absl::StatusOr<costmodel::LayoutEvaluation> evaluation =
       on_service
           ? PredictOnService(planner, study->spec, *layout, &interval, &source)
-          : planner::PredictLayout(study->workload, *layout, c);
+          : costmodel::PredictLayout(study->workload, *layout, c);
   if (!evaluation.ok()) {
     return ReportError(err, kCommand, evaluation.status());
   }
   if (!on_service && evaluation->feasible) {
-    interval = planner::IntervalOf(study->workload, *evaluation, c,
+    interval = costmodel::IntervalOf(study->workload, *evaluation, c,
                                    calibration->uncertainty);
   }
-  const planner::StepTimeInterval* i = interval ? &*interval : nullptr;
+  const costmodel::StepTimeInterval* i = interval ? &*interval : nullptr;
   if (exports.requested() && !evaluation->feasible) {
     return ReportError(
         err, kCommand,
@@ -181,8 +181,8 @@ int RunPredict(const std::vector<std::string>& args, std::ostream& out,
       if (!on_service && evaluation->feasible) {
         PrintLayoutAcrossCounts(
             study->workload,
-            planner::LayoutAcrossCounts(study->workload, evaluation->layout,
-                                        c, planner::ScaleOptions{}),
+            costmodel::LayoutAcrossCounts(study->workload, evaluation->layout,
+                                        c, costmodel::ScaleOptions{}),
             out);
       }
     }

@@ -9,9 +9,9 @@
 #include "cli/report_html.h"
 #include "cli/svg_chart.h"
 #include "cli/text_table.h"
-#include "planner/calibration/calibration.h"
-#include "planner/service/study_queries.h"
-#include "planner/stacks/stack_calibration.h"
+#include "costmodel/calibration/calibration.h"
+#include "service/study_queries.h"
+#include "costmodel/stacks/stack_calibration.h"
 
 namespace tessera::cli {
 namespace {
@@ -25,7 +25,7 @@ bool Moved(double value, double default_value) {
 // Where the value sits against the range a fit allows: "at its floor" or
 // "at its ceiling" within 5% of the range's log width (or of the range for
 // a range from 0), else "".
-std::string AtBound(const planner::CoefficientInfo& info, double value) {
+std::string AtBound(const costmodel::CoefficientInfo& info, double value) {
   const double lo = info.min_value, hi = info.max_value;
   if (!(hi > lo)) return "";
   const bool log_scale = lo > 0;
@@ -49,17 +49,17 @@ std::string CalibrationSection(const v1::GetStudyResponse& study,
       absl::StrCat("<h2>Calibration</h2>\n<p>", HtmlEscape(CalibrationLine(r)),
                    "<br>", HtmlEscape(GpuLine(r)), "</p>\n");
   if (r.calibration().empty()) return html;
-  std::optional<planner::Calibration> defaults;
+  std::optional<costmodel::Calibration> defaults;
   if (absl::StatusOr<Workload> w = service::StudyWorkload(study.spec(), r);
       w.ok()) {
-    if (absl::StatusOr<planner::Calibration> d =
-            planner::DefaultCalibration(*w);
+    if (absl::StatusOr<costmodel::Calibration> d =
+            costmodel::DefaultCalibration(*w);
         d.ok()) {
       defaults = *d;
     }
   }
-  std::map<std::string, const planner::CoefficientInfo*> infos;
-  for (const planner::CoefficientInfo& info : planner::Calibration::Infos()) {
+  std::map<std::string, const costmodel::CoefficientInfo*> infos;
+  for (const costmodel::CoefficientInfo& info : costmodel::Calibration::Infos()) {
     infos[info.name] = &info;
   }
   // Sorted by name (the proto map has no order).
@@ -78,7 +78,7 @@ std::string CalibrationSection(const v1::GetStudyResponse& study,
         default_value.has_value() && Moved(value, *default_value);
     fitted += moved ? 1 : 0;
     auto info = infos.find(name);
-    const planner::CoefficientInfo* i =
+    const costmodel::CoefficientInfo* i =
         info == infos.end() ? nullptr : info->second;
     const std::string bound = i == nullptr ? "" : AtBound(*i, value);
     const std::string unit =

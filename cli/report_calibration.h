@@ -2,7 +2,7 @@
 // planner's dashboard): each coefficient the study's recommendation was
 // made with, beside the default of the study's stack on its GPU, marked
 // "fitted" where trials (or an imported calibration) moved it and "default"
-// where they did not, with what it means (planner/calibration/
+// where they did not, with what it means (costmodel/calibration/
 // coefficients.inc) and whether it sits at the bound a fit allows (a value
 // like fsdp_bandwidth_efficiency 0.0166 then reads as "pushed to its floor
 // of 0.01", not as a measurement).

@@ -2,8 +2,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "planner/prediction.h"
-#include "planner/stacks/stack_calibration.h"
+#include "costmodel/prediction.h"
+#include "costmodel/stacks/stack_calibration.h"
 #include "proto/convert.h"
 
 namespace tessera::cli {
@@ -25,8 +25,8 @@ TrialBreakdown PredictOne(const v1::Trial& trial,
   if (!layout.ok()) {
     return Missing(absl::StrCat("its layout: ", layout.status().message()));
   }
-  absl::StatusOr<planner::Calibration> calibration =
-      planner::DefaultCalibration(*workload);
+  absl::StatusOr<costmodel::Calibration> calibration =
+      costmodel::DefaultCalibration(*workload);
   if (!calibration.ok()) {
     return Missing(
         absl::StrCat("calibration: ", calibration.status().message()));
@@ -36,8 +36,8 @@ TrialBreakdown PredictOne(const v1::Trial& trial,
   for (const auto& [name, value] : recommendation.calibration()) {
     calibration->Set(name, value).IgnoreError();
   }
-  const planner::LayoutEvaluation e =
-      planner::PredictLayout(*workload, *layout, *calibration);
+  const costmodel::LayoutEvaluation e =
+      costmodel::PredictLayout(*workload, *layout, *calibration);
   if (!e.feasible) return Missing(absl::StrCat("infeasible: ", e.reason));
   TrialBreakdown b;
   b.predicted = true;

@@ -14,9 +14,9 @@
 namespace tessera::cli {
 namespace {
 
-using planner::ScalePoint;
+using costmodel::ScalePoint;
 
-std::string Grouped(int64_t n) { return planner::GroupedCount(n); }
+std::string Grouped(int64_t n) { return costmodel::GroupedCount(n); }
 
 // "tp2+sp pp4x2 cp2 dp64 z3/8 mb1 ga4 selective": the knobs that differ
 // from their default, short enough for a table.
@@ -35,7 +35,7 @@ std::string ShortLayout(const Layout& l) {
 
 // The share of a step spent not computing: exposed communication and
 // pipeline waits.
-double WaitingFraction(const planner::Prediction& p) {
+double WaitingFraction(const costmodel::Prediction& p) {
   return p.step_time_s > 0 ? (p.exposed_comm_s + p.bubble_s) / p.step_time_s
                            : 0;
 }
@@ -75,8 +75,8 @@ std::string RunFigures(const ScalePoint& p) {
 // Why the least-energy point uses fewer GPUs than the fastest.
 void ExplainEnergy(const ScalePoint& fast, const ScalePoint& frugal,
                    std::ostream& out) {
-  const planner::Prediction& f = fast.evaluation.prediction;
-  const planner::Prediction& g = frugal.evaluation.prediction;
+  const costmodel::Prediction& f = fast.evaluation.prediction;
+  const costmodel::Prediction& g = frugal.evaluation.prediction;
   out << absl::StrFormat(
       "why fewer GPUs use less energy: energy per token is watts per GPU over "
       "tokens/s per GPU. On %s GPUs each GPU makes %.0f tokens/s at %.0f W "
@@ -95,7 +95,7 @@ void ExplainEnergy(const ScalePoint& fast, const ScalePoint& frugal,
 }  // namespace
 
 nlohmann::json ScalePointJson(const ScalePoint& p) {
-  const planner::Prediction& pred = p.evaluation.prediction;
+  const costmodel::Prediction& pred = p.evaluation.prediction;
   nlohmann::json j{{"nodes", p.nodes},
                    {"gpus", p.gpus},
                    {"layout", LayoutToJson(p.evaluation.layout)},
@@ -113,12 +113,12 @@ nlohmann::json ScalePointJson(const ScalePoint& p) {
   return j;
 }
 
-nlohmann::json ScaleJson(const Workload& w, const planner::ScaleResult& r,
-                         const planner::ScaleOptions& o) {
+nlohmann::json ScaleJson(const Workload& w, const costmodel::ScaleResult& r,
+                         const costmodel::ScaleOptions& o) {
   nlohmann::json counts = nlohmann::json::array();
   for (size_t i = 0; i < r.counts.size(); ++i) {
-    const planner::ScaleCount& c = r.counts[i];
-    const std::optional<ScalePoint> best = planner::BestOfCount(w, r, i, o);
+    const costmodel::ScaleCount& c = r.counts[i];
+    const std::optional<ScalePoint> best = costmodel::BestOfCount(w, r, i, o);
     counts.push_back(
         {{"nodes", c.nodes},
          {"gpus", c.gpus},
@@ -131,17 +131,17 @@ nlohmann::json ScaleJson(const Workload& w, const planner::ScaleResult& r,
   nlohmann::json front = nlohmann::json::array();
   for (const ScalePoint& p : r.front) front.push_back(ScalePointJson(p));
   nlohmann::json marginal = nlohmann::json::array();
-  for (const planner::MarginalCost& m : planner::MarginalCosts(r.front)) {
+  for (const costmodel::MarginalCost& m : costmodel::MarginalCosts(r.front)) {
     marginal.push_back(
         {{"more_gpus", m.more_gpus},
          {"fewer_gpus", m.fewer_gpus},
          {"time_saved_fraction", m.time_saved_fraction},
          {"extra_energy_fraction", m.extra_energy_fraction},
          {"extra_gpu_hours_fraction", m.extra_gpu_hours_fraction},
-         {"text", planner::DescribeMarginalCost(m)}});
+         {"text", costmodel::DescribeMarginalCost(m)}});
   }
   const ScalePoint* chosen = r.chosen();
-  return {{"objective", std::string(planner::RunObjectiveName(o.objective))},
+  return {{"objective", std::string(costmodel::RunObjectiveName(o.objective))},
           {"deadline_days", o.deadline_days ? nlohmann::json(*o.deadline_days)
                                             : nlohmann::json(nullptr)},
           {"charge_idle_gpus", o.charge_idle_gpus},
@@ -155,9 +155,9 @@ nlohmann::json ScaleJson(const Workload& w, const planner::ScaleResult& r,
           {"marginal", std::move(marginal)}};
 }
 
-void PrintScale(const Workload& w, const planner::ScaleResult& r,
-                const planner::ScaleOptions& o, std::ostream& out) {
-  const std::string objective(planner::RunObjectiveName(o.objective));
+void PrintScale(const Workload& w, const costmodel::ScaleResult& r,
+                const costmodel::ScaleOptions& o, std::ostream& out) {
+  const std::string objective(costmodel::RunObjectiveName(o.objective));
   out << absl::StrFormat(
       "\nGPU count: %d whole-node counts of the cluster's %s GPUs searched "
       "in %.0f ms (global batch %d sequences kept; micro-batch and gradient "
@@ -185,15 +185,15 @@ void PrintScale(const Workload& w, const planner::ScaleResult& r,
                    TableColumn("GPU-hours", kRight).Drop(1).Short("GPU-h"),
                    {""}});
   for (size_t i = 0; i < r.counts.size(); ++i) {
-    const planner::ScaleCount& c = r.counts[i];
-    const std::optional<ScalePoint> best = planner::BestOfCount(w, r, i, o);
+    const costmodel::ScaleCount& c = r.counts[i];
+    const std::optional<ScalePoint> best = costmodel::BestOfCount(w, r, i, o);
     if (!best.has_value()) {
       table.AddRow({absl::StrCat(c.nodes), Grouped(c.gpus),
                     c.skipped.empty() ? "no feasible layout"
                                       : "global batch not reachable"});
       continue;
     }
-    const planner::Prediction& p = best->evaluation.prediction;
+    const costmodel::Prediction& p = best->evaluation.prediction;
     const bool on_front = std::any_of(
         r.front.begin(), r.front.end(), [&](const ScalePoint& f) {
           return f.gpus == c.gpus &&
@@ -230,10 +230,10 @@ void PrintScale(const Workload& w, const planner::ScaleResult& r,
                            i == r.choice.index ? "*" : " ", Grouped(p.gpus),
                            RunFigures(p), FormatLayout(p.evaluation.layout));
   }
-  const std::vector<planner::MarginalCost> costs =
-      planner::MarginalCosts(r.front);
+  const std::vector<costmodel::MarginalCost> costs =
+      costmodel::MarginalCosts(r.front);
   if (!costs.empty()) {
-    out << planner::DescribeMarginalCost(costs.front()) << "\n";
+    out << costmodel::DescribeMarginalCost(costs.front()) << "\n";
   }
   const ScalePoint& fast = r.front.front();
   const ScalePoint* frugal = &r.front.front();
@@ -325,7 +325,7 @@ void PrintLayoutAcrossCounts(const Workload& w,
                    {budget ? "MWh" : "tokens/J", kRight},
                    TableColumn("GPU-hours", kRight).Drop(1).Short("GPU-h")});
   for (const ScalePoint& p : points) {
-    const planner::Prediction& pred = p.evaluation.prediction;
+    const costmodel::Prediction& pred = p.evaluation.prediction;
     table.AddRow(
         {absl::StrCat(p.nodes), Grouped(p.gpus),
          absl::StrCat(p.evaluation.layout.dp),
@@ -343,14 +343,14 @@ void PrintLayoutAcrossCounts(const Workload& w,
   if (points.size() >= 2) {
     const ScalePoint& most = points.back();
     const ScalePoint& before = points[points.size() - 2];
-    planner::MarginalCost c;
+    costmodel::MarginalCost c;
     c.more_gpus = most.gpus;
     c.fewer_gpus = before.gpus;
     c.time_saved_fraction =
         1 - most.seconds_per_token / before.seconds_per_token;
     c.extra_energy_fraction =
         most.joules_per_token / before.joules_per_token - 1;
-    out << planner::DescribeMarginalCost(c) << "\n";
+    out << costmodel::DescribeMarginalCost(c) << "\n";
   }
 }
 

@@ -1,4 +1,4 @@
-// What `tessera plan` prints about the GPU count (planner/search/
+// What `tessera plan` prints about the GPU count (costmodel/search/
 // scale_search.h): each count's best layout for the objective with its
 // tokens/s per GPU, watts per GPU, days, MWh and GPU-hours; the front of
 // time against energy across counts; what the last GPUs buy, in words; why
@@ -28,25 +28,25 @@
 
 #include "core/workload.h"
 #include "nlohmann/json.hpp"
-#include "planner/search/scale_search.h"
+#include "costmodel/search/scale_search.h"
 
 namespace tessera::cli {
 
-nlohmann::json ScalePointJson(const planner::ScalePoint& point);
+nlohmann::json ScalePointJson(const costmodel::ScalePoint& point);
 nlohmann::json ScaleJson(const Workload& workload,
-                         const planner::ScaleResult& scale,
-                         const planner::ScaleOptions& options);
+                         const costmodel::ScaleResult& scale,
+                         const costmodel::ScaleOptions& options);
 
 // The GPU count section of `tessera plan` (`workload` is the whole
 // cluster's).
-void PrintScale(const Workload& workload, const planner::ScaleResult& scale,
-                const planner::ScaleOptions& options, std::ostream& out);
+void PrintScale(const Workload& workload, const costmodel::ScaleResult& scale,
+                const costmodel::ScaleOptions& options, std::ostream& out);
 
-// `tessera predict`'s neighbours: one layout at each count (planner::
+// `tessera predict`'s neighbours: one layout at each count (costmodel::
 // LayoutAcrossCounts), GPUs, dp, gradient accumulation, tokens/s and watts
 // per GPU, the run's days, MWh and GPU-hours, and what the last GPUs buy.
 void PrintLayoutAcrossCounts(const Workload& workload,
-                             const std::vector<planner::ScalePoint>& points,
+                             const std::vector<costmodel::ScalePoint>& points,
                              std::ostream& out);
 
 }  // namespace tessera::cli

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "db/sqlite_trial_store.h"
-#include "planner/service/study_queries.h"
+#include "service/study_queries.h"
 
 namespace tessera::cli {
 namespace {

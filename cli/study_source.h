@@ -1,7 +1,7 @@
 // Where the history commands (studies, trials, history, best, report) read
 // studies: the planner over gRPC, or with `--db FILE` the planner's SQLite
 // store itself, opened read-only, with no planner running. Both answer
-// through the same queries (planner/service/study_queries.h), so a command
+// through the same queries (service/study_queries.h), so a command
 // prints the same thing either way.
 //
 //   StudySourceFlags source;

@@ -16,7 +16,7 @@
 #include "core/model.h"
 #include "core/status_macros.h"
 #include "core/units.h"
-#include "planner/stacks/training_stack.h"
+#include "costmodel/stacks/training_stack.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
 
@@ -217,7 +217,7 @@ void WorkloadFlags::Register(FlagSet* flags) {
                  SizeUnit::kCount, &total_tokens);
   flags->AddString("stack", "NAME",
                    absl::StrCat("training stack: ",
-                                absl::StrJoin(planner::StackNames(), ", "),
+                                absl::StrJoin(costmodel::StackNames(), ", "),
                                 " (default ", kDefaultTrainingStack, ")"),
                    &stack);
   flags->AddString("stack-options", "A,B",

@@ -28,7 +28,7 @@ struct GpuSpec {
   double idle_w = 0;          // typical idle power
   // The tensor-core generation ("volta", "ampere", "hopper"; "" = unknown):
   // training stacks' kernel efficiencies differ by generation
-  // (planner/stacks).
+  // (costmodel/stacks).
   std::string architecture = {};
 };
 

@@ -80,7 +80,7 @@ absl::StatusOr<Layout> ResolveLayout(const Layout& layout, int64_t world_size,
 // size each model chunk: Megatron-Core, torchtitan); `blocks_besides_layers`
 // more when the stack's pipeline split gives blocks other than layers a
 // chunk of their own (the embedding and the loss: a chunk may then hold no
-// layer; planner/pipeline/stage_split.h); cp > 1 needs seq_len
+// layer; costmodel/pipeline/stage_split.h); cp > 1 needs seq_len
 // divisible by 2*cp (causal load balance); sp needs seq_len/cp divisible by
 // tp.
 absl::Status CheckLayoutFitsModel(const Layout& layout,

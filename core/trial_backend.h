@@ -22,14 +22,14 @@ enum class TrialLauncher {
   kCommand,       // the study's command template (agents/command_launch.h)
 };
 
-// The training stack Tessera's own executor is (planner/stacks/tessera.json):
+// The training stack Tessera's own executor is (costmodel/stacks/tessera.json):
 // what its cpu and cuda trials measure.
 inline constexpr char kExecutorStack[] = "tessera";
 
 struct TrialBackend {
   std::string name;  // "cpu", "cuda", "command"
   TrialLauncher launcher = TrialLauncher::kTesseraTrial;
-  // The training stack its trials measure (planner/stacks): "tessera" for
+  // The training stack its trials measure (costmodel/stacks): "tessera" for
   // Tessera's executor; "" for the study's own stack (the user's framework
   // runs it, so its trials calibrate that stack).
   std::string trial_stack = kExecutorStack;

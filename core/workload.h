@@ -71,7 +71,7 @@ absl::StatusOr<Precision> ParsePrecision(absl::string_view text);
 // The training stack when a study names none: Megatron-Core, because it runs
 // every knob of the layout table (tp with sp, pp with interleaving, cp, DDP,
 // distributed optimizer, FSDP) and is what the largest published Llama runs
-// use (Megatron-LM, NeMo / Megatron-Bridge). planner/stacks lists them all.
+// use (Megatron-LM, NeMo / Megatron-Bridge). costmodel/stacks lists them all.
 inline constexpr char kDefaultTrainingStack[] = "megatron-core";
 
 // What the study trains: a global batch of sequences of seq_len tokens per
@@ -81,7 +81,7 @@ struct TrainingConfig {
   int64_t global_batch = 0;  // sequences per optimizer step
   int64_t seq_len = 0;       // tokens per sequence
   double total_tokens = 0;   // token budget of the whole run; 0 = not given
-  // The training stack (a file of planner/stacks: "megatron-core",
+  // The training stack (a file of costmodel/stacks: "megatron-core",
   // "torchtitan", "pytorch-fsdp", ...): which layouts can run and how fast.
   std::string stack = kDefaultTrainingStack;
   // Changes to the stack's default options: "NAME" turns an option on,

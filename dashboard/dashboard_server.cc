@@ -14,7 +14,7 @@
 #include "absl/time/clock.h"
 #include "dashboard/dashboard_page.h"
 #include "nlohmann/json.hpp"
-#include "planner/service/metrics/listen_address.h"
+#include "service/metrics/listen_address.h"
 
 namespace tessera::dashboard {
 namespace {

@@ -13,7 +13,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/message.h"
-#include "planner/service/study_queries.h"
+#include "service/study_queries.h"
 
 namespace tessera::dashboard {
 namespace {

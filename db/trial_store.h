@@ -360,7 +360,7 @@ struct Calibration {
 };
 
 // A calibration file imported for a GPU type, kept whole (its text is the
-// planner's business: planner/calibration/calibration_file.h).
+// planner's business: costmodel/calibration/calibration_file.h).
 struct ImportedCalibration {
   int64_t id = 0;          // assigned by SaveImportedCalibration
   std::string gpu;         // the GPU preset's name, not empty

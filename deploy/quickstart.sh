@@ -57,7 +57,7 @@ stop_all() {
 trap stop_all EXIT
 
 # The planner picks a free port and prints it as its first line.
-build/planner/service/tessera-planner --listen 127.0.0.1:0 --db "$db" \
+build/service/tessera-planner --listen 127.0.0.1:0 --db "$db" \
   > "$run_dir/planner.out" 2> "$run_dir/planner.log" &
 pids+=($!)
 addr=""

@@ -10,7 +10,7 @@
 #include "core/known_names.h"
 #include "core/status_macros.h"
 #include "core/units.h"
-#include "planner/stacks/training_stack.h"
+#include "costmodel/stacks/training_stack.h"
 
 namespace tessera {
 namespace {
@@ -206,13 +206,13 @@ absl::StatusOr<TrainingConfig> TrainingFromSpec(const v1::TrainingSpec& spec) {
     TESSERA_ASSIGN_OR_RETURN(t.precision, ParsePrecision(spec.precision()));
   }
   TESSERA_RETURN_IF_ERROR(ValidateTraining(t));
-  // The stack and its options, checked against planner/stacks.
-  absl::StatusOr<const planner::TrainingStack*> stack =
-      planner::FindStack(t.stack);
+  // The stack and its options, checked against costmodel/stacks.
+  absl::StatusOr<const costmodel::TrainingStack*> stack =
+      costmodel::FindStack(t.stack);
   if (!stack.ok()) return stack.status();
   t.stack = (*stack)->name;  // its own name: "TorchTitan" is torchtitan
   TESSERA_RETURN_IF_ERROR(
-      planner::EnabledOptions(**stack, t.stack_options).status());
+      costmodel::EnabledOptions(**stack, t.stack_options).status());
   if (!(*stack)->SupportsPrecision(t.precision)) {
     return FieldError("training.precision",
                       absl::StrCat("the ", t.stack, " stack does not train in ",
@@ -239,9 +239,9 @@ absl::StatusOr<Workload> WorkloadFromSpec(const v1::StudySpec& spec) {
   return w;
 }
 
-absl::StatusOr<planner::SearchOptions> SearchOptionsFromSpec(
+absl::StatusOr<costmodel::SearchOptions> SearchOptionsFromSpec(
     const v1::SearchOptions& spec) {
-  planner::SearchOptions options;
+  costmodel::SearchOptions options;
   if (spec.has_top()) {
     if (spec.top() < 0) {
       return FieldError("search.top",
@@ -251,11 +251,11 @@ absl::StatusOr<planner::SearchOptions> SearchOptionsFromSpec(
     }
     options.top = spec.top();
   }
-  if (spec.candidates_size() > planner::kMaxSearchCandidates) {
+  if (spec.candidates_size() > costmodel::kMaxSearchCandidates) {
     return FieldError("search.candidates",
                       absl::StrCat(spec.candidates_size(),
                                    " layouts, at most ",
-                                   planner::kMaxSearchCandidates));
+                                   costmodel::kMaxSearchCandidates));
   }
   for (int i = 0; i < spec.candidates_size(); ++i) {
     absl::StatusOr<Layout> layout = LayoutFromProto(spec.candidates(i));
@@ -268,9 +268,9 @@ absl::StatusOr<planner::SearchOptions> SearchOptionsFromSpec(
   return options;
 }
 
-absl::StatusOr<planner::ScaleOptions> ScaleOptionsFromSpec(
+absl::StatusOr<costmodel::ScaleOptions> ScaleOptionsFromSpec(
     const v1::SearchOptions& spec) {
-  planner::ScaleOptions options;
+  costmodel::ScaleOptions options;
   TESSERA_ASSIGN_OR_RETURN(options.layouts, SearchOptionsFromSpec(spec));
   const v1::ScaleSearch& scale = spec.scale();
   if (scale.deadline_days() != 0) {
@@ -281,11 +281,11 @@ absl::StatusOr<planner::ScaleOptions> ScaleOptionsFromSpec(
                                      scale.deadline_days()));
     }
     options.deadline_days = scale.deadline_days();
-    options.objective = planner::RunObjective::kEnergy;
+    options.objective = costmodel::RunObjective::kEnergy;
   }
   if (!scale.objective().empty()) {
-    absl::StatusOr<planner::RunObjective> objective =
-        planner::ParseRunObjective(scale.objective());
+    absl::StatusOr<costmodel::RunObjective> objective =
+        costmodel::ParseRunObjective(scale.objective());
     if (!objective.ok()) {
       return FieldError("search.scale.objective",
                         absl::StrCat("'", scale.objective(),
@@ -407,7 +407,7 @@ absl::StatusOr<Layout> LayoutFromProto(const v1::Layout& p) {
   return l;
 }
 
-v1::Prediction PredictionToProto(const planner::Prediction& p) {
+v1::Prediction PredictionToProto(const costmodel::Prediction& p) {
   v1::Prediction out;
   out.set_step_time_s(p.step_time_s);
   out.set_tokens_per_s(p.tokens_per_s);
@@ -448,8 +448,8 @@ v1::Prediction PredictionToProto(const planner::Prediction& p) {
   return out;
 }
 
-planner::Prediction PredictionFromProto(const v1::Prediction& p) {
-  planner::Prediction out;
+costmodel::Prediction PredictionFromProto(const v1::Prediction& p) {
+  costmodel::Prediction out;
   out.step_time_s = p.step_time_s();
   out.tokens_per_s = p.tokens_per_s();
   out.tokens_per_s_per_gpu = p.tokens_per_s_per_gpu();
@@ -481,14 +481,14 @@ planner::Prediction PredictionFromProto(const v1::Prediction& p) {
   out.watts_per_gpu = p.watts_per_gpu();
   out.tokens_per_joule = p.tokens_per_joule();
   if (p.has_full_run()) {
-    out.full_run = planner::FullRunPrediction{p.full_run().days(),
+    out.full_run = costmodel::FullRunPrediction{p.full_run().days(),
                                               p.full_run().energy_mwh(),
                                               p.full_run().gpu_hours()};
   }
   return out;
 }
 
-v1::LayoutEvaluation EvaluationToProto(const planner::LayoutEvaluation& e) {
+v1::LayoutEvaluation EvaluationToProto(const costmodel::LayoutEvaluation& e) {
   v1::LayoutEvaluation out;
   *out.mutable_layout() = LayoutToProto(e.layout);
   out.set_feasible(e.feasible);
@@ -497,9 +497,9 @@ v1::LayoutEvaluation EvaluationToProto(const planner::LayoutEvaluation& e) {
   return out;
 }
 
-absl::StatusOr<planner::LayoutEvaluation> EvaluationFromProto(
+absl::StatusOr<costmodel::LayoutEvaluation> EvaluationFromProto(
     const v1::LayoutEvaluation& p) {
-  planner::LayoutEvaluation out;
+  costmodel::LayoutEvaluation out;
   TESSERA_ASSIGN_OR_RETURN(out.layout, LayoutFromProto(p.layout()));
   out.feasible = p.feasible();
   out.reason = p.reason();
@@ -507,7 +507,7 @@ absl::StatusOr<planner::LayoutEvaluation> EvaluationFromProto(
   return out;
 }
 
-v1::StepTimeInterval IntervalToProto(const planner::StepTimeInterval& i) {
+v1::StepTimeInterval IntervalToProto(const costmodel::StepTimeInterval& i) {
   v1::StepTimeInterval out;
   out.set_low_s(i.low_s);
   out.set_high_s(i.high_s);
@@ -515,15 +515,15 @@ v1::StepTimeInterval IntervalToProto(const planner::StepTimeInterval& i) {
   return out;
 }
 
-planner::StepTimeInterval IntervalFromProto(const v1::StepTimeInterval& p) {
+costmodel::StepTimeInterval IntervalFromProto(const v1::StepTimeInterval& p) {
   return {.low_s = p.low_s(), .high_s = p.high_s(), .log_sd = p.log_sd()};
 }
 
-v1::PlanUncertainty PlanUncertaintyToProto(const planner::PlanUncertainty& u) {
+v1::PlanUncertainty PlanUncertaintyToProto(const costmodel::PlanUncertainty& u) {
   v1::PlanUncertainty out;
   out.set_source(u.spreads.source);
   out.set_model_log_sd(u.spreads.model_log_sd);
-  for (const planner::StepTimeInterval& i : u.ranking.intervals) {
+  for (const costmodel::StepTimeInterval& i : u.ranking.intervals) {
     *out.add_candidates() = IntervalToProto(i);
   }
   for (const bool within : u.ranking.within_error_of_best) {
@@ -535,9 +535,9 @@ v1::PlanUncertainty PlanUncertaintyToProto(const planner::PlanUncertainty& u) {
   return out;
 }
 
-planner::PlanUncertainty PlanUncertaintyFromProto(
+costmodel::PlanUncertainty PlanUncertaintyFromProto(
     const v1::PlanUncertainty& p) {
-  planner::PlanUncertainty out;
+  costmodel::PlanUncertainty out;
   out.spreads.source = p.source();
   out.spreads.model_log_sd = p.model_log_sd();
   for (const v1::StepTimeInterval& i : p.candidates()) {
@@ -551,20 +551,20 @@ planner::PlanUncertainty PlanUncertaintyFromProto(
   return out;
 }
 
-v1::PlanResponse PlanResponseFromResult(const planner::SearchResult& r) {
+v1::PlanResponse PlanResponseFromResult(const costmodel::SearchResult& r) {
   v1::PlanResponse out;
   out.set_searched(r.searched);
   out.set_scored(r.scored);
   out.set_feasible(r.feasible);
   out.set_elapsed_ms(r.elapsed_ms);
-  for (const planner::LayoutEvaluation& e : r.candidates) {
+  for (const costmodel::LayoutEvaluation& e : r.candidates) {
     *out.add_candidates() = EvaluationToProto(e);
   }
   if (r.feasible > 0) {
     *out.mutable_best_throughput() = EvaluationToProto(r.best_throughput);
     *out.mutable_best_energy() = EvaluationToProto(r.best_energy);
   }
-  for (const planner::LayoutEvaluation& e : r.pareto) {
+  for (const costmodel::LayoutEvaluation& e : r.pareto) {
     *out.add_pareto() = EvaluationToProto(e);
   }
   for (const auto& [reason, count] : r.rejected) {
@@ -573,15 +573,15 @@ v1::PlanResponse PlanResponseFromResult(const planner::SearchResult& r) {
   return out;
 }
 
-absl::StatusOr<planner::SearchResult> SearchResultFromPlanResponse(
+absl::StatusOr<costmodel::SearchResult> SearchResultFromPlanResponse(
     const v1::PlanResponse& p) {
-  planner::SearchResult out;
+  costmodel::SearchResult out;
   out.searched = p.searched();
   out.scored = p.scored();
   out.feasible = p.feasible();
   out.elapsed_ms = p.elapsed_ms();
   for (const v1::LayoutEvaluation& e : p.candidates()) {
-    TESSERA_ASSIGN_OR_RETURN(planner::LayoutEvaluation c,
+    TESSERA_ASSIGN_OR_RETURN(costmodel::LayoutEvaluation c,
                              EvaluationFromProto(e));
     out.candidates.push_back(std::move(c));
   }
@@ -594,7 +594,7 @@ absl::StatusOr<planner::SearchResult> SearchResultFromPlanResponse(
                              EvaluationFromProto(p.best_energy()));
   }
   for (const v1::LayoutEvaluation& e : p.pareto()) {
-    TESSERA_ASSIGN_OR_RETURN(planner::LayoutEvaluation c,
+    TESSERA_ASSIGN_OR_RETURN(costmodel::LayoutEvaluation c,
                              EvaluationFromProto(e));
     out.pareto.push_back(std::move(c));
   }

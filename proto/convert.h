@@ -7,7 +7,7 @@
 //   TESSERA_ASSIGN_OR_RETURN(v1::StudySpec spec, ReadStudySpecFile(path));
 //   TESSERA_ASSIGN_OR_RETURN(Workload workload, WorkloadFromSpec(spec));
 //   v1::PlanResponse response = PlanResponseFromResult(result);
-//   TESSERA_ASSIGN_OR_RETURN(planner::SearchResult back,
+//   TESSERA_ASSIGN_OR_RETURN(costmodel::SearchResult back,
 //                            SearchResultFromPlanResponse(response));
 #pragma once
 
@@ -15,10 +15,10 @@
 #include "core/layout.h"
 #include "core/model_overrides.h"
 #include "core/workload.h"
-#include "planner/prediction.h"
-#include "planner/search/plan_uncertainty.h"
-#include "planner/search/scale_search.h"
-#include "planner/search/search.h"
+#include "costmodel/prediction.h"
+#include "costmodel/search/plan_uncertainty.h"
+#include "costmodel/search/scale_search.h"
+#include "costmodel/search/search.h"
 #include "tessera/v1/specs.pb.h"
 
 namespace tessera {
@@ -47,15 +47,15 @@ absl::StatusOr<TrainingConfig> TrainingFromSpec(const v1::TrainingSpec& spec);
 absl::StatusOr<Workload> WorkloadFromSpec(const v1::StudySpec& spec);
 
 // The search options (top: 10 when absent). Errors name "search.<field>".
-absl::StatusOr<planner::SearchOptions> SearchOptionsFromSpec(
+absl::StatusOr<costmodel::SearchOptions> SearchOptionsFromSpec(
     const v1::SearchOptions& spec);
 
 // The GPU count's search of `spec` (search.scale) over its layout search
 // (SearchOptionsFromSpec): the objective ("" is time, or energy with a
 // deadline), the deadline (0: none), the idle charge and the node counts.
 // Errors name "search.scale.<field>"; counts against the cluster are checked
-// by planner::ValidateScaleOptions.
-absl::StatusOr<planner::ScaleOptions> ScaleOptionsFromSpec(
+// by costmodel::ValidateScaleOptions.
+absl::StatusOr<costmodel::ScaleOptions> ScaleOptionsFromSpec(
     const v1::SearchOptions& spec);
 
 // A spec that states every figure of `workload` explicitly (and the presets'
@@ -71,26 +71,26 @@ v1::Layout LayoutToProto(const Layout& layout);
 // INVALID_ARGUMENT naming "layout.<field>", with core ParseLayout's bounds.
 absl::StatusOr<Layout> LayoutFromProto(const v1::Layout& proto);
 
-v1::Prediction PredictionToProto(const planner::Prediction& prediction);
+v1::Prediction PredictionToProto(const costmodel::Prediction& prediction);
 // full_run is set when the message has one.
-planner::Prediction PredictionFromProto(const v1::Prediction& proto);
+costmodel::Prediction PredictionFromProto(const v1::Prediction& proto);
 
 v1::LayoutEvaluation EvaluationToProto(
-    const planner::LayoutEvaluation& evaluation);
+    const costmodel::LayoutEvaluation& evaluation);
 // Fails only when the layout does (LayoutFromProto).
-absl::StatusOr<planner::LayoutEvaluation> EvaluationFromProto(
+absl::StatusOr<costmodel::LayoutEvaluation> EvaluationFromProto(
     const v1::LayoutEvaluation& proto);
 
-v1::StepTimeInterval IntervalToProto(const planner::StepTimeInterval& i);
-planner::StepTimeInterval IntervalFromProto(const v1::StepTimeInterval& proto);
-v1::PlanUncertainty PlanUncertaintyToProto(const planner::PlanUncertainty& u);
+v1::StepTimeInterval IntervalToProto(const costmodel::StepTimeInterval& i);
+costmodel::StepTimeInterval IntervalFromProto(const v1::StepTimeInterval& proto);
+v1::PlanUncertainty PlanUncertaintyToProto(const costmodel::PlanUncertainty& u);
 // The spreads carry only their source and model error (what readers see).
-planner::PlanUncertainty PlanUncertaintyFromProto(
+costmodel::PlanUncertainty PlanUncertaintyFromProto(
     const v1::PlanUncertainty& proto);
 
 // best_throughput and best_energy are left out when nothing is feasible.
-v1::PlanResponse PlanResponseFromResult(const planner::SearchResult& result);
-absl::StatusOr<planner::SearchResult> SearchResultFromPlanResponse(
+v1::PlanResponse PlanResponseFromResult(const costmodel::SearchResult& result);
+absl::StatusOr<costmodel::SearchResult> SearchResultFromPlanResponse(
     const v1::PlanResponse& response);
 
 }  // namespace tessera

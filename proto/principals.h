@@ -5,7 +5,7 @@
 // with a token or certificate Callers knows; the services then ask Callers
 // who the call is (from the call's own metadata: gRPC's AuthContext is the
 // connection's, shared by every call on it) and check the role
-// (planner/service/access.h).
+// (service/access.h).
 //
 // The file, one principal a line ('#' starts a comment):
 //

@@ -15,9 +15,9 @@
 #include "core/status_macros.h"
 #include "core/units.h"
 #include "nlohmann/json.hpp"
-#include "planner/stacks/training_stack.h"
-#include "planner/validation/published_runs.h"
-#include "planner/validation/sweep_collectives.h"
+#include "costmodel/stacks/training_stack.h"
+#include "costmodel/published/published_runs.h"
+#include "costmodel/published/sweep_collectives.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
 
@@ -104,7 +104,7 @@ SweepRow Merge(const std::vector<const Launch*>& launches) {
 // Finishes the groups: one row per layout, names made unique, too-small
 // groups reported as skipped.
 void Finish(Grouping& grouping,
-            const std::vector<planner::CollectiveMeasurement>& collectives,
+            const std::vector<costmodel::CollectiveMeasurement>& collectives,
             const SweepReadOptions& options, MeasuredSweep* out) {
   std::map<std::string, int64_t> name_uses;
   for (GroupBuilder& g : grouping.groups()) {
@@ -236,7 +236,7 @@ absl::StatusOr<v1::StudySpec> RowSpec(const Json& row, const Json& file,
   if (!TextOr(row, "mlp").empty()) m->set_mlp(TextOr(row, "mlp"));
 
   TESSERA_ASSIGN_OR_RETURN(const std::string gpu, String(row, "gpu"));
-  const std::optional<std::string> preset = planner::GpuPresetOfName(gpu);
+  const std::optional<std::string> preset = costmodel::GpuPresetOfName(gpu);
   if (!preset) {
     return absl::InvalidArgumentError(
         absl::StrCat("gpu: \"", gpu, "\" is not a known GPU (H100, H200, A100)"));
@@ -262,7 +262,7 @@ absl::StatusOr<v1::StudySpec> RowSpec(const Json& row, const Json& file,
   std::string stack = TextOr(row, "stack");
   if (stack.empty()) stack = TextOr(file, "stack");
   if (stack.empty()) stack = options.stack;
-  if (stack.empty()) stack = planner::StackOfSource(TextOr(row, "source"));
+  if (stack.empty()) stack = costmodel::StackOfSource(TextOr(row, "source"));
   if (stack.empty()) {
     return absl::InvalidArgumentError(
         "stack: the row names no training stack and its source names none "
@@ -298,8 +298,8 @@ absl::StatusOr<Layout> RowLayout(const Json& row) {
 absl::StatusOr<Layout> RunnableLayout(Layout l, const Workload& w) {
   TESSERA_ASSIGN_OR_RETURN(
       l, ResolveLayout(l, w.cluster.world_size(), w.training.global_batch));
-  TESSERA_ASSIGN_OR_RETURN(const planner::TrainingStack stack,
-                           planner::StackForTraining(w.training));
+  TESSERA_ASSIGN_OR_RETURN(const costmodel::TrainingStack stack,
+                           costmodel::StackForTraining(w.training));
   TESSERA_RETURN_IF_ERROR(CheckLayoutFitsModel(
       l, w.model, w.training.seq_len, stack.layouts.uneven_interleaving));
   TESSERA_RETURN_IF_ERROR(stack.CanRun(l, w.training.precision));
@@ -360,8 +360,8 @@ absl::StatusOr<MeasuredSweep> ParseSweepRows(const Json& file,
     grouping.Of(WorkloadKey(*spec), name, *spec, *workload)
         .launches.push_back(std::move(launch));
   }
-  absl::StatusOr<std::vector<planner::CollectiveMeasurement>> collectives =
-      planner::SweepCollectives(file, gpus_per_node);
+  absl::StatusOr<std::vector<costmodel::CollectiveMeasurement>> collectives =
+      costmodel::SweepCollectives(file, gpus_per_node);
   if (!collectives.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": ", collectives.status().message()));
@@ -374,16 +374,16 @@ absl::StatusOr<MeasuredSweep> ParseSweepRows(const Json& file,
 absl::StatusOr<MeasuredSweep> ParsePublished(absl::string_view text,
                                              absl::string_view source,
                                              const SweepReadOptions& options) {
-  TESSERA_ASSIGN_OR_RETURN(const planner::PublishedRuns runs,
-                           planner::ParsePublishedRuns(text, source));
+  TESSERA_ASSIGN_OR_RETURN(const costmodel::PublishedRuns runs,
+                           costmodel::ParsePublishedRuns(text, source));
   MeasuredSweep out;
   out.source = std::string(source);
   out.format = "published";
-  for (const planner::UnmappedRun& u : runs.unmapped) {
+  for (const costmodel::UnmappedRun& u : runs.unmapped) {
     out.skipped.push_back(absl::StrCat("row ", u.index, ": ", u.reason));
   }
   Grouping grouping;
-  for (const planner::PublishedRun& r : runs.runs) {
+  for (const costmodel::PublishedRun& r : runs.runs) {
     v1::StudySpec spec = SpecFromWorkload(r.workload);
     absl::StatusOr<Layout> layout = RunnableLayout(r.layout, r.workload);
     if (!layout.ok()) {

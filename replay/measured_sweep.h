@@ -18,7 +18,7 @@
 //     ...}) is the cluster's measured bus bandwidth, given to the planner as
 //     `tessera calibrate --collectives` would.
 //   - published runs (shared/data/measured_published.json, rows without
-//     "status"): mapped by planner/validation/published_runs.h; its groups
+//     "status"): mapped by costmodel/published/published_runs.h; its groups
 //     of rows that differ only in layout, every row measured.
 //   - `tessera trials -o json` (a JSON array of trials): one group per study
 //     and trial world, from the ok trials' "ran" spec; failed trials of the
@@ -42,7 +42,7 @@
 #include "core/layout.h"
 #include "core/trial_result.h"
 #include "core/workload.h"
-#include "planner/comm/measured_collectives.h"
+#include "costmodel/calibration/measured_collectives.h"
 #include "tessera/v1/specs.pb.h"
 
 namespace tessera::replay {
@@ -65,7 +65,7 @@ struct SweepGroup {
   Workload workload;   // WorkloadFromSpec(spec)
   std::vector<SweepRow> rows;
   // The cluster's measured collectives (empty: none given).
-  std::vector<planner::CollectiveMeasurement> collectives;
+  std::vector<costmodel::CollectiveMeasurement> collectives;
 
   // The best measured tokens/s per GPU (0 when nothing ran).
   double BestTokensPerSPerGpu() const;

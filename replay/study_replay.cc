@@ -15,11 +15,12 @@
 #include "core/model_flops.h"
 #include "core/status_macros.h"
 #include "db/sqlite_trial_store.h"
-#include "planner/calibration/calibration_file.h"
-#include "planner/stacks/stack_calibration.h"
-#include "planner/service/planner.h"
-#include "planner/service/recalibration.h"
-#include "planner/service/trial_geometry.h"
+#include "costmodel/calibration/calibration_file.h"
+#include "costmodel/fit/fit_file.h"
+#include "costmodel/stacks/stack_calibration.h"
+#include "service/planner.h"
+#include "service/recalibration.h"
+#include "service/trial_geometry.h"
 #include "proto/convert.h"
 #include "replay/replay_noise.h"
 
@@ -138,17 +139,17 @@ absl::StatusOr<std::vector<Layout>> PlanOrder(service::Studies& studies,
   TESSERA_ASSIGN_OR_RETURN(const service::StudyPlan plan, studies.Plan(spec));
   std::vector<Layout> order;
   std::set<std::string> seen;
-  for (const planner::LayoutEvaluation& e : plan.result.candidates) {
+  for (const costmodel::LayoutEvaluation& e : plan.result.candidates) {
     order.push_back(e.layout);
     seen.insert(SweepKey(e.layout));
   }
-  TESSERA_ASSIGN_OR_RETURN(const planner::Calibration defaults,
-                           planner::DefaultCalibration(group.workload));
+  TESSERA_ASSIGN_OR_RETURN(const costmodel::Calibration defaults,
+                           costmodel::DefaultCalibration(group.workload));
   std::vector<std::pair<double, Layout>> rest;
   for (const SweepRow& row : group.rows) {
     if (seen.count(SweepKey(row.layout)) > 0) continue;
-    const planner::LayoutEvaluation e =
-        planner::PredictLayout(group.workload, row.layout, defaults);
+    const costmodel::LayoutEvaluation e =
+        costmodel::PredictLayout(group.workload, row.layout, defaults);
     rest.emplace_back(e.prediction.memory.total_bytes, row.layout);
   }
   std::stable_sort(rest.begin(), rest.end(),
@@ -241,17 +242,17 @@ absl::StatusOr<v1::StudySpec> StudyReplayer::Prepare(
 
   // The cluster's measured collectives, imported once.
   if (!group.collectives.empty()) {
-    TESSERA_ASSIGN_OR_RETURN(planner::Calibration prior,
-                             planner::DefaultCalibration(group.workload));
+    TESSERA_ASSIGN_OR_RETURN(costmodel::Calibration prior,
+                             costmodel::DefaultCalibration(group.workload));
     prior.collectives =
-        std::make_shared<planner::MeasuredCollectives>(group.collectives);
-    planner::CalibrationFile file = planner::MakeCalibrationFile(
+        std::make_shared<costmodel::MeasuredCollectives>(group.collectives);
+    costmodel::CalibrationFile file = costmodel::MakeCalibrationFile(
         group.workload.training.stack, {}, group.workload.cluster.gpu, prior,
         nullptr);
     file.fitted_from.push_back(absl::StrCat(
         "collectives: the sweep's measured bus bandwidth (", group.name, ")"));
     v1::ImportCalibrationRequest request;
-    request.set_calibration_json(planner::CalibrationFileJson(file));
+    request.set_calibration_json(costmodel::CalibrationFileJson(file));
     request.set_source("the sweep's collectives");
     const std::string key =
         absl::StrCat(file.gpu, "|", group.workload.training.stack, "|",

@@ -1,5 +1,5 @@
 // A study replayed against a measured sweep: the planner's own study loop
-// (planner/service: Planner, Studies, Leases over a real SQLite store, so
+// (costmodel/service: Planner, Studies, Leases over a real SQLite store, so
 // the same ranking, successive halving, refits, stopping rule and
 // recommendation as tessera-planner) where the agents do not execute a
 // trial but look its outcome up in the sweep group (measured tokens/s and

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
-#include "planner/service/trial_options.h"
+#include "service/trial_options.h"
 #include "proto/convert.h"
 #include "replay/replay_noise.h"
 

@@ -34,8 +34,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "planner/prediction.h"
-#include "planner/stacks/stack_calibration.h"
+#include "costmodel/prediction.h"
+#include "costmodel/stacks/stack_calibration.h"
 #include "replay/measured_sweep.h"
 #include "replay/replay_noise.h"
 #include "replay/sweep_replay.h"
@@ -45,7 +45,7 @@ namespace {
 
 struct Scenario {
   std::string name;
-  std::function<void(planner::Calibration&)> perturb;
+  std::function<void(costmodel::Calibration&)> perturb;
   // A factor on each layout's true tokens/s the model knows nothing of
   // (log-sd per layout, and per model-parallel shape), drawn per seed.
   double layout_log_sd = 0;
@@ -53,39 +53,39 @@ struct Scenario {
 };
 
 std::vector<Scenario> Scenarios() {
-  auto network = [](planner::Calibration& c) {
+  auto network = [](costmodel::Calibration& c) {
     c.inter_node_bw_efficiency *= 0.4;
     c.ring_latency_factor *= 4;
   };
-  auto compute = [](planner::Calibration& c) {
+  auto compute = [](costmodel::Calibration& c) {
     c.gemm_peak_efficiency *= 0.8;
     c.attention_efficiency *= 0.6;
     c.elementwise_traffic_factor *= 1.5;
   };
-  auto memory = [](planner::Calibration& c) {
+  auto memory = [](costmodel::Calibration& c) {
     c.memory_fragmentation += 0.15;
     c.memory_fixed_overhead_gib += 6;
   };
   return {
-      {"exact", [](planner::Calibration&) {}},
+      {"exact", [](costmodel::Calibration&) {}},
       {"network", network},
       {"compute", compute},
       {"overlap",
-       [](planner::Calibration& c) {
+       [](costmodel::Calibration& c) {
          c.dp_overlap_efficiency *= 0.3;
          c.tp_overlap_efficiency *= 0.3;
          c.pp_overlap_efficiency *= 0.3;
        }},
       {"memory", memory},
       {"mixed",
-       [=](planner::Calibration& c) {
+       [=](costmodel::Calibration& c) {
          network(c);
          compute(c);
          memory(c);
        }},
-      {"scatter10", [](planner::Calibration&) {}, 0.10, 0},
-      {"scatter20", [](planner::Calibration&) {}, 0.20, 0},
-      {"shape15", [](planner::Calibration&) {}, 0.03, 0.15},
+      {"scatter10", [](costmodel::Calibration&) {}, 0.10, 0},
+      {"scatter20", [](costmodel::Calibration&) {}, 0.20, 0},
+      {"shape15", [](costmodel::Calibration&) {}, 0.03, 0.15},
   };
 }
 
@@ -97,10 +97,10 @@ SweepGroup WithTruth(const SweepGroup& g, const Scenario& s, uint64_t seed) {
   Workload w = g.workload;
   w.cluster.memory_headroom_fraction.reset();
   w.cluster.memory_headroom_bytes = 0;
-  planner::Calibration truth = *planner::DefaultCalibration(w);
+  costmodel::Calibration truth = *costmodel::DefaultCalibration(w);
   s.perturb(truth);
   for (SweepRow& row : out.rows) {
-    const planner::LayoutEvaluation e = planner::PredictLayout(w, row.layout, truth);
+    const costmodel::LayoutEvaluation e = costmodel::PredictLayout(w, row.layout, truth);
     row.peak_memory_bytes.reset();
     if (e.feasible) {
       const Layout& l = row.layout;

@@ -453,7 +453,7 @@ int main(int argc, char** argv) {
   o.planner_binary =
       planner_binary.value_or((std::filesystem::canonical("/proc/self/exe")
                                    .parent_path() /
-                               "../../planner/service/tessera-planner")
+                               "../../service/tessera-planner")
                                   .lexically_normal()
                                   .string());
   if (planner_args.has_value()) {

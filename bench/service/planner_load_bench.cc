@@ -51,7 +51,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
-#include "planner/service/server.h"
+#include "service/server.h"
 #include "proto/convert.h"
 #include "tessera/v1/service.grpc.pb.h"
 #include "tests/service/planner/maximal_plan.h"

@@ -3,9 +3,9 @@
 // every rank of a world (one process per rank across agents: the TCP
 // communicator on CPU, NCCL on GPUs) over a range of message sizes. Agents
 // run it through `tessera-trial --probe-collectives` when the planner asks
-// for a cluster probe (planner/service/cluster_probe.h); the planner stores
+// for a cluster probe (service/cluster_probe.h); the planner stores
 // the figures with the cluster and the cost model reads them as it reads a
-// user's nccl-tests output (planner/comm/measured_collectives.h).
+// user's nccl-tests output (costmodel/calibration/measured_collectives.h).
 //
 // Conventions are nccl-tests' (its doc/PERFORMANCE.md): `bytes` is the whole
 // buffer (the AllGather output, the ReduceScatter input, the AllReduce

@@ -14,10 +14,10 @@
 #include "core/trial_result.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "planner/calibration/calibration_file.h"
-#include "planner/calibration/prediction_uncertainty.h"
-#include "planner/prediction.h"
-#include "planner/stacks/stack_calibration.h"
+#include "costmodel/calibration/calibration_file.h"
+#include "costmodel/fit/prediction_uncertainty.h"
+#include "costmodel/prediction.h"
+#include "costmodel/stacks/stack_calibration.h"
 #include "tests/cli/cli_test_util.h"
 
 namespace tessera::cli {
@@ -54,7 +54,7 @@ Workload WorkloadOf(int64_t nodes, int64_t global_batch) {
 // Runs "measured" as the cost model predicts them under `truth`: a GEMM
 // rate 15% below the stack's default.
 std::string TruthRuns() {
-  planner::Calibration truth = *planner::DefaultCalibration(WorkloadOf(1, 16));
+  costmodel::Calibration truth = *costmodel::DefaultCalibration(WorkloadOf(1, 16));
   truth.gemm_peak_efficiency = 0.68;
   truth.memory_fixed_overhead_gib = 3;
   std::string text = "# synthetic runs\n";
@@ -68,8 +68,8 @@ std::string TruthRuns() {
               {4, 64, "tp=4,sp=1,zero=3,micro_batch=4"}};
   for (const auto& r : runs) {
     const Workload w = WorkloadOf(r.nodes, r.batch);
-    const planner::LayoutEvaluation e =
-        planner::PredictLayout(w, *ParseLayout(r.layout), truth);
+    const costmodel::LayoutEvaluation e =
+        costmodel::PredictLayout(w, *ParseLayout(r.layout), truth);
     EXPECT_TRUE(e.feasible) << r.layout << ": " << e.reason;
     absl::StrAppend(
         &text,
@@ -92,8 +92,8 @@ TEST(CalibrateCommandTest, FitsWritesAndIsUsedByPredict) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("5 runs, 0 skipped"), std::string::npos) << r.out;
-  absl::StatusOr<planner::CalibrationFile> f =
-      planner::ReadCalibrationFile(cal);
+  absl::StatusOr<costmodel::CalibrationFile> f =
+      costmodel::ReadCalibrationFile(cal);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(f->stack, "torchtitan");
   EXPECT_EQ(f->gpu, "h100-sxm");
@@ -106,7 +106,7 @@ TEST(CalibrateCommandTest, FitsWritesAndIsUsedByPredict) {
   EXPECT_EQ(f->prior.gemm_peak_efficiency, 0.80);
   // Every coefficient is in the file, with its prior and whether fitted.
   const json j = json::parse(std::ifstream(cal));
-  EXPECT_EQ(j["coefficients"].size(), planner::Calibration::Infos().size());
+  EXPECT_EQ(j["coefficients"].size(), costmodel::Calibration::Infos().size());
   EXPECT_EQ(j["coefficients"]["gemm_peak_efficiency"]["fitted"], true);
   EXPECT_TRUE(
       j["coefficients"]["gemm_peak_efficiency"].contains("posterior_log_sd"));
@@ -144,7 +144,7 @@ TEST(CalibrateCommandTest, FitsWritesAndIsUsedByPredict) {
       "--json"};
   r = RunCli(Concat(Concat({"predict"}, flags), {"--calibration", cal}));
   ASSERT_EQ(r.status, 0) << r.err;
-  const planner::LayoutEvaluation expected = planner::PredictLayout(
+  const costmodel::LayoutEvaluation expected = costmodel::PredictLayout(
       WorkloadOf(2, 64), *ParseLayout("zero=3,micro_batch=2"), f->calibration);
   EXPECT_DOUBLE_EQ(
       json::parse(r.out)["prediction"]["step_time_s"].get<double>(),
@@ -205,7 +205,7 @@ TEST(CalibrateCommandTest, PredictionsCarryTheFitsUncertainty) {
                     j["prediction"]["step_time_s"].get<double>());
   };
   const json defaults = predict("zero=3,micro_batch=2", false);
-  EXPECT_NEAR(log_sd(defaults), planner::kDefaultModelLogSd, 1e-9);
+  EXPECT_NEAR(log_sd(defaults), costmodel::kDefaultModelLogSd, 1e-9);
   EXPECT_NE(defaults["uncertainty_source"].get<std::string>().find("published"),
             std::string::npos);
   const json measured = predict("zero=3,micro_batch=2", true);
@@ -214,7 +214,7 @@ TEST(CalibrateCommandTest, PredictionsCarryTheFitsUncertainty) {
                 "the fit to 5 measured runs"),
             std::string::npos)
       << measured["uncertainty_source"];
-  EXPECT_LT(log_sd(measured), planner::kDefaultModelLogSd);
+  EXPECT_LT(log_sd(measured), costmodel::kDefaultModelLogSd);
   EXPECT_GT(log_sd(unmeasured), 1.5 * log_sd(measured));
   // plan: every candidate's interval, and how many tie with the best.
   r = RunCli({"plan", "--model", "llama3-8b", "--gpu", "h100-sxm", "--nodes",
@@ -346,7 +346,7 @@ TEST(CalibrateCommandTest, TesseraTrialResultsAreMeasurementsAtTheirScale) {
       "trials.jsonl");
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_EQ(m->samples.size(), 2u);
-  const planner::CalibrationSample& cuda = m->samples[0];
+  const costmodel::CalibrationSample& cuda = m->samples[0];
   EXPECT_EQ(cuda.workload.cluster.nodes, 2);
   EXPECT_EQ(cuda.workload.cluster.gpus_per_node, 8);
   EXPECT_EQ(cuda.workload.training.global_batch, 32);
@@ -360,7 +360,7 @@ TEST(CalibrateCommandTest, TesseraTrialResultsAreMeasurementsAtTheirScale) {
   EXPECT_EQ(*cuda.watts_per_gpu, 600);
   // 4 ranks, fewer than a node: one node of 4. A cpu trial's split and
   // memory are not the cost model's (the planner's own fits skip them).
-  const planner::CalibrationSample& cpu = m->samples[1];
+  const costmodel::CalibrationSample& cpu = m->samples[1];
   EXPECT_EQ(cpu.workload.cluster.nodes, 1);
   EXPECT_EQ(cpu.workload.cluster.gpus_per_node, 4);
   EXPECT_FALSE(cpu.compute_s.has_value());
@@ -421,8 +421,8 @@ TEST(CalibrateCommandTest, MeasuredCollectivesReachThePlan) {
   CliRun r = RunCli({"calibrate", "--collectives", csv, "--gpu", "h100-sxm",
                      "--stack", "torchtitan", "--out", cal});
   ASSERT_EQ(r.status, 0) << r.err;
-  absl::StatusOr<planner::CalibrationFile> f =
-      planner::ReadCalibrationFile(cal);
+  absl::StatusOr<costmodel::CalibrationFile> f =
+      costmodel::ReadCalibrationFile(cal);
   ASSERT_TRUE(f.ok()) << f.status();
   ASSERT_NE(f->calibration.collectives, nullptr);
   EXPECT_EQ(f->calibration.collectives->measurements().size(), 4u);

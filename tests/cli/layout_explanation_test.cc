@@ -17,9 +17,9 @@ namespace {
 
 using nlohmann::json;
 
-planner::Prediction Step(double compute, double tp, double dp, double pp,
+costmodel::Prediction Step(double compute, double tp, double dp, double pp,
                          double bubble) {
-  planner::Prediction p;
+  costmodel::Prediction p;
   p.compute_s = compute;
   p.tp_exposed_s = tp;
   p.dp_exposed_s = dp;
@@ -31,7 +31,7 @@ planner::Prediction Step(double compute, double tp, double dp, double pp,
 }
 
 TEST(LayoutExplanationTest, StepAccountNamesEachExposedKindLargestFirst) {
-  const planner::Prediction p = Step(1.0, 0.05, 0.15, 0, 0.034);
+  const costmodel::Prediction p = Step(1.0, 0.05, 0.15, 0, 0.034);
   EXPECT_EQ(StepAccount(p),
             "1.2340 s = compute 1.0000 + exposed comm 0.2000 (dp 0.1500, tp "
             "0.0500) + bubble 0.0340");
@@ -42,8 +42,8 @@ TEST(LayoutExplanationTest, StepAccountNamesEachExposedKindLargestFirst) {
 TEST(LayoutExplanationTest, WhatSeparatesGivesTheDifferencesLargestFirst) {
   // Best: 1.0 s of compute. Other: +0.05 s tp, +0.10 s bubble, -0.02 s
   // compute, +0.001 s dp (0.1% of the best step: below the 0.5% shown).
-  const planner::Prediction best = Step(1.0, 0, 0, 0, 0);
-  planner::Prediction other = Step(0.98, 0.05, 0.001, 0, 0.10);
+  const costmodel::Prediction best = Step(1.0, 0, 0, 0, 0);
+  costmodel::Prediction other = Step(0.98, 0.05, 0.001, 0, 0.10);
   other.memory.total_bytes = 10.0 * (1 << 30);
   EXPECT_EQ(WhatSeparates(other, best),
             "+13.1% step time vs the best: bubble +0.1 s, exposed tp comm "

@@ -1,4 +1,4 @@
-// The service commands against a real planner (planner/service/server.h's
+// The service commands against a real planner (service/server.h's
 // PlannerServer on 127.0.0.1:0 with a temporary database): submit, watch,
 // studies, trials, best, history, cancel, and plan/predict through
 // --planner, end to end over gRPC. No agent runs here, so trials stay
@@ -26,7 +26,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "planner/service/server.h"
+#include "service/server.h"
 #include "proto/convert.h"
 #include "tessera/v1/service.grpc.pb.h"
 #include "tests/cli/cli_test_util.h"

@@ -1,5 +1,5 @@
 // Principals and roles end to end (issue 15; proto/principals.h,
-// planner/service/access.h): a real planner on 127.0.0.1 serving TLS with a
+// service/access.h): a real planner on 127.0.0.1 serving TLS with a
 // principals file (an admin, two users, an agent) and a client CA, and
 // callers that are each of them, or an agent with a client certificate.
 // Before, one shared token let anyone cancel anyone's study, register as a
@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "planner/service/server.h"
+#include "service/server.h"
 #include "proto/principals.h"
 #include "proto/transport_security.h"
 #include "tessera/v1/service.grpc.pb.h"

@@ -17,7 +17,7 @@
 #include "agents/planner_client.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "planner/service/server.h"
+#include "service/server.h"
 #include "proto/transport_security.h"
 #include "tessera/v1/service.grpc.pb.h"
 #include "tests/cli/cli_test_util.h"

@@ -5,8 +5,8 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "planner/prediction.h"
-#include "planner/stacks/stack_calibration.h"
+#include "costmodel/prediction.h"
+#include "costmodel/stacks/stack_calibration.h"
 #include "tests/cli/cli_test_util.h"
 
 namespace tessera::cli {
@@ -47,9 +47,9 @@ TEST(PredictCommandTest, FeasibleLayoutJson) {
   EXPECT_EQ(l["recompute"], "none");
   // The printed prediction is the cost model's with the default stack's
   // coefficients, field for field.
-  const planner::LayoutEvaluation e =
-      planner::PredictLayout(Example(), *ParseLayout(kLayout),
-                             *planner::DefaultCalibration(Example()));
+  const costmodel::LayoutEvaluation e =
+      costmodel::PredictLayout(Example(), *ParseLayout(kLayout),
+                             *costmodel::DefaultCalibration(Example()));
   ASSERT_TRUE(e.feasible) << e.reason;
   const json& p = j["prediction"];
   EXPECT_EQ(p["step_time_s"].get<double>(), e.prediction.step_time_s);

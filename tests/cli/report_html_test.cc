@@ -17,9 +17,9 @@
 #include "cli/report_predictions.h"
 #include "cli/svg_chart.h"
 #include "gtest/gtest.h"
-#include "planner/calibration/calibration.h"
-#include "planner/service/study_queries.h"
-#include "planner/stacks/stack_calibration.h"
+#include "costmodel/calibration/calibration.h"
+#include "service/study_queries.h"
+#include "costmodel/stacks/stack_calibration.h"
 
 namespace tessera::cli {
 namespace {
@@ -465,7 +465,7 @@ StudyReport CalibratedReport(double* default_gemm) {
   spec.mutable_cluster()->set_gpus_per_node(2);
   absl::StatusOr<Workload> w = service::StudyWorkload(spec, r.recommendation);
   EXPECT_TRUE(w.ok()) << w.status();
-  absl::StatusOr<planner::Calibration> d = planner::DefaultCalibration(*w);
+  absl::StatusOr<costmodel::Calibration> d = costmodel::DefaultCalibration(*w);
   EXPECT_TRUE(d.ok()) << d.status();
   *default_gemm = d->gemm_peak_efficiency;
   auto& c = *r.recommendation.mutable_calibration();

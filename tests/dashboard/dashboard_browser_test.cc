@@ -28,7 +28,7 @@
 #include "db/sqlite_trial_store.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "planner/service/server.h"
+#include "service/server.h"
 #include "tests/cli/browser_test_util.h"
 #include "tests/cli/cli_test_util.h"
 

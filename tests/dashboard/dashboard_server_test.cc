@@ -21,7 +21,7 @@
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "planner/service/server.h"
+#include "service/server.h"
 #include "proto/principals.h"
 #include "tests/cli/browser_test_util.h"
 #include "tests/cli/cli_test_util.h"

@@ -10,8 +10,8 @@
 #include "core/layout.h"
 #include "core/layout_json.h"
 #include "core/model.h"
-#include "planner/calibration/calibration.h"
-#include "planner/prediction.h"
+#include "costmodel/calibration/calibration.h"
+#include "costmodel/prediction.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
 
@@ -28,13 +28,13 @@ void Check(bool ok, const char* what) {
 
 // Checks what holds for every prediction of any layout on a valid workload.
 void CheckPrediction(const Workload& workload, const Layout& layout) {
-  const planner::LayoutEvaluation e =
-      planner::PredictLayout(workload, layout, planner::Calibration{});
+  const costmodel::LayoutEvaluation e =
+      costmodel::PredictLayout(workload, layout, costmodel::Calibration{});
   if (!e.feasible) {
     Check(!e.reason.empty(), "an infeasible layout has a reason");
     return;
   }
-  const planner::Prediction& p = e.prediction;
+  const costmodel::Prediction& p = e.prediction;
   Check(e.layout.world_size() == workload.cluster.world_size(),
         "a feasible layout uses the whole cluster");
   Check(std::isfinite(p.step_time_s) && p.step_time_s > 0,

@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 PLAN = ("cli_test", "PlanCommandTest.*:PredictCommandTest.*")
 NAMES = ("core_test", "KnownNames*")
-EXPORT = ("planner_test", "LayoutExport*:FrameworkOption*")
+EXPORT = ("export_test", "LayoutExport*:FrameworkOption*")
 OUTPUT = ("cli_output_test", "*")
 REPORT = ("cli_service_test", "StudyReport*:TrialTable*")
 SERVICE = ("cli_service_test", "ServiceCommands*")
@@ -43,19 +43,19 @@ MUTATIONS = [
     ("export refusals exit 1 again", "cli/export_flag.cc",
      "return absl::InvalidArgumentError(\n        absl::StrCat(\"--export: \", e.status().message()));",
      "return e.status();", [PLAN]),
-    ("Megatron's FSDP asks for one connection too", "planner/export/megatron_export.cc",
+    ("Megatron's FSDP asks for one connection too", "export/megatron_export.cc",
      "if (model_parallel && old_gpus && !fsdp) {",
      "if (model_parallel && old_gpus) {", [EXPORT]),
-    ("no DeepSpeed recompute note", "planner/export/deepspeed_export.cc",
+    ("no DeepSpeed recompute note", "export/deepspeed_export.cc",
      "if (in.layout.recompute == Recompute::kFull) {",
      "if (false) {", [EXPORT, PLAN]),
-    ("notes not written into the file", "planner/export/megatron_export.cc",
+    ("notes not written into the file", "export/megatron_export.cc",
      "absl::StrAppend(&out, NoteComments(MegatronNotes(in), \"# \"));", "",
      [EXPORT, PLAN]),
-    ("a misspelled Megatron flag", "planner/export/megatron_export.cc",
+    ("a misspelled Megatron flag", "export/megatron_export.cc",
      "arg(\"--norm-epsilon\", m.norm_eps);", "arg(\"--norm-eps\", m.norm_eps);",
      [EXPORT]),
-    ("a misspelled torchtitan field", "planner/export/torchtitan_export.cc",
+    ("a misspelled torchtitan field", "export/torchtitan_export.cc",
      "\"parallelism.enable_sequence_parallel = \"",
      "\"parallelism.enable_sequence_parallelism = \"", [EXPORT]),
     ("every knob looks constant", "cli/plan_output.cc",

@@ -81,7 +81,7 @@ TEST(ConvertTest, ExampleStudyIsThePresetWorkload) {
                           TrainingConfig{512, 4096, 1e12}};
   ExpectSameWorkload(*w, expected);
   EXPECT_EQ(w->cluster.world_size(), 256);
-  absl::StatusOr<planner::SearchOptions> options =
+  absl::StatusOr<costmodel::SearchOptions> options =
       SearchOptionsFromSpec(spec->search());
   ASSERT_TRUE(options.ok());
   EXPECT_EQ(options->top, 10);
@@ -429,8 +429,8 @@ TEST(ConvertTest, LayoutErrorsNameTheField) {
 }
 
 // A prediction whose every field differs, so a swapped field shows.
-planner::Prediction DistinctPrediction(double base, bool full_run) {
-  planner::Prediction p;
+costmodel::Prediction DistinctPrediction(double base, bool full_run) {
+  costmodel::Prediction p;
   double v = base;
   for (double* f : {&p.step_time_s,
                     &p.tokens_per_s,
@@ -459,16 +459,16 @@ planner::Prediction DistinctPrediction(double base, bool full_run) {
     *f = v;
     v += 1.25;
   }
-  if (full_run) p.full_run = planner::FullRunPrediction{v, v + 1, v + 2};
+  if (full_run) p.full_run = costmodel::FullRunPrediction{v, v + 1, v + 2};
   return p;
 }
 
-void ExpectSamePrediction(const planner::Prediction& a,
-                          const planner::Prediction& b) {
-  const planner::Prediction* ps[] = {&a, &b};
+void ExpectSamePrediction(const costmodel::Prediction& a,
+                          const costmodel::Prediction& b) {
+  const costmodel::Prediction* ps[] = {&a, &b};
   std::vector<double> fields[2];
   for (int i = 0; i < 2; ++i) {
-    const planner::Prediction& p = *ps[i];
+    const costmodel::Prediction& p = *ps[i];
     fields[i] = {p.step_time_s,
                  p.tokens_per_s,
                  p.tokens_per_s_per_gpu,
@@ -505,7 +505,7 @@ void ExpectSamePrediction(const planner::Prediction& a,
 
 TEST(ConvertTest, PredictionRoundTrips) {
   for (bool full_run : {false, true}) {
-    const planner::Prediction p = DistinctPrediction(0.5, full_run);
+    const costmodel::Prediction p = DistinctPrediction(0.5, full_run);
     const v1::Prediction proto = PredictionToProto(p);
     EXPECT_EQ(proto.tokens_per_joule(), p.tokens_per_joule);
     EXPECT_EQ(proto.memory_breakdown().activations_bytes(),
@@ -515,9 +515,9 @@ TEST(ConvertTest, PredictionRoundTrips) {
   }
 }
 
-planner::LayoutEvaluation Evaluation(const char* layout, bool feasible,
+costmodel::LayoutEvaluation Evaluation(const char* layout, bool feasible,
                                      double base) {
-  planner::LayoutEvaluation e;
+  costmodel::LayoutEvaluation e;
   e.layout = *ParseLayout(layout);
   e.feasible = feasible;
   e.reason = feasible ? "" : "memory: needs more";
@@ -526,7 +526,7 @@ planner::LayoutEvaluation Evaluation(const char* layout, bool feasible,
 }
 
 TEST(ConvertTest, SearchResultRoundTrips) {
-  planner::SearchResult r;
+  costmodel::SearchResult r;
   r.searched = 1234;
   r.scored = 789;
   r.feasible = 56;
@@ -537,7 +537,7 @@ TEST(ConvertTest, SearchResultRoundTrips) {
   r.best_energy = r.candidates[1];
   r.pareto = {r.candidates[0], r.candidates[1]};
   r.rejected = {{"memory", 100}, {"layout.tp", 7}};
-  absl::StatusOr<planner::SearchResult> back =
+  absl::StatusOr<costmodel::SearchResult> back =
       SearchResultFromPlanResponse(PlanResponseFromResult(r));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->searched, 1234);
@@ -558,7 +558,7 @@ TEST(ConvertTest, SearchResultRoundTrips) {
   EXPECT_EQ(back->rejected, r.rejected);
 
   // Nothing feasible: no best layouts are sent.
-  planner::SearchResult none;
+  costmodel::SearchResult none;
   none.searched = 10;
   none.rejected = {{"memory", 10}};
   const v1::PlanResponse response = PlanResponseFromResult(none);
@@ -569,8 +569,8 @@ TEST(ConvertTest, SearchResultRoundTrips) {
   EXPECT_FALSE(back->best_throughput.feasible);
   EXPECT_EQ(back->rejected.at("memory"), 10);
 
-  planner::LayoutEvaluation infeasible = Evaluation("tp=3", false, 2);
-  absl::StatusOr<planner::LayoutEvaluation> e =
+  costmodel::LayoutEvaluation infeasible = Evaluation("tp=3", false, 2);
+  absl::StatusOr<costmodel::LayoutEvaluation> e =
       EvaluationFromProto(EvaluationToProto(infeasible));
   ASSERT_TRUE(e.ok());
   EXPECT_FALSE(e->feasible);

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "gtest/gtest.h"
-#include "planner/stacks/stack_calibration.h"
+#include "costmodel/stacks/stack_calibration.h"
 #include "proto/convert.h"
 #include "replay/sweep_replay.h"
 
@@ -44,7 +44,7 @@ SweepGroup Synthetic(int64_t nodes,
   g.spec = Spec(nodes);
   g.name = g.spec.name();
   g.workload = *WorkloadFromSpec(g.spec);
-  const planner::Calibration c = *planner::DefaultCalibration(g.workload);
+  const costmodel::Calibration c = *costmodel::DefaultCalibration(g.workload);
   int64_t index = 0;
   for (int64_t tp : {1, 2, 4, 8}) {
     for (int64_t pp : {1, 2, 4}) {
@@ -55,7 +55,7 @@ SweepGroup Synthetic(int64_t nodes,
         l.pp = pp;
         l.zero = 1;
         l.micro_batch = mb;
-        const planner::LayoutEvaluation e = planner::PredictLayout(g.workload, l, c);
+        const costmodel::LayoutEvaluation e = costmodel::PredictLayout(g.workload, l, c);
         if (!e.feasible && e.reason.rfind("memory", 0) != 0) continue;
         SweepRow r;
         r.index = index++;
@@ -214,9 +214,9 @@ TEST(StudyReplayTest, AnOutOfMemoryBestIsFollowedByOneThatNeedsLess) {
       row.outcome = TrialStatus::kOom;
     }
   }
-  const planner::Calibration c = *planner::DefaultCalibration(g.workload);
+  const costmodel::Calibration c = *costmodel::DefaultCalibration(g.workload);
   auto memory = [&](const Layout& l) {
-    return planner::PredictLayout(g.workload, l, c)
+    return costmodel::PredictLayout(g.workload, l, c)
         .prediction.memory.total_bytes;
   };
   absl::StatusOr<StudyReplay> s = r->Replay(g, Quiet());

@@ -4,7 +4,7 @@
 // HOST:PORT"), its stderr kept in a file, stopped with SIGTERM or killed
 // with SIGKILL and started again on the same store and port (a restart).
 //
-//   PlannerProcessOptions o{.binary = "build/planner/service/tessera-planner",
+//   PlannerProcessOptions o{.binary = "build/service/tessera-planner",
 //                           .db_path = "/tmp/x/tessera.db", .cpu = 0};
 //   TESSERA_ASSIGN_OR_RETURN(std::unique_ptr<PlannerProcess> p,
 //                            PlannerProcess::Start(o));

@@ -1,9 +1,9 @@
-// What each role may do (planner/service/access.h), every role against every
+// What each role may do (service/access.h), every role against every
 // check: agents only as themselves and only the AgentService, users and
 // admins the PlannerService, cancelling by owner or admin, calibrations by
 // admins; a caller not told apart (anyone) everything; an unknown caller
 // (neither a known token nor a certificate) nothing.
-#include "planner/service/access.h"
+#include "service/access.h"
 
 #include "gtest/gtest.h"
 

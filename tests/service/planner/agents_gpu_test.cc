@@ -1,4 +1,4 @@
-#include "planner/service/agents_gpu.h"
+#include "service/agents_gpu.h"
 
 #include "gtest/gtest.h"
 

@@ -2,7 +2,7 @@
 // it accepts, refuses past threads + max_queued instead of growing, runs its
 // tasks at a lower CPU priority, and answers everything it accepted before
 // it is destroyed.
-#include "planner/service/background_pool.h"
+#include "service/background_pool.h"
 
 #include <sys/resource.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // Calibration files in and out of the planner's store: what an import
 // holds, when a newer fit of trials refines it, what an export writes, and
 // that a bad import stores nothing.
-#include "planner/service/calibration_exchange.h"
+#include "service/calibration_exchange.h"
 
 #include <cmath>
 #include <memory>
@@ -13,9 +13,10 @@
 #include "core/workload.h"
 #include "db/sqlite_trial_store.h"
 #include "gtest/gtest.h"
-#include "planner/comm/measured_collectives.h"
-#include "planner/service/recalibration.h"
-#include "planner/stacks/stack_calibration.h"
+#include "costmodel/calibration/measured_collectives.h"
+#include "costmodel/fit/fit_file.h"
+#include "service/recalibration.h"
+#include "costmodel/stacks/stack_calibration.h"
 #include "tests/service/planner/test_harness.h"
 
 namespace tessera::service::testing {
@@ -32,15 +33,15 @@ Workload TorchtitanOnH100() {
 // slow fabric (AllGather at 300 GB/s on one node, 10 GB/s on eight).
 std::string FileJson(double gemm_efficiency) {
   const Workload w = TorchtitanOnH100();
-  const planner::Calibration prior = *planner::DefaultCalibration(w);
-  planner::CalibrationFile f = planner::MakeCalibrationFile(
+  const costmodel::Calibration prior = *costmodel::DefaultCalibration(w);
+  costmodel::CalibrationFile f = costmodel::MakeCalibrationFile(
       "torchtitan", {}, w.cluster.gpu, prior, nullptr);
   f.calibration.gemm_peak_efficiency = gemm_efficiency;
-  f.calibration.collectives = std::make_shared<planner::MeasuredCollectives>(
-      std::vector<planner::CollectiveMeasurement>{
-          {planner::CollectiveOp::kAllGather, 1, 8, 1e8, 300},
-          {planner::CollectiveOp::kAllGather, 8, 8, 1e8, 10}});
-  return planner::CalibrationFileJson(f);
+  f.calibration.collectives = std::make_shared<costmodel::MeasuredCollectives>(
+      std::vector<costmodel::CollectiveMeasurement>{
+          {costmodel::CollectiveOp::kAllGather, 1, 8, 1e8, 300},
+          {costmodel::CollectiveOp::kAllGather, 8, 8, 1e8, 10}});
+  return costmodel::CalibrationFileJson(f);
 }
 
 v1::ImportCalibrationRequest Request(const std::string& text) {
@@ -90,7 +91,7 @@ TEST_F(CalibrationExchangeTest, AnImportIsRefinedByANewerFitUntilTheNext) {
   EXPECT_FALSE(s.trial_fit.has_value());
   // A study of the file's stack plans with the file; the export is the file.
   const Workload w = TorchtitanOnH100();
-  planner::Calibration c = StudyCalibration(w, std::nullopt, &*s.imported);
+  costmodel::Calibration c = StudyCalibration(w, std::nullopt, &*s.imported);
   EXPECT_EQ(c.gemm_peak_efficiency, 0.5);
   ASSERT_NE(c.collectives, nullptr);
   EXPECT_EQ(c.collectives->measurements().size(), 2u);
@@ -126,8 +127,8 @@ TEST_F(CalibrationExchangeTest, AnImportIsRefinedByANewerFitUntilTheNext) {
   absl::StatusOr<v1::ExportCalibrationResponse> e =
       ExportCalibration(*store_, h100);
   ASSERT_TRUE(e.ok()) << e.status();
-  absl::StatusOr<planner::CalibrationFile> exported =
-      planner::ParseCalibrationFile(e->calibration_json(), "export");
+  absl::StatusOr<costmodel::CalibrationFile> exported =
+      costmodel::ParseCalibrationFile(e->calibration_json(), "export");
   ASSERT_TRUE(exported.ok()) << exported.status();
   EXPECT_EQ(exported->stack, kTrialStack);
   EXPECT_EQ(exported->calibration.gemm_peak_efficiency, 0.6);
@@ -159,12 +160,12 @@ TEST_F(CalibrationExchangeTest, PredictionSpreadsFollowTheCalibrationInUse) {
   // Nothing held: the published runs' error.
   GpuCalibrationSources s = Sources();
   EXPECT_EQ(GpuPredictionUncertainty(torchtitan, s).model_log_sd,
-            planner::kDefaultModelLogSd);
+            costmodel::kDefaultModelLogSd);
 
   // An import with a fit of 6 runs (4% step-time MAPE): its spreads for its
   // own stack, the defaults for another.
-  absl::StatusOr<planner::CalibrationFile> f =
-      planner::ParseCalibrationFile(FileJson(0.5), "f");
+  absl::StatusOr<costmodel::CalibrationFile> f =
+      costmodel::ParseCalibrationFile(FileJson(0.5), "f");
   ASSERT_TRUE(f.ok()) << f.status();
   f->samples = 6;
   f->step_time = {.samples = 6, .prior_mape = 0.1, .fitted_mape = 0.04};
@@ -172,14 +173,14 @@ TEST_F(CalibrationExchangeTest, PredictionSpreadsFollowTheCalibrationInUse) {
   f->posterior_log_sd = {{"gemm_peak_efficiency", 0.05}};
   f->prior_log_sd = 0.3;
   ASSERT_TRUE(
-      ImportCalibration(*store_, Request(planner::CalibrationFileJson(*f)))
+      ImportCalibration(*store_, Request(costmodel::CalibrationFileJson(*f)))
           .ok());
   s = Sources();
-  planner::PredictionUncertainty u = GpuPredictionUncertainty(torchtitan, s);
+  costmodel::PredictionUncertainty u = GpuPredictionUncertainty(torchtitan, s);
   EXPECT_NEAR(u.model_log_sd, 0.04 * std::sqrt(M_PI / 2), 1e-12);
   EXPECT_FALSE(u.coefficients.empty());
   EXPECT_EQ(GpuPredictionUncertainty(megatron, s).model_log_sd,
-            planner::kDefaultModelLogSd);
+            costmodel::kDefaultModelLogSd);
 
   // A newer fit of trials: its error for the trials' own stack.
   clock_.Advance(absl::Minutes(1));
@@ -195,7 +196,7 @@ TEST_F(CalibrationExchangeTest, PredictionSpreadsFollowTheCalibrationInUse) {
   EXPECT_NE(u.source.find("the fit of 3 trials on h100-sxm"), std::string::npos)
       << u.source;
   EXPECT_EQ(GpuPredictionUncertainty(torchtitan, s).model_log_sd,
-            planner::kDefaultModelLogSd);
+            costmodel::kDefaultModelLogSd);
 }
 
 TEST_F(CalibrationExchangeTest, ABadImportNamesTheFieldAndStoresNothing) {

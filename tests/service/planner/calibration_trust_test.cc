@@ -14,10 +14,10 @@
 #include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "planner/service/calibration_exchange.h"
-#include "planner/service/recalibration.h"
-#include "planner/service/trial_geometry.h"
-#include "planner/service/trial_invalidation.h"
+#include "service/calibration_exchange.h"
+#include "service/recalibration.h"
+#include "service/trial_geometry.h"
+#include "service/trial_invalidation.h"
 #include "proto/convert.h"
 #include "tests/service/planner/test_harness.h"
 
@@ -25,7 +25,7 @@ namespace tessera::service::testing {
 namespace {
 
 TEST(GpuCalibrationRuleTest, NeedsSeveralConsistentTrials) {
-  planner::CalibrationFit fit;
+  costmodel::CalibrationFit fit;
   fit.samples = kMinGpuCalibrationTrials;
   fit.fitted_step_time_mape = kMaxGpuCalibrationMape;
   EXPECT_TRUE(MayCalibrateGpu(fit));

@@ -1,4 +1,4 @@
-// The cluster probe over the service (planner/service/cluster_probe.h): an
+// The cluster probe over the service (service/cluster_probe.h): an
 // "agents" study queues a sweep between its agents, the sweep is leased to
 // the gang before any trial, relayed, reported by node rank 0, stored, and
 // the plans that follow use it.

@@ -1,4 +1,4 @@
-#include "planner/service/cluster_probe.h"
+#include "service/cluster_probe.h"
 
 #include "gtest/gtest.h"
 
@@ -117,9 +117,9 @@ TEST(ClusterProbeTest, OneNodeSamplesComeFromTheAgentsOwnProbes) {
 
 TEST(ClusterProbeTest, NewerSweepsReplaceOlderOnesAndTheImportsPoints) {
   const absl::Time imported_at = absl::FromUnixSeconds(2000);
-  planner::MeasuredCollectives imported({
-      {planner::CollectiveOp::kAllGather, 2, 2, 1 << 20, 100},
-      {planner::CollectiveOp::kAllGather, 4, 2, 1 << 20, 50},
+  costmodel::MeasuredCollectives imported({
+      {costmodel::CollectiveOp::kAllGather, 2, 2, 1 << 20, 100},
+      {costmodel::CollectiveOp::kAllGather, 4, 2, 1 << 20, 50},
   });
   const std::vector<db::CollectiveSample> probed = {
       Sample("all_gather", 2, 7, absl::FromUnixSeconds(1000)),  // pre-import
@@ -127,19 +127,19 @@ TEST(ClusterProbeTest, NewerSweepsReplaceOlderOnesAndTheImportsPoints) {
       Sample("all_gather", 4, 5, absl::FromUnixSeconds(4000)),  // newest
       Sample("sendrecv", 2, 9, absl::FromUnixSeconds(3000)),
   };
-  std::shared_ptr<const planner::MeasuredCollectives> m =
+  std::shared_ptr<const costmodel::MeasuredCollectives> m =
       MergeProbedCollectives(&imported, imported_at, probed);
   ASSERT_NE(m, nullptr);
   EXPECT_DOUBLE_EQ(
-      *m->BusBandwidthGbs(planner::CollectiveOp::kAllGather, 1 << 20, 2), 100);
+      *m->BusBandwidthGbs(costmodel::CollectiveOp::kAllGather, 1 << 20, 2), 100);
   EXPECT_DOUBLE_EQ(
-      *m->BusBandwidthGbs(planner::CollectiveOp::kAllGather, 1 << 20, 4), 5);
+      *m->BusBandwidthGbs(costmodel::CollectiveOp::kAllGather, 1 << 20, 4), 5);
   EXPECT_DOUBLE_EQ(
-      *m->BusBandwidthGbs(planner::CollectiveOp::kSendRecv, 1 << 20, 2), 9);
+      *m->BusBandwidthGbs(costmodel::CollectiveOp::kSendRecv, 1 << 20, 2), 9);
   // Without an import every sweep counts, the newest per pair.
   m = MergeProbedCollectives(nullptr, std::nullopt, probed);
   EXPECT_DOUBLE_EQ(
-      *m->BusBandwidthGbs(planner::CollectiveOp::kAllGather, 1 << 20, 2), 7);
+      *m->BusBandwidthGbs(costmodel::CollectiveOp::kAllGather, 1 << 20, 2), 7);
   EXPECT_EQ(MergeProbedCollectives(nullptr, std::nullopt, {}), nullptr);
 }
 

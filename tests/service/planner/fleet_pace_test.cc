@@ -1,7 +1,7 @@
-// The fleet paces itself (planner/service/fleet_pace.h): intervals grow
+// The fleet paces itself (service/fleet_pace.h): intervals grow
 // with the fleet past what the planner plans for, timeouts with them, and
 // shrink only once every agent heard the shorter interval.
-#include "planner/service/fleet_pace.h"
+#include "service/fleet_pace.h"
 
 #include "gtest/gtest.h"
 

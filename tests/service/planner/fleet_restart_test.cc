@@ -1,4 +1,4 @@
-// Liveness in memory (planner/service/agent_liveness.h) and a restart with
+// Liveness in memory (service/agent_liveness.h) and a restart with
 // 2,000 agents: heartbeats write nothing until the reaper's pass; a planner
 // that dies between passes loses the last heartbeats, and the restart still
 // marks gone exactly the agents that stopped, an agent timeout after it,
@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
-#include "planner/service/planner.h"
+#include "service/planner.h"
 #include "tests/service/planner/test_harness.h"
 
 namespace tessera::service {

@@ -2,16 +2,16 @@
 // by expected gain, what failures rule out, confirmation of close layouts,
 // the stops.
 #include "core/units.h"
-#include "planner/service/halving.h"
+#include "service/halving.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "gtest/gtest.h"
-#include "planner/service/measured_layouts.h"
-#include "planner/service/measurement_noise.h"
-#include "planner/service/trial_choice.h"
-#include "planner/service/trial_geometry.h"
+#include "service/measured_layouts.h"
+#include "service/measurement_noise.h"
+#include "service/trial_choice.h"
+#include "service/trial_geometry.h"
 
 namespace tessera::service {
 namespace {

@@ -20,7 +20,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/client_context.h"
 #include "gtest/gtest.h"
-#include "planner/service/metrics/exposition.h"
+#include "service/metrics/exposition.h"
 #include "tests/service/planner/test_harness.h"
 
 namespace tessera::service::testing {

@@ -1,4 +1,4 @@
-// The lease side of the planner on its own (planner/service/leases.h): a
+// The lease side of the planner on its own (service/leases.h): a
 // real SQLite store, and a StudyDesk that records what leasing tells the
 // studies and answers what it asks, so that each named call of the seam
 // (study_desk.h, OpenStudy / CloseStudy) is seen to be made, and made only
@@ -14,10 +14,10 @@
 #include "absl/time/time.h"
 #include "db/sqlite_trial_store.h"
 #include "gtest/gtest.h"
-#include "planner/service/leases.h"
-#include "planner/service/study_desk.h"
-#include "planner/service/study_events.h"
-#include "planner/service/study_queries.h"
+#include "service/leases.h"
+#include "service/study_desk.h"
+#include "service/study_events.h"
+#include "service/study_queries.h"
 
 namespace tessera::service {
 namespace {

@@ -5,7 +5,7 @@
 // 4096 is about 4.5e10 model FLOPs per token, so 8 H100s (989 TFLOP/s
 // dense bf16, 1979 fp8) allow at most 1.1 x 8 x 1979e12 / 4.5e10 = 3.9e5
 // tokens/s.
-#include "planner/service/measurement_check.h"
+#include "service/measurement_check.h"
 
 #include <limits>
 

@@ -1,6 +1,6 @@
 // What an agent's probes can be and how far they are trusted
-// (planner/service/probe_check.h), against hand-made probes.
-#include "planner/service/probe_check.h"
+// (service/probe_check.h), against hand-made probes.
+#include "service/probe_check.h"
 
 #include "gtest/gtest.h"
 

@@ -2,7 +2,7 @@
 // executor (backends cpu, cuda) measures the "tessera" stack in bf16,
 // whatever the study's stack; a command trial measures the study's own stack,
 // options and precision.
-#include "planner/service/recalibration.h"
+#include "service/recalibration.h"
 
 #include "gtest/gtest.h"
 
@@ -63,12 +63,12 @@ TEST(RecalibrationTest, ACommandTrialRanTheStudysStackOptionsAndPrecision) {
 
 TEST(RecalibrationTest, ACommandSampleCarriesOnlyWhatItsFrameworkReported) {
   const Workload study = StudyOf("torchtitan");
-  absl::StatusOr<planner::CalibrationSample> cuda =
+  absl::StatusOr<costmodel::CalibrationSample> cuda =
       SampleOfTrial(OkTrial("cuda"), study, 0);
   ASSERT_TRUE(cuda.ok()) << cuda.status();
   EXPECT_TRUE(cuda->comm_s.has_value());
   EXPECT_TRUE(cuda->peak_memory_bytes.has_value());
-  absl::StatusOr<planner::CalibrationSample> command =
+  absl::StatusOr<costmodel::CalibrationSample> command =
       SampleOfTrial(OkTrial("command"), study, 0);
   ASSERT_TRUE(command.ok()) << command.status();
   EXPECT_DOUBLE_EQ(command->step_time_s, 0.5);
@@ -81,7 +81,7 @@ TEST(RecalibrationTest, ACommandSampleCarriesOnlyWhatItsFrameworkReported) {
 TEST(RecalibrationTest, AFitOfTheStudysOwnStackIsUsedWhole) {
   Workload study = StudyOf("torchtitan");
   study.training.precision = Precision::kBf16;
-  planner::Calibration fit;
+  costmodel::Calibration fit;
   fit.elementwise_traffic_factor = 1.234;  // a stack coefficient
   // A fit of Tessera's executor lends only its hardware coefficients...
   EXPECT_NE(StudyCalibration(study, fit, nullptr).elementwise_traffic_factor,

@@ -1,11 +1,11 @@
 // The recommendation's numbers against an independent computation with the
 // cost model: a trial run at a smaller data-parallel degree is scaled to the
 // study's world by the calibrated model's ratio.
-#include "planner/service/recommendation.h"
+#include "service/recommendation.h"
 
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
-#include "planner/prediction.h"
+#include "costmodel/prediction.h"
 
 namespace tessera::service {
 namespace {
@@ -17,7 +17,7 @@ TEST(RecommendationTest, AFullScaleMeasurementExplainsItsOwnStep) {
   const Workload w{
       *ModelPreset("tiny"), MakeCluster(*GpuPreset("h100-sxm"), 1, 2),
       TrainingConfig{.global_batch = 16, .seq_len = 128, .total_tokens = 1e9}};
-  const planner::Calibration calibration;
+  const costmodel::Calibration calibration;
   absl::StatusOr<TrialPool> pool =
       BuildTrialPool(w, calibration, {.top = 8}, /*available_agents=*/1, 0);
   ASSERT_TRUE(pool.ok()) << pool.status();
@@ -83,7 +83,7 @@ TEST(RecommendationTest, AScaledDownMeasurementIsScaledByTheModelsRatio) {
   const Workload w{
       *ModelPreset("tiny"), MakeCluster(*GpuPreset("h100-sxm"), 4, 2),
       TrainingConfig{.global_batch = 16, .seq_len = 128, .total_tokens = 1e9}};
-  const planner::Calibration calibration;
+  const costmodel::Calibration calibration;
   absl::StatusOr<TrialPool> pool =
       BuildTrialPool(w, calibration, {.top = 8}, /*available_agents=*/1, 0);
   ASSERT_TRUE(pool.ok()) << pool.status();
@@ -99,7 +99,7 @@ TEST(RecommendationTest, AScaledDownMeasurementIsScaledByTheModelsRatio) {
   ASSERT_LT(entry->plan->layout.dp, entry->study.layout.dp);
 
   // The trial measured 80% of what the model predicted for the trial.
-  const planner::LayoutEvaluation trial_prediction = planner::PredictLayout(
+  const costmodel::LayoutEvaluation trial_prediction = costmodel::PredictLayout(
       entry->plan->workload, entry->plan->layout, calibration);
   ASSERT_TRUE(trial_prediction.feasible);
   db::Trial t;
@@ -127,8 +127,8 @@ TEST(RecommendationTest, AScaledDownMeasurementIsScaledByTheModelsRatio) {
   in.history_db = "/tmp/h.db";
   const v1::Recommendation r = BuildRecommendation(in);
 
-  const planner::LayoutEvaluation study_prediction =
-      planner::PredictLayout(w, entry->study.layout, calibration);
+  const costmodel::LayoutEvaluation study_prediction =
+      costmodel::PredictLayout(w, entry->study.layout, calibration);
   const double expected = m.tokens_per_s *
                           study_prediction.prediction.tokens_per_s /
                           trial_prediction.prediction.tokens_per_s;

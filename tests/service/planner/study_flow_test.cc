@@ -7,7 +7,7 @@
 #include <set>
 
 #include "gtest/gtest.h"
-#include "planner/service/trial_geometry.h"
+#include "service/trial_geometry.h"
 #include "proto/convert.h"
 #include "tests/service/planner/test_harness.h"
 

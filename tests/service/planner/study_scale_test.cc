@@ -1,12 +1,12 @@
 // A study that searches its GPU count (spec search.scale,
-// planner/service/study_scale.h): the count is chosen when the study is
+// service/study_scale.h): the count is chosen when the study is
 // submitted, the stored spec and the trials are for that count, and the
 // recommendation says which count its figures are for.
 #include <string>
 
 #include "gtest/gtest.h"
-#include "planner/search/scale_search.h"
-#include "planner/stacks/stack_calibration.h"
+#include "costmodel/search/scale_search.h"
+#include "costmodel/stacks/stack_calibration.h"
 #include "proto/convert.h"
 #include "tests/service/planner/test_harness.h"
 
@@ -37,9 +37,9 @@ v1::Recommendation RecommendationOf(TestServer& s, int64_t id) {
 // fresh database has no fitted calibration).
 int64_t ChosenNodes(const v1::StudySpec& spec) {
   const Workload w = *WorkloadFromSpec(spec);
-  const planner::ScaleOptions o = *ScaleOptionsFromSpec(spec.search());
-  const planner::ScaleResult r =
-      *planner::SearchScale(w, *planner::DefaultCalibration(w), o);
+  const costmodel::ScaleOptions o = *ScaleOptionsFromSpec(spec.search());
+  const costmodel::ScaleResult r =
+      *costmodel::SearchScale(w, *costmodel::DefaultCalibration(w), o);
   return r.chosen()->nodes;
 }
 

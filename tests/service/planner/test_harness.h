@@ -14,7 +14,7 @@
 #include "absl/time/time.h"
 #include "core/trial_result.h"
 #include "gtest/gtest.h"
-#include "planner/service/server.h"
+#include "service/server.h"
 #include "tessera/v1/service.grpc.pb.h"
 
 namespace tessera::service::testing {

@@ -1,5 +1,5 @@
 // Trial geometry against hand computations.
-#include "planner/service/trial_geometry.h"
+#include "service/trial_geometry.h"
 
 #include "gtest/gtest.h"
 

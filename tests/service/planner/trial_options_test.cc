@@ -1,6 +1,6 @@
-#include "planner/service/trial_options.h"
+#include "service/trial_options.h"
 
-#include "planner/service/trial_command_check.h"
+#include "service/trial_command_check.h"
 
 #include "gtest/gtest.h"
 

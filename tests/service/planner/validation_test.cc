@@ -3,7 +3,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "planner/service/planner.h"
+#include "service/planner.h"
 #include "tests/service/planner/test_harness.h"
 
 namespace tessera::service::testing {

@@ -1,0 +1,33 @@
+#include "costmodel/comm/context_parallel_comm.h"
+
+#include <algorithm>
+
+namespace tessera::costmodel {
+
+LayerCommTimes ContextParallelLayerComm(
+    const ModelConfig& model, const LayerShard& shard, Recompute recompute,
+    const GroupPlacement& g, const ClusterConfig& cl, const Calibration& c,
+    double attention_forward_s) {
+  LayerCommTimes r;
+  if (shard.cp <= 1) return r;
+  // K and V of this rank's tokens and kv heads, bf16: 2 * 2*b*(s/cp)*kv_dim/tp.
+  const double block_bytes =
+      4 * shard.local_tokens() * model.kv_dim() / static_cast<double>(shard.tp);
+  const double steps = static_cast<double>(shard.cp - 1);
+  const double pass_s =
+      steps * PointToPointTimeS(block_bytes, g.nodes > 1, cl, c);
+  const bool recompute_attention = recompute != Recompute::kNone;
+  r.forward_s = pass_s;
+  // Backward rings K, V and dK, dV; recomputation repeats the forward ring
+  // (full) — selective recomputes attention on blocks already received.
+  r.backward_s = 2 * pass_s + (recompute == Recompute::kFull ? pass_s : 0);
+  const double attention_backward_s =
+      2 * attention_forward_s + (recompute_attention ? attention_forward_s : 0);
+  r.forward_exposed_s = std::max(
+      0.0, r.forward_s - c.cp_overlap_efficiency * attention_forward_s);
+  r.backward_exposed_s = std::max(
+      0.0, r.backward_s - c.cp_overlap_efficiency * attention_backward_s);
+  return r;
+}
+
+}  // namespace tessera::costmodel

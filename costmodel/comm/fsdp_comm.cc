@@ -1,0 +1,63 @@
+#include "costmodel/comm/fsdp_comm.h"
+
+#include <algorithm>
+
+#include "costmodel/comm/collectives.h"
+
+namespace tessera::costmodel {
+namespace {
+
+// The part of `comm_s` that `efficiency` of the compute window does not hide;
+// at least `floor_s` (the first unit's collective, which nothing precedes).
+double Exposed(double comm_s, double window_s, double efficiency,
+               double floor_s) {
+  return std::max({0.0, floor_s, comm_s - efficiency * window_s});
+}
+
+}  // namespace
+
+DataParallelTimes FsdpComm(const Layout& l, const LayoutPlacement& p,
+                           const StageWork& w, const ClusterConfig& cl,
+                           const TrainingStack& stack, const Calibration& c) {
+  DataParallelTimes r;
+  const double params = stack.comm_bytes.parameter_gather * w.params;
+  const double grads = stack.comm_bytes.gradient_reduce * w.params;
+  const double units = std::max(1.0, w.layers * c.fsdp_units_per_layer);
+  const double scale = c.fsdp_bandwidth_efficiency;
+  const double eta = c.fsdp_overlap_efficiency;
+  const double gather_s =
+      units * CollectiveTimeS(Collective::kAllGather, params / units, p.shard,
+                              cl, c, scale);
+  const double scatter_s =
+      units * CollectiveTimeS(Collective::kReduceScatter, grads / units,
+                              p.shard, cl, c, scale);
+  // HSDP: replicas all-reduce their shard of the gradients once per step.
+  const double shards = static_cast<double>(p.shard.ranks);
+  const double replica_s =
+      CollectiveTimeS(Collective::kAllReduce, grads / shards, p.replica, cl, c);
+  r.per_step_s = replica_s;
+  r.per_step_exposed_s =
+      std::max(0.0, replica_s - c.dp_overlap_efficiency * w.backward_compute_s);
+
+  const bool once_per_step =
+      l.zero == 3 && l.pp > 1 &&
+      stack.fsdp.keeps_gathered_across_pipeline_micro_batches;
+  if (once_per_step) {
+    r.per_step_s += gather_s + scatter_s;
+    r.per_step_exposed_s +=
+        Exposed(gather_s, w.forward_compute_s, eta, gather_s / units) +
+        Exposed(scatter_s, w.backward_compute_s, eta, scatter_s / units);
+    return r;
+  }
+  // A backward gather unless the parameters stayed gathered since the
+  // forward (SHARD_GRAD_OP, reshard_after_forward=False).
+  const bool regather = l.zero == 3 && stack.fsdp.reshard_after_forward;
+  const double backward_s = (regather ? gather_s : 0) + scatter_s;
+  r.per_micro_batch_s = gather_s + backward_s;
+  r.per_micro_batch_exposed_s =
+      Exposed(gather_s, w.forward_compute_s, eta, gather_s / units) +
+      Exposed(backward_s, w.backward_compute_s, eta, backward_s / units);
+  return r;
+}
+
+}  // namespace tessera::costmodel

@@ -1,0 +1,16 @@
+// Communication of one transformer layer for one micro-batch on one GPU, by
+// pass, and how much of it lands on the critical path. Filled by the tensor-
+// and context-parallel models (tensor_parallel_comm.h,
+// context_parallel_comm.h).
+#pragma once
+
+namespace tessera::costmodel {
+
+struct LayerCommTimes {
+  double forward_s = 0;           // during the forward pass
+  double backward_s = 0;          // during backward, recomputation included
+  double forward_exposed_s = 0;   // of forward_s, not hidden by compute
+  double backward_exposed_s = 0;  // of backward_s, not hidden by compute
+};
+
+}  // namespace tessera::costmodel

@@ -1,0 +1,599 @@
+#include "costmodel/published/published_runs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "core/units.h"
+#include "nlohmann/json.hpp"
+#include "costmodel/stacks/stack_calibration.h"
+#include "costmodel/published/rank_correlation.h"
+
+namespace tessera::costmodel {
+namespace {
+
+using Json = nlohmann::json;
+
+
+// Source of a row, by its "source" text.
+std::string SourceOf(const std::string& s) {
+  if (absl::StrContains(s, "torchtitan")) return "torchtitan";
+  if (absl::StrContains(s, "cases_april2021")) return "megatron-lm-a100-2021";
+  if (absl::StrContains(s, "Megatron-LM")) return "megatron-lm-h100";
+  if (absl::StrContains(s, "Megatron-Bridge")) return "megatron-bridge";
+  if (absl::StrContains(s, "performance_long_sequence")) {
+    return "nemo-long-sequence";
+  }
+  if (absl::StrContains(s, "llm-foundry")) return "llm-foundry";
+  if (absl::StrContains(s, "fms-fsdp")) return "fms-fsdp";
+  return "";
+}
+
+// The training stack each source ran.
+std::string StackOf(const std::string& source) {
+  if (source == "torchtitan") return "torchtitan";
+  if (source == "megatron-lm-h100" || source == "megatron-bridge" ||
+      source == "nemo-long-sequence") {
+    return "megatron-core";
+  }
+  if (source == "megatron-lm-a100-2021") return "megatron-2021";
+  return "pytorch-fsdp";  // llm-foundry (Composer) and fms-fsdp: FSDP1
+}
+
+std::optional<std::string> GpuPresetOf(const std::string& gpu) {
+  if (absl::StrContains(gpu, "96GB") || absl::StrContains(gpu, "95GB")) {
+    return "h100-sxm-96g-500w";
+  }
+  if (absl::StartsWith(gpu, "H200")) return "h200-sxm";
+  if (absl::StartsWith(gpu, "H100")) return "h100-sxm";
+  if (absl::StartsWith(gpu, "A100-40GB")) return "a100-sxm-40g";
+  if (absl::StartsWith(gpu, "A100")) return "a100-sxm-80g";
+  return std::nullopt;
+}
+
+std::optional<int64_t> Int(const Json& row, const char* key) {
+  if (!row.contains(key) || row[key].is_null()) return std::nullopt;
+  return row[key].get<int64_t>();
+}
+
+std::string Text(const Json& row, const char* key) {
+  if (!row.contains(key) || row[key].is_null()) return "";
+  return row[key].get<std::string>();
+}
+
+// Narayanan et al. SC'21, Table 1 (weak scaling on A100): heads, tp and pp of
+// each GPT model by hidden size; the README table this row comes from gives
+// only tp*pp, which these match for every row.
+struct Sc21Model {
+  int64_t hidden, heads, tp, pp;
+};
+constexpr Sc21Model kSc21Table1[] = {
+    {2304, 24, 1, 1},   {3072, 32, 2, 1},   {4096, 32, 4, 1},
+    {6144, 48, 8, 1},   {8192, 64, 8, 2},   {10240, 80, 8, 4},
+    {12288, 96, 8, 8},  {16384, 128, 8, 16}, {20480, 128, 8, 35},
+    {25600, 160, 8, 64}};
+
+// Megatron's FLOPs per token for a GPT layer stack (ffn 4h): 72 (no
+// recomputation) or 96 (with the recomputed forward) * l * h^2 * (1 + s/(6h)
+// + V/(12 l h) or V/(16 l h)) (Narayanan et al. SC'21, Section 5.1).
+double MegatronFlopsPerToken(const ModelConfig& m, int64_t seq_len,
+                             bool with_recompute) {
+  const double l = static_cast<double>(m.layers);
+  const double h = static_cast<double>(m.hidden);
+  const double v = static_cast<double>(m.vocab);
+  const double s = static_cast<double>(seq_len);
+  return with_recompute ? 96 * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))
+                        : 72 * l * h * h * (1 + s / (6 * h) + v / (12 * l * h));
+}
+
+bool IsFp8(const std::string& p) {
+  return absl::StrContains(p, "fp8") || absl::StrContains(p, "float8");
+}
+
+// Maps one row; the reason when it cannot.
+absl::StatusOr<PublishedRun> MapRow(int64_t index, const Json& row) {
+  PublishedRun r;
+  r.index = index;
+  r.source = SourceOf(Text(row, "source"));
+  if (r.source.empty()) {
+    return absl::InvalidArgumentError("unknown source");
+  }
+  r.model = Text(row, "model");
+  const std::string notes = Text(row, "notes");
+  auto assume = [&](std::string what) { r.assumptions.push_back(what); };
+
+  // --- Model ---------------------------------------------------------------
+  ModelConfig m;
+  m.name = r.model;
+  const std::optional<int64_t> layers = Int(row, "layers");
+  const std::optional<int64_t> hidden = Int(row, "hidden");
+  const std::optional<int64_t> vocab = Int(row, "vocab");
+  if (!layers || !hidden || !vocab) {
+    return absl::InvalidArgumentError(
+        "the architecture (layers, hidden, vocab) is not given");
+  }
+  m.layers = *layers;
+  m.hidden = *hidden;
+  m.vocab = *vocab;
+  const bool gpt = absl::StartsWith(r.model, "mpt") ||
+                   absl::StartsWith(r.model, "megatron-gpt");
+  m.mlp = gpt ? MlpKind::kGelu : MlpKind::kSwiGlu;
+  m.tie_embeddings = gpt;
+  std::optional<int64_t> heads = Int(row, "heads");
+  int64_t sc21_tp = 0, sc21_pp = 0;
+  if (r.source == "megatron-lm-a100-2021") {
+    for (const Sc21Model& s : kSc21Table1) {
+      if (s.hidden == m.hidden) {
+        heads = s.heads;
+        sc21_tp = s.tp;
+        sc21_pp = s.pp;
+      }
+    }
+    if (!heads) return absl::InvalidArgumentError("not in SC'21 Table 1");
+    assume("heads, tp and pp from SC'21 Table 1 (the README gives tp*pp)");
+  }
+  if (!heads) return absl::InvalidArgumentError("heads not given");
+  m.heads = *heads;
+  m.kv_heads = Int(row, "kv_heads").value_or(m.heads);
+  if (!Int(row, "ffn")) {
+    m.ffn_hidden = 4 * m.hidden;
+    assume("GPT MLP of 4h (ffn not given)");
+  } else {
+    m.ffn_hidden = *Int(row, "ffn");
+  }
+  if (absl::Status s = ValidateModel(m); !s.ok()) return s;
+
+  // --- Cluster -------------------------------------------------------------
+  const std::optional<std::string> preset = GpuPresetOf(Text(row, "gpu"));
+  if (!preset) return absl::InvalidArgumentError("unknown GPU");
+  const GpuSpec gpu = *GpuPreset(*preset);
+  const int64_t gpus = *Int(row, "gpus");
+  int64_t per_node = Int(row, "gpus_per_node").value_or(0);
+  if (per_node == 0) {
+    per_node = 8;
+    assume("8 GPUs per node (not given)");
+  }
+  const int64_t nodes = std::max<int64_t>(1, gpus / per_node);
+  ClusterConfig cluster = MakeCluster(gpu, nodes, std::min(per_node, gpus));
+  // These layouts ran: the question is whether the model fits them in the
+  // device's memory at all, not within a planning margin.
+  cluster.memory_headroom_fraction = 0;
+  if (r.source == "fms-fsdp") {
+    // "A100 80GB x 128 (400 Gbps)", "H100 x 96 (800 Gbps)": per node.
+    cluster.inter_node_gbs =
+        absl::StrContains(notes, "800Gbps") ? 100.0 : 50.0;
+  }
+
+  // --- Training ------------------------------------------------------------
+  TrainingConfig t;
+  t.stack = StackOf(r.source);
+  std::optional<int64_t> seq = Int(row, "seq_len");
+  if (!seq) {
+    seq = 8192;
+    assume("sequence 8192, torchtitan's llama3 default (not given)");
+  }
+  t.seq_len = *seq;
+  const std::string precision = Text(row, "precision");
+  if (IsFp8(precision)) {
+    t.precision = Precision::kFp8;
+  } else if (precision.empty() && r.source == "megatron-bridge") {
+    t.precision = Precision::kFp8;
+    assume("fp8 (precision not given; >700 model TFLOP/s on H100 implies it)");
+  }
+  if (r.source == "torchtitan") {
+    t.stack_options.push_back(absl::StrContains(notes, "torch.compile")
+                                  ? "compile"
+                                  : "no-compile");
+    if ((absl::StrContains(notes, "AsyncTP") ||
+         absl::StrContains(notes, "Async TP") ||
+         absl::StrContains(notes, "async TP")) &&
+        !absl::StrContains(notes, "vanilla TP")) {
+      t.stack_options.push_back("async-tp");
+    }
+    if (absl::StrContains(precision, "rowwise")) {
+      t.stack_options.push_back("float8-rowwise");
+    }
+  }
+  if (r.source == "fms-fsdp") t.stack_options.push_back("compile");
+  if (r.source == "megatron-bridge") {
+    // Megatron-Bridge's H100 performance recipes (scripts/performance, then
+    // perf_recipes/llama/h100): grad_reduce_in_fp32=False, and with fp8
+    // fp8_param_gather=True.
+    t.stack_options.push_back("grad-reduce-bf16");
+    if (t.precision == Precision::kFp8) {
+      t.stack_options.push_back("fp8-param-gather");
+    }
+  }
+  if (r.source == "llm-foundry") {
+    // Composer's FSDP defaults (fsdp_config: backward_prefetch BACKWARD_POST;
+    // mixed_precision DEFAULT reduces in fp32, PURE in bf16).
+    t.stack_options.push_back("backward-prefetch-post");
+    if (absl::StrContains(notes, "MP mode DEFAULT")) {
+      t.stack_options.push_back("reduce-fp32");
+    }
+  }
+
+  // --- Layout --------------------------------------------------------------
+  Layout l;
+  l.tp = Int(row, "tp").value_or(0);
+  l.pp = Int(row, "pp").value_or(0);
+  if (r.source == "megatron-lm-a100-2021") {
+    l.tp = sc21_tp;
+    l.pp = sc21_pp;
+  }
+  if (l.tp == 0) l.tp = 1;
+  if (l.pp == 0) l.pp = 1;
+  l.vpp = Int(row, "vpp").value_or(1);
+  l.cp = Int(row, "cp").value_or(1);
+  l.dp = gpus / (l.tp * l.pp * l.cp);
+  if (l.dp * l.tp * l.pp * l.cp != gpus) {
+    return absl::InvalidArgumentError("tp*pp*cp does not divide the GPUs");
+  }
+  if (r.source == "torchtitan" && l.pp > 1 &&
+      absl::StrContains(notes, "Interleaved")) {
+    l.vpp = 2;
+    assume("interleaved 1F1B with 2 stages per rank (not given)");
+  }
+  l.sp = l.tp > 1 && t.stack != "megatron-2021";
+  if (l.sp && t.stack == "megatron-core") {
+    assume("sequence parallelism on (--tp-comm-overlap needs it)");
+  }
+  // Micro-batch and global batch.
+  const std::optional<int64_t> local = Int(row, "micro_batch");
+  if (r.source == "torchtitan" && l.pp > 1) {
+    // "local batch" per DP rank, split into pp micro-batches (torchtitan's
+    // default micro-batch count is the number of stages).
+    l.micro_batch = std::max<int64_t>(1, local.value_or(1) / l.pp);
+    assume(absl::StrCat("local batch ", local.value_or(1), " in ", l.pp,
+                        " pipeline micro-batches (count not given)"));
+  } else if (local) {
+    l.micro_batch = *local;
+  } else {
+    l.micro_batch = 1;
+    assume("micro-batch 1 (not given)");
+  }
+  std::optional<int64_t> gbs = Int(row, "global_batch_seqs");
+  if (!gbs) {
+    gbs = local.value_or(l.micro_batch) * l.dp;
+    assume("global batch = local batch x dp (not given)");
+  }
+  t.global_batch = *gbs;
+
+  // Data parallelism.
+  const std::string sharding = Text(row, "zero_or_fsdp");
+  l.zero = 3;
+  if (sharding.empty()) {
+    if (r.source == "megatron-lm-a100-2021") {
+      l.zero = 0;
+    } else {
+      l.zero = 1;
+      assume("distributed optimizer (zero 1): the README's overlap flags");
+    }
+  } else if (absl::StrContains(sharding, "ddp")) {
+    l.zero = 1;
+    assume("FSDP=0 run with the distributed optimizer (zero 1)");
+  } else if (absl::StrContains(sharding, "SHARD_GRAD_OP")) {
+    l.zero = 2;
+  } else if (absl::StrContains(sharding, "hsdp")) {
+    l.shard_group = per_node / (l.tp * l.cp);
+    assume("HSDP sharded within each node of 8");
+  }
+
+  // Recomputation.
+  const std::string ac = Text(row, "recompute");
+  if (ac.empty()) {
+    l.recompute = t.stack == "megatron-2021" ? Recompute::kFull
+                                             : Recompute::kNone;
+    assume(absl::StrCat("recompute ", RecomputeName(l.recompute),
+                        " (not given)"));
+  } else if (ac == "none") {
+    l.recompute = Recompute::kNone;
+  } else if (ac == "full") {
+    l.recompute = Recompute::kFull;
+  } else if (absl::StartsWith(ac, "selective")) {
+    l.recompute = Recompute::kSelective;
+    if (absl::StrContains(ac, "layer")) {
+      t.stack_options.push_back("selective-layer");
+    }
+    if (r.source == "fms-fsdp") {
+      r.least_recompute_that_fits = true;
+      assume("selective_checkpointing not given: every other block "
+             "checkpointed, or every block where that does not fit");
+    }
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("recompute '", ac, "'"));
+  }
+
+  // --- Measurement ---------------------------------------------------------
+  r.workload = Workload{m, cluster, t};
+  if (row.contains("measured_tokens_per_s_per_gpu") &&
+      !row["measured_tokens_per_s_per_gpu"].is_null()) {
+    r.measured_tokens_per_s_per_gpu =
+        row["measured_tokens_per_s_per_gpu"].get<double>();
+  } else if (row.contains("measured_tflops_per_gpu") &&
+             !row["measured_tflops_per_gpu"].is_null()) {
+    const bool recompute_counted = r.source == "megatron-lm-a100-2021";
+    r.measured_tokens_per_s_per_gpu =
+        row["measured_tflops_per_gpu"].get<double>() * 1e12 /
+        MegatronFlopsPerToken(m, t.seq_len, recompute_counted);
+    r.tokens_derived_from_tflops = true;
+    assume(absl::StrCat("tokens/s from TFLOP/s with Megatron's ",
+                        recompute_counted ? "96" : "72",
+                        "*l*h^2 FLOP count"));
+  } else {
+    return absl::InvalidArgumentError("no measured throughput");
+  }
+  static const std::regex kPeak("peak mem ([0-9.]+) GiB");
+  std::smatch match;
+  if (std::regex_search(notes, match, kPeak)) {
+    r.measured_peak_memory_gib = std::stod(match[1].str());
+  }
+  if (absl::Status s = ValidateWorkload(r.workload); !s.ok()) return s;
+  r.layout = l;
+  r.group = absl::StrCat(r.source, "|", r.model, "|", gpu.name, "|", gpus,
+                         "|", t.seq_len, "|", PrecisionName(t.precision), "|",
+                         absl::StrJoin(t.stack_options, ","));
+  return r;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+ErrorSummary Summarize(const std::vector<const ValidatedRun*>& rows) {
+  ErrorSummary s;
+  std::vector<double> errors, memory_ratios;
+  double abs_sum = 0, memory_sum = 0, sum = 0;
+  for (const ValidatedRun* r : rows) {
+    ++s.rows;
+    if (!r->evaluation.feasible) ++s.infeasible;
+    errors.push_back(r->error);
+    sum += r->error;
+    abs_sum += std::abs(r->error);
+    if (std::abs(r->error) > std::abs(s.worst_error)) s.worst_error = r->error;
+    if (r->memory_ratio) {
+      ++s.memory_rows;
+      memory_ratios.push_back(*r->memory_ratio);
+      const double e = *r->memory_ratio - 1;
+      memory_sum += std::abs(e);
+      if (std::abs(e) > std::abs(s.worst_memory_error)) {
+        s.worst_memory_error = e;
+      }
+    }
+  }
+  if (s.rows > 0) {
+    s.mape = abs_sum / static_cast<double>(s.rows);
+    s.mean_error = sum / static_cast<double>(s.rows);
+  }
+  s.median_memory_ratio = Median(memory_ratios);
+  if (s.memory_rows > 0) {
+    s.memory_mape = memory_sum / static_cast<double>(s.memory_rows);
+  }
+  s.median_error = Median(errors);
+  return s;
+}
+
+RankingSummary Rank(const std::vector<ValidatedRun>& rows) {
+  std::map<std::string, std::vector<const ValidatedRun*>> groups;
+  for (const ValidatedRun& r : rows) groups[r.run->group].push_back(&r);
+  RankingSummary s;
+  double spearman_sum = 0;
+  for (const auto& [key, members] : groups) {
+    if (members.size() < 2) continue;
+    std::vector<double> predicted, measured;
+    size_t best_predicted = 0, best_measured = 0;
+    for (size_t i = 0; i < members.size(); ++i) {
+      predicted.push_back(members[i]->evaluation.prediction.tokens_per_s_per_gpu);
+      measured.push_back(members[i]->run->measured_tokens_per_s_per_gpu);
+      if (predicted[i] > predicted[best_predicted]) best_predicted = i;
+      if (measured[i] > measured[best_measured]) best_measured = i;
+    }
+    ++s.groups;
+    if (best_predicted == best_measured) ++s.best_matches;
+    spearman_sum += SpearmanRho(predicted, measured);
+  }
+  if (s.groups > 0) s.mean_spearman = spearman_sum / static_cast<double>(s.groups);
+  return s;
+}
+
+}  // namespace
+
+std::string StackOfSource(absl::string_view source_text) {
+  const std::string text(source_text);
+  if (absl::StrContains(absl::AsciiStrToLower(text), "nanotron")) {
+    return "nanotron";
+  }
+  const std::string source = SourceOf(text);
+  return source.empty() ? "" : StackOf(source);
+}
+
+std::optional<std::string> GpuPresetOfName(absl::string_view gpu) {
+  return GpuPresetOf(std::string(gpu));
+}
+
+absl::StatusOr<PublishedRuns> LoadPublishedRuns(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat(path, ": cannot be read"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParsePublishedRuns(text.str(), path);
+}
+
+absl::StatusOr<PublishedRuns> ParsePublishedRuns(absl::string_view text,
+                                                 absl::string_view source) {
+  const Json file = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (file.is_discarded() || !file.is_object() || !file.contains("rows") ||
+      !file["rows"].is_array()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": not a JSON object with a rows list"));
+  }
+  PublishedRuns out;
+  for (size_t i = 0; i < file["rows"].size(); ++i) {
+    const Json& row = file["rows"][i];
+    absl::StatusOr<PublishedRun> r;
+    try {
+      r = MapRow(static_cast<int64_t>(i), row);
+    } catch (const Json::exception& e) {
+      r = absl::InvalidArgumentError(absl::StrCat("malformed row: ", e.what()));
+    }
+    if (r.ok()) {
+      out.runs.push_back(*std::move(r));
+    } else {
+      out.unmapped.push_back(UnmappedRun{
+          static_cast<int64_t>(i),
+          row.is_object() ? SourceOf(Text(row, "source")) : std::string(),
+          std::string(r.status().message())});
+    }
+  }
+  return out;
+}
+
+ValidationReport ValidatePublishedRuns(const PublishedRuns& runs) {
+  ValidationReport report;
+  report.unmapped = runs.unmapped;
+  for (const PublishedRun& run : runs.runs) {
+    ValidatedRun v;
+    v.run = &run;
+    absl::StatusOr<Calibration> c = DefaultCalibration(run.workload);
+    v.evaluation = c.ok() ? PredictLayout(run.workload, run.layout, *c)
+                          : LayoutEvaluation{};
+    if (c.ok() && !v.evaluation.feasible && run.least_recompute_that_fits) {
+      Layout full = run.layout;
+      full.recompute = Recompute::kFull;
+      v.evaluation = PredictLayout(run.workload, full, *c);
+    }
+    if (!c.ok()) v.evaluation.reason = std::string(c.status().message());
+    const double predicted = v.evaluation.prediction.tokens_per_s_per_gpu;
+    v.error = predicted / run.measured_tokens_per_s_per_gpu - 1;
+    if (run.measured_peak_memory_gib && v.evaluation.prediction.memory.total_bytes > 0) {
+      v.memory_ratio = v.evaluation.prediction.memory.total_bytes / kGiB /
+                       *run.measured_peak_memory_gib;
+    }
+    report.rows.push_back(v);
+  }
+  std::map<std::string, std::vector<const ValidatedRun*>> bf16, fp8;
+  std::vector<const ValidatedRun*> all_bf16, all_fp8, all;
+  for (const ValidatedRun& v : report.rows) {
+    const bool is_fp8 = v.run->workload.training.precision == Precision::kFp8;
+    (is_fp8 ? fp8 : bf16)[v.run->source].push_back(&v);
+    (is_fp8 ? all_fp8 : all_bf16).push_back(&v);
+    all.push_back(&v);
+  }
+  for (const auto& [source, rows] : bf16) {
+    report.by_source_bf16[source] = Summarize(rows);
+  }
+  for (const auto& [source, rows] : fp8) {
+    report.by_source_fp8[source] = Summarize(rows);
+  }
+  report.all_bf16 = Summarize(all_bf16);
+  report.all_fp8 = Summarize(all_fp8);
+  report.all = Summarize(all);
+  report.ranking = Rank(report.rows);
+  return report;
+}
+
+void PrintValidationReport(const ValidationReport& r, bool rows,
+                           std::ostream& out) {
+  auto line = [&](const std::string& name, const std::string& precision,
+                  const ErrorSummary& s) {
+    out << absl::StrFormat(
+        "%-22s %-5s %5d %7d %8.1f%% %+8.1f%% %+8.1f%% %+8.1f%% %6d %6s %8s "
+        "%9s\n",
+        name, precision, s.rows, s.infeasible, 100 * s.mape,
+        100 * s.mean_error, 100 * s.median_error, 100 * s.worst_error,
+        s.memory_rows,
+        s.memory_rows > 0 ? absl::StrFormat("%.2f", s.median_memory_ratio)
+                          : "-",
+        s.memory_rows > 0 ? absl::StrFormat("%.1f%%", 100 * s.memory_mape)
+                          : "-",
+        s.memory_rows > 0
+            ? absl::StrFormat("%+.1f%%", 100 * s.worst_memory_error)
+            : "-");
+  };
+  // infeas@0: rows called infeasible with no memory headroom, all of which
+  // ran; bias: the mean signed error; memRatio: median predicted/measured.
+  out << absl::StrFormat(
+      "%-22s %-5s %5s %7s %9s %9s %9s %9s %6s %6s %8s %9s\n", "source",
+      "prec", "rows", "infeas@0", "MAPE", "bias", "median", "worst", "mem",
+      "memRat", "memMAPE", "memWorst");
+  for (const auto& [source, s] : r.by_source_bf16) line(source, "bf16", s);
+  for (const auto& [source, s] : r.by_source_fp8) line(source, "fp8", s);
+  line("all", "bf16", r.all_bf16);
+  line("all", "fp8", r.all_fp8);
+  line("all", "both", r.all);
+  out << absl::StrFormat(
+      "ranking within %d groups of runs that differ only in layout: "
+      "predicted best = measured best in %d, mean Spearman %.2f\n",
+      r.ranking.groups, r.ranking.best_matches, r.ranking.mean_spearman);
+  out << "not mapped: " << r.unmapped.size() << " rows\n";
+  for (const UnmappedRun& u : r.unmapped) {
+    out << "  row " << u.index << " (" << u.source << "): " << u.reason << "\n";
+  }
+  if (!rows) return;
+  out << "\nrow source model gpus layout | measured predicted error | "
+         "memory GiB measured predicted | assumptions\n";
+  for (const ValidatedRun& v : r.rows) {
+    const Prediction& p = v.evaluation.prediction;
+    out << absl::StrFormat(
+        "%3d %-14s %-14s %5d %s %s | %9.1f %9.1f %+6.1f%% | %s %6.1f | %s%s\n",
+        v.run->index, v.run->source, v.run->model,
+        v.run->workload.cluster.world_size(), v.run->workload.training.stack,
+        FormatLayout(v.evaluation.layout),
+        v.run->measured_tokens_per_s_per_gpu, p.tokens_per_s_per_gpu,
+        100 * v.error,
+        v.run->measured_peak_memory_gib
+            ? absl::StrFormat("%6.1f", *v.run->measured_peak_memory_gib)
+            : "     -",
+        p.memory_gib_per_gpu,
+        v.evaluation.feasible ? "" : absl::StrCat("[", v.evaluation.reason, "] "),
+        absl::StrJoin(v.run->assumptions, "; "));
+  }
+}
+
+void PrintValidatedRun(const ValidatedRun& v, std::ostream& out) {
+  const PublishedRun& r = *v.run;
+  const Prediction& p = v.evaluation.prediction;
+  const MemoryBreakdown& m = p.memory;
+  const TrainingConfig& t = r.workload.training;
+  out << "row " << r.index << " (" << r.source << "): " << r.model << " on "
+      << r.workload.cluster.world_size() << " x " << r.workload.cluster.gpu.name
+      << ", stack " << t.stack << " [" << absl::StrJoin(t.stack_options, ",")
+      << "], " << PrecisionName(t.precision) << ", seq " << t.seq_len
+      << ", global batch " << t.global_batch << "\n  layout "
+      << FormatLayout(v.evaluation.layout)
+      << (v.evaluation.feasible ? "" : absl::StrCat("\n  infeasible: ",
+                                                     v.evaluation.reason))
+      << "\n";
+  out << absl::StrFormat(
+      "  tokens/s/GPU measured %.1f predicted %.1f (%+.1f%%)%s\n"
+      "  step %.3f s = compute %.3f + exposed comm %.3f + bubble %.3f; comm "
+      "tp %.3f cp %.3f pp %.3f dp %.3f; MFU %.1f%%\n"
+      "  memory %.1f GiB%s: weights %.1f master %.1f grads %.1f optimizer "
+      "%.1f activations %.1f logits %.1f gathered %.1f overhead %.1f\n",
+      r.measured_tokens_per_s_per_gpu, p.tokens_per_s_per_gpu, 100 * v.error,
+      r.tokens_derived_from_tflops ? " (measured from TFLOP/s)" : "",
+      p.step_time_s, p.compute_s, p.exposed_comm_s, p.bubble_s, p.tp_comm_s,
+      p.cp_comm_s, p.pp_comm_s, p.dp_comm_s, 100 * p.mfu, m.total_bytes / kGiB,
+      r.measured_peak_memory_gib
+          ? absl::StrFormat(" (measured %.1f)", *r.measured_peak_memory_gib)
+          : "",
+      m.weights_bytes / kGiB, m.master_weights_bytes / kGiB,
+      m.gradients_bytes / kGiB, m.optimizer_bytes / kGiB,
+      m.activations_bytes / kGiB, m.logits_bytes / kGiB,
+      m.gathered_params_bytes / kGiB, m.overhead_bytes / kGiB);
+  for (const std::string& a : r.assumptions) out << "  assumed: " << a << "\n";
+}
+
+}  // namespace tessera::costmodel
