@@ -1,4 +1,4 @@
-// The agent daemon's life (DESIGN.md "Components and data flow", step 2-3):
+// The agent daemon's life (docs/architecture.md, "The parts and how a study flows", steps 2-3):
 //
 // - A heartbeat thread registers with the planner (AgentInfo, stable id),
 //   then heartbeats every heartbeat_interval_ms with the trials it runs, and

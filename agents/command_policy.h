@@ -1,6 +1,6 @@
 // What a command agent agrees to run, and as whom: the agent's own policy
 // file (tessera-agent --command-policy FILE), the agent-side half of "who
-// may run what" (README "Security"). A study's command reaches an agent from
+// may run what" (docs/security.md). A study's command reaches an agent from
 // whoever could submit a study; the agent runs it only when the policy file
 // its operator wrote allows it. Without a file the policy is empty and every
 // command is refused.

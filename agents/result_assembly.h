@@ -1,5 +1,5 @@
 // One trial result out of what the agent's tessera-trial processes left
-// behind (DESIGN.md "Trials": one typed result per lease):
+// behind (docs/architecture.md "A trial": one typed result per lease):
 //
 // - every process wrote status ok: the lowest local rank's JSON, as written;
 // - else the most telling failure, in this order, the lowest local rank

@@ -96,7 +96,7 @@ struct AgentFlags {
     f.AddString("command-policy", "FILE",
                 "backend command: the commands this agent runs and the "
                 "unprivileged user they run as (rules run-as, template, "
-                "program; see the README's \"Security\"); without it every "
+                "program; see docs/security.md); without it every "
                 "command is refused",
                 &command_policy);
     f.AddSection("Security (as the planner serves; default plaintext)");

@@ -28,7 +28,7 @@ enum class Recompute {
 absl::string_view RecomputeName(Recompute r);
 absl::StatusOr<Recompute> ParseRecompute(absl::string_view text);
 
-// The knobs of DESIGN.md's layout table. dp, grad_accum and shard_group are
+// The knobs of the layout table (docs/architecture.md "A layout"). dp, grad_accum and shard_group are
 // derived by ResolveLayout when left at 0.
 struct Layout {
   int64_t tp = 1;    // tensor-parallel degree (Megatron column/row split)

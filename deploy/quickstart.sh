@@ -70,7 +70,7 @@ done
 [ -n "$addr" ] || { echo "quickstart: the planner did not start" >&2; exit 1; }
 echo "planner on $addr, history in $db"
 
-# A command agent runs only what its own policy allows (README "Security"):
+# A command agent runs only what its own policy allows (docs/security.md):
 # here torchrun with plain-word arguments, as nobody when this runs as root.
 policy=()
 if [ "$backend" = command ]; then

@@ -1,5 +1,5 @@
-// TLS and a shared bearer token on the planner's connections (DESIGN.md
-// "Deployment": TLS for every connection, a token for agents and users).
+// TLS and a shared bearer token on the planner's connections (docs/security.md,
+// docs/deployment.md: TLS for every connection, a token for agents and users).
 // Without them the connections are plaintext and open, which is what the
 // quickstart's loopback wants and nothing else should.
 //

@@ -9,8 +9,8 @@
 //   t = latency(algorithm, protocol, ranks, ranks per node, nodes)
 //       + bytes moved / (its share of the ring's bus bandwidth),
 // and the fastest runs. Only the ring's hops between nodes pay the network's
-// latency (nodes - 1 of the n - 1 steps), the tree's log2(nodes), PAT's a
-// third of log2(nodes).
+// latency (nodes - 1 of the n - 1 steps), the tree's log2(nodes), PAT's
+// log2(nodes) at 1/3.5 of the hop latency.
 //   ring bus bandwidth: NVLink inside a node (intra_node_gbs per GPU). A
 //     group spread over several nodes runs at the slower of NVLink and its
 //     share of the node's NICs: with rail-optimized rings a group with g

@@ -16,11 +16,11 @@
 //          floor(log2 nodes) network hops); 0.92 of the ring's bus bandwidth,
 //          moving 2S (NCCL converts its bus bandwidth with ratio 1/2).
 //   PAT    AllGather and ReduceScatter with one rank per node (NCCL 2.23+):
-//          floor(log2 nodes) network hops at a third of their latency plus
+//          floor(log2 nodes) network hops at 1/3.5 of their latency plus
 //          2.8 us per rank; 0.75 of the bus bandwidth, moving S.
 // Protocols, by what a byte costs and what a hop costs:
 //   Simple  the full bus bandwidth, the highest per-hop latency;
-//   LL128   120 of 128 bytes payload: 0.92 of it, about half the latency;
+//   LL128   120 of 128 bytes payload: 0.94 of it, about half the latency;
 //   LL      8-byte flags: half of it (a tree a quarter), capped at NCCL's
 //           LL ceiling (Hopper 141 GB/s in a node; 39 GB/s on 2 nodes, 20.4
 //           beyond), the lowest latency.

@@ -11,7 +11,7 @@ double WattsPerGpu(const GpuSpec& gpu, double compute_busy, double comm_busy,
                std::clamp(comm_busy, 0.0, 1.0) * c.power_comm_activity +
                std::clamp(wait_busy, 0.0, 1.0) *
                    c.power_pipeline_wait_activity);
-  // DESIGN.md: idle + (max - idle) * (compute*c1 + comm*c2), the pipeline
+  // docs/cost-model.md (2.8): idle + (max - idle) * (compute*c1 + comm*c2), the pipeline
   // waits apart from the exposed communication.
   return gpu.idle_w + (gpu.tdp_w - gpu.idle_w) * activity;
 }

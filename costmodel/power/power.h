@@ -1,4 +1,4 @@
-// GPU power and energy (DESIGN.md, "Power"): a GPU draws its idle power plus a
+// GPU power and energy (docs/cost-model.md, "Power and energy"): a GPU draws its idle power plus a
 // share of the range up to TDP set by what each phase of the step keeps it
 // doing:
 //   watts = idle + (tdp - idle) * min(1,

@@ -17,7 +17,7 @@
 namespace tessera::costmodel {
 namespace {
 
-// The search space (DESIGN.md, "Layout"), cut to what the training stack
+// The search space (docs/architecture.md, "A layout"), cut to what the training stack
 // runs (costmodel/stacks):
 //   tp      divisors of the world up to the number of heads (within a node
 //           and beyond); 1 without tensor parallelism;

@@ -1,4 +1,4 @@
-// The layout search: enumerate every layout of DESIGN.md's table for a
+// The layout search: enumerate every layout of the layout table (docs/architecture.md) for a
 // workload, reject the infeasible with a reason, rank the rest by predicted
 // tokens/s and tokens/J, and find the Pareto front of the two.
 //

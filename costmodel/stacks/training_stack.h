@@ -10,7 +10,7 @@
 // option (torch.compile, async TP, ...).
 //
 // Each stack is one JSON file in costmodel/stacks/ (the schema is
-// stack_schema.md), compiled into the binary; the cost model asks a stack
+// costmodel/stacks/README.md), compiled into the binary; the cost model asks a stack
 // what it can do and never compares its name.
 //
 //   TESSERA_ASSIGN_OR_RETURN(const TrainingStack* stack,

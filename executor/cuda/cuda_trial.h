@@ -1,4 +1,4 @@
-// The CUDA path of a trial (DESIGN.md "Trials"): the same engine, steps and
+// The CUDA path of a trial (docs/architecture.md "A trial"): the same engine, steps and
 // TrialResult as the CPU path, on the CUDA backend.
 //
 //   process_rank < 0   every rank is a thread of this process on GPU 0, over

@@ -22,7 +22,7 @@ struct TrialConfig {
   int64_t ranks = 1;
   int64_t global_batch = 0;  // sequences per step
   int64_t seq_len = 0;
-  int64_t warmup_steps = 10;       // DESIGN.md trial protocol defaults
+  int64_t warmup_steps = 10;       // the trial protocol's defaults (docs/architecture.md)
   int64_t steps = 50;              // measured steps
   int64_t memory_limit_bytes = 0;  // per rank; 0 = none
   double time_limit_s = 0;         // whole trial; 0 = none

@@ -1,6 +1,6 @@
 // Runs one trial: warm-up steps, then measured steps, of real Llama training
-// under a layout, and reports one TrialResult whatever happens (DESIGN.md
-// "Trials"). Failures become statuses, never crashes: a layout that does not
+// under a layout, and reports one TrialResult whatever happens (docs/architecture.md
+// "A trial"). Failures become statuses, never crashes: a layout that does not
 // fit the ranks or the model is `invalid`; an allocation past the memory limit
 // is `oom`; a NaN or infinite loss is `nan`; passing the time limit is
 // `timeout`; anything else is `crash` with the error.

@@ -2,7 +2,7 @@
 // trial_runner.cc, the CUDA trial in executor/cuda/cuda_trial.cc): the
 // result's identifying fields, the resolved layout, the token source and the
 // engine config over them, and the deadline. Failures here make the trial
-// `invalid` (DESIGN.md "Trials").
+// `invalid` (docs/architecture.md "A trial").
 //
 //   TrialResult r = NewTrialResult(config);
 //   if (absl::Status s = ValidateTrialConfig(config); !s.ok()) {

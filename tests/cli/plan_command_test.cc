@@ -63,7 +63,7 @@ void ExpectConsistent(const json& candidate) {
   EXPECT_LE(p["exposed_comm_s"].get<double>(),
             p["comm_s"].get<double>() + 1e-12);
   EXPECT_LE(p["exposed_comm_s"].get<double>(), step);
-  // Energy per step = watts x step time x GPUs (DESIGN.md, Power).
+  // Energy per step = watts x step time x GPUs (docs/cost-model.md, "Power and energy").
   const double watts = p["watts_per_gpu"].get<double>();
   EXPECT_NEAR(p["tokens_per_joule"].get<double>(),
               512.0 * 4096 / (watts * step * 256),

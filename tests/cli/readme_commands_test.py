@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The README's `tessera ...` command lines parse as pasted.
+"""The documentation's `tessera ...` command lines parse as pasted.
 
-Every command line in README.md's code blocks (indented four spaces) that
+Every command line in the code blocks of README.md and docs/*.md (indented four spaces) that
 runs `tessera` or `build/cli/tessera`, with its backslash continuations and
 without a trailing `# comment`, is run with the planner unreachable
 (TESSERA_PLANNER=127.0.0.1:1, $VARS expanded from it) in a scratch folder
@@ -96,10 +96,19 @@ def main():
         if len(caught) != 5:
             print("FAIL: the check missed a drifted line:\n" + "\n".join(caught))
             return 1
-        with open(os.path.join(source_dir, "README.md")) as f:
-            problems = check(tessera, f.read(), workdir)
+        problems = []
+        docs = os.path.join(source_dir, "docs")
+        pages = ["README.md"] + sorted(
+            os.path.join("docs", name) for name in os.listdir(docs)
+            if name.endswith(".md"))
+        for page in pages:
+            with open(os.path.join(source_dir, page)) as f:
+                text = f.read()
+            if page != "README.md" and not commands(text):
+                continue  # a page without commands
+            problems += [f"{page}: {p}" for p in check(tessera, text, workdir)]
     if problems:
-        print("FAIL: README command lines that do not parse:\n" +
+        print("FAIL: documented command lines that do not parse:\n" +
               "\n".join(problems))
         return 1
     return 0

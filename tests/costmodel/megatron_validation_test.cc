@@ -14,8 +14,11 @@
 //   layers allow, one layer per chunk).
 // - ZeRO-3 rows: tp = pp = 1, zero 3 over all GPUs, the micro_batch given,
 //   full recomputation.
-// - Coefficients: Calibration{} defaults, the same for every row
-//   (costmodel/calibration/coefficients.inc says where each comes from).
+// - Coefficients: the megatron-2021 stack's defaults (DefaultCalibration),
+//   the same for every row. Some of them were chosen against these 12 rows
+//   (costmodel/stacks/megatron-2021.json, coefficient_sources), so this
+//   checks a fit, not a validation: the Megatron-LM A100 weak-scaling rows
+//   of the published runs are the held-out check.
 // The table counts the recomputation's extra forward: its FLOPs per step are
 // 96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)). So the predicted TFLOP/s compared
 // with a row is table_flops / (predicted step time * GPUs).

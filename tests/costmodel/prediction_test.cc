@@ -1,6 +1,6 @@
 // Behaviour of whole-step predictions: the identities that tie the breakdown
-// together, and the effects the large-scale studies report (DESIGN.md, "Why
-// it matters").
+// together, and the effects the large-scale studies report (FSDP
+// exposed at scale, small tp/pp degrees beating pure FSDP, flat power).
 #include "core/units.h"
 #include "costmodel/prediction.h"
 

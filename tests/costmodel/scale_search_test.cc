@@ -224,7 +224,7 @@ TEST(ScaleSearchTest, FrontAcrossCountsOnTheExample) {
   // The least energy uses fewer GPUs. The model keeps this workload's
   // communication hidden up to 2048 GPUs (2 sequences of 4096 tokens per
   // GPU under ZeRO-2), so it saves under 1%: issue 33's >= 10% is not
-  // reached here (the README says why; count_series_bench shows the model
+  // reached here (docs/user-guide.md says why; count_series_bench shows the model
   // missing the published per-GPU fall with the count).
   const ScalePoint& frugal = LeastEnergy(r->front);
   EXPECT_LT(frugal.gpus, fastest.gpus);

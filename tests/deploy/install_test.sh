@@ -28,7 +28,8 @@ for f in lib/systemd/system/tessera-planner.service lib/systemd/system/tessera-a
          share/tessera/k8s/planner.yaml share/tessera/k8s/agent.yaml \
          share/tessera/k8s/namespace.yaml share/tessera/slurm/tessera-study.sbatch \
          share/tessera/tls/make-credentials.sh share/tessera/examples/quickstart-study.json \
-         share/doc/tessera/README.md; do
+         share/doc/tessera/README.md share/doc/tessera/docs/deployment.md \
+         share/doc/tessera/docs/security.md; do
   [ -s "$prefix/$f" ] || fail "no $prefix/$f"
 done
 for f in share/tessera/slurm/tessera-study.sbatch share/tessera/tls/make-credentials.sh; do

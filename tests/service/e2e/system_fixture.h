@@ -130,7 +130,7 @@ class SystemTest : public ::testing::Test {
   // tessera-agent `name` of `backend` offering 2 CPU ranks. A command
   // agent gets a --command-policy allowing `programs` (by default torchrun
   // and /bin/sh with plain-word arguments), run as nobody when the test runs
-  // as root (as the README's safe set-up; without root, as the test's user).
+  // as root (as docs/security.md's safe set-up; without root, as the test's user).
   void StartAgent(const std::string& name, const std::string& backend = "cpu",
                   const std::vector<std::string>& programs = {
                       "/usr/bin/torchrun", "/bin/sh"}) {
