@@ -12,14 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "core/command_template.h"
 #include "core/file_io.h"
-#include "core/gpu.h"
 #include "core/layout.h"
 #include "core/layout_json.h"
 #include "core/model.h"
 #include "core/status_macros.h"
 #include "core/workload.h"
 #include "nlohmann/json.hpp"
-#include "export/layout_export.h"
 #include "proto/convert.h"
 
 namespace tessera::agents {
@@ -46,52 +44,12 @@ std::string TesseraConfigPath(const std::string& work_dir) {
   return absl::StrCat(work_dir, "/tessera_config.json");
 }
 
-// {config}: the stack's own configuration file where costmodel/export has one
-// for the assignment's stack, else Tessera's JSON.
+// {config}: the stack's own configuration file where the planner rendered
+// one (service/framework_config.h), else Tessera's JSON.
 std::string ConfigPath(const v1::TrialAssignment& a,
                        const std::string& work_dir) {
-  std::optional<exporters::ExportTarget> target =
-      exporters::ExportTargetOfStack(a.stack());
-  if (!target.has_value()) return TesseraConfigPath(work_dir);
-  return absl::StrCat(work_dir, "/", exporters::ExportFileName(*target));
-}
-
-// The workload the assignment runs, for the exporter: its model, batch,
-// stack and precision on a cluster of its shape (the stand-in GPU only
-// names the cluster; no export depends on its figures).
-absl::StatusOr<Workload> AssignmentWorkload(const v1::TrialAssignment& a) {
-  absl::StatusOr<ModelConfig> model = ModelFromSpec(a.model());
-  if (!model.ok()) {
-    return FieldError("assignment.model", model.status().message());
-  }
-  Workload w;
-  w.model = *model;
-  w.cluster =
-      MakeCluster(*GpuPreset("h100-sxm"), std::max<int64_t>(a.gang_size(), 1),
-                  a.ranks_per_node());
-  w.training.global_batch = a.global_batch();
-  w.training.seq_len = a.seq_len();
-  w.training.stack = a.stack();
-  if (!a.precision().empty()) {
-    absl::StatusOr<Precision> p = ParsePrecision(a.precision());
-    if (!p.ok())
-      return FieldError("assignment.precision", p.status().message());
-    w.training.precision = *p;
-  }
-  return w;
-}
-
-// The layout as `target`'s configuration (costmodel/export).
-absl::StatusOr<std::string> NativeConfig(const v1::TrialAssignment& a,
-                                         exporters::ExportTarget target) {
-  TESSERA_ASSIGN_OR_RETURN(const Workload w, AssignmentWorkload(a));
-  TESSERA_ASSIGN_OR_RETURN(const Layout layout, ResolvedLayout(a));
-  absl::StatusOr<std::string> text = exporters::ExportLayout(w, layout, target);
-  if (!text.ok()) {
-    return FieldError("assignment.layout",
-                      absl::StrCat("{config}: ", text.status().message()));
-  }
-  return text;
+  if (a.framework_config_file().empty()) return TesseraConfigPath(work_dir);
+  return absl::StrCat(work_dir, "/", a.framework_config_file());
 }
 
 }  // namespace
@@ -162,17 +120,18 @@ absl::StatusOr<CommandLaunch> BuildCommandLaunch(
   launch.command_line = *line;
   launch.metrics_path = values.at("metrics");
   launch.config_path = values.at("config");
-  // {config} is the stack's own configuration where costmodel/export has one,
-  // written only when the command reads it.
-  const std::optional<exporters::ExportTarget> target =
-      exporters::ExportTargetOfStack(a.stack());
+  // {config} is the stack's own configuration where the planner rendered
+  // one, written only when the command reads it; a layout that format cannot
+  // say is not run.
   absl::StatusOr<std::vector<std::string>> used =
       CommandTemplatePlaceholders(a.command());
-  if (target.has_value() && used.ok() &&
+  if (!a.framework_config_file().empty() && used.ok() &&
       std::find(used->begin(), used->end(), "config") != used->end()) {
-    TESSERA_ASSIGN_OR_RETURN(const std::string native,
-                             NativeConfig(a, *target));
-    TESSERA_RETURN_IF_ERROR(WriteFileAtomically(launch.config_path, native));
+    if (!a.framework_config_error().empty()) {
+      return absl::InvalidArgumentError(a.framework_config_error());
+    }
+    TESSERA_RETURN_IF_ERROR(
+        WriteFileAtomically(launch.config_path, a.framework_config()));
   }
   // $TESSERA_CONFIG: the layout and workload in Tessera's JSON, always.
   nlohmann::json config = {{"layout", LayoutToJson(layout)},

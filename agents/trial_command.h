@@ -1,5 +1,5 @@
 // The tessera-trial command lines of one assignment
-// (executor/trial/tessera_trial_main.cc), in one of two modes:
+// (executor/tessera_trial/tessera_trial_main.cc), in one of two modes:
 //
 // - threads: a cpu trial on one agent (gang_size 1) is ONE process whose
 //   --ranks ranks_per_node ranks are threads;

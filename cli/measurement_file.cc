@@ -17,6 +17,7 @@
 #include "costmodel/stacks/training_stack.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
+#include "service/plan_convert.h"
 
 namespace tessera::cli {
 namespace {
@@ -93,7 +94,7 @@ absl::StatusOr<LineResult> ParseLine(const Json& j, const std::string& at) {
   if (!layout.ok()) return bad("layout", layout.status().message());
 
   LineResult r;
-  absl::StatusOr<Workload> w = WorkloadFromSpec(*spec);
+  absl::StatusOr<Workload> w = CheckedWorkloadFromSpec(*spec);
   if (!w.ok()) {
     r.skipped = true;
     r.reason = std::string(w.status().message());

@@ -24,6 +24,7 @@
 #include "costmodel/search/search.h"
 #include "costmodel/stacks/stack_calibration.h"
 #include "proto/convert.h"
+#include "service/plan_convert.h"
 
 namespace tessera::cli {
 namespace {
@@ -136,7 +137,7 @@ absl::Status ExportBest(const Study& study, const costmodel::SearchResult& plan,
     restacked.spec = study.spec;
     restacked.spec.mutable_training()->set_stack(exports.TargetStack());
     restacked.spec.mutable_training()->clear_stack_options();
-    absl::StatusOr<Workload> w = WorkloadFromSpec(restacked.spec);
+    absl::StatusOr<Workload> w = CheckedWorkloadFromSpec(restacked.spec);
     if (!w.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--export ", target, ": the workload on the ",

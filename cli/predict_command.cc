@@ -18,6 +18,7 @@
 #include "costmodel/search/scale_search.h"
 #include "costmodel/stacks/stack_calibration.h"
 #include "proto/convert.h"
+#include "service/plan_convert.h"
 
 namespace tessera::cli {
 namespace {

@@ -5,6 +5,7 @@
 #include "costmodel/prediction.h"
 #include "costmodel/stacks/stack_calibration.h"
 #include "proto/convert.h"
+#include "service/plan_convert.h"
 
 namespace tessera::cli {
 namespace {
@@ -17,7 +18,7 @@ TrialBreakdown Missing(std::string why) {
 
 TrialBreakdown PredictOne(const v1::Trial& trial,
                           const v1::Recommendation& recommendation) {
-  absl::StatusOr<Workload> workload = WorkloadFromSpec(trial.ran());
+  absl::StatusOr<Workload> workload = CheckedWorkloadFromSpec(trial.ran());
   if (!workload.ok()) {
     return Missing(absl::StrCat("its run: ", workload.status().message()));
   }

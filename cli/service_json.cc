@@ -8,6 +8,7 @@
 #include "core/layout_json.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
+#include "service/plan_convert.h"
 
 namespace tessera::cli {
 namespace {

@@ -19,6 +19,7 @@
 #include "costmodel/stacks/training_stack.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
+#include "service/plan_convert.h"
 
 namespace tessera::cli {
 namespace {
@@ -288,7 +289,7 @@ absl::StatusOr<Study> WorkloadFlags::Resolve() const {
   absl::StatusOr<v1::StudySpec> spec = ToSpec();
   if (!spec.ok()) return spec.status();
   study.spec = *std::move(spec);
-  absl::StatusOr<Workload> workload = WorkloadFromSpec(study.spec);
+  absl::StatusOr<Workload> workload = CheckedWorkloadFromSpec(study.spec);
   if (!workload.ok()) return Attribute(*this, workload.status());
   study.workload = *std::move(workload);
   return study;

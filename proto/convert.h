@@ -1,24 +1,20 @@
-// Conversions between the tessera.v1 messages and the domain types, at the
+// Conversions between the tessera.v1 messages and core's domain types, at the
 // edges of the components: a StudySpec becomes a Workload (presets resolved,
-// explicit fields applied over them, everything validated), layouts and the
-// planner's evaluations and search results go both ways (the Plan RPC sends
-// them, the CLI prints a result from the service as it prints a local one).
+// explicit fields applied over them, everything core checks validated),
+// layouts go both ways. The cost model's types (search options, predictions,
+// search results) are converted by service/plan_convert.h, and the training
+// stack named by a spec is checked there (CheckedWorkloadFromSpec), so this
+// folder and the agent that links it know nothing of the cost model.
 //
 //   TESSERA_ASSIGN_OR_RETURN(v1::StudySpec spec, ReadStudySpecFile(path));
 //   TESSERA_ASSIGN_OR_RETURN(Workload workload, WorkloadFromSpec(spec));
-//   v1::PlanResponse response = PlanResponseFromResult(result);
-//   TESSERA_ASSIGN_OR_RETURN(costmodel::SearchResult back,
-//                            SearchResultFromPlanResponse(response));
+//   v1::Layout wire = LayoutToProto(layout);
 #pragma once
 
 #include "absl/status/statusor.h"
 #include "core/layout.h"
 #include "core/model_overrides.h"
 #include "core/workload.h"
-#include "costmodel/prediction.h"
-#include "costmodel/search/plan_uncertainty.h"
-#include "costmodel/search/scale_search.h"
-#include "costmodel/search/search.h"
 #include "tessera/v1/specs.pb.h"
 
 namespace tessera {
@@ -43,20 +39,10 @@ absl::StatusOr<ClusterConfig> ClusterFromSpec(const v1::ClusterSpec& spec);
 absl::StatusOr<TrainingConfig> TrainingFromSpec(const v1::TrainingSpec& spec);
 
 // The whole workload, validated (core ValidateWorkload). Errors are
-// INVALID_ARGUMENT and name the field by its path in the spec.
+// INVALID_ARGUMENT and name the field by its path in the spec. The training
+// stack's name and options are taken as given: CheckedWorkloadFromSpec
+// (service/plan_convert.h) checks them against the stack files.
 absl::StatusOr<Workload> WorkloadFromSpec(const v1::StudySpec& spec);
-
-// The search options (top: 10 when absent). Errors name "search.<field>".
-absl::StatusOr<costmodel::SearchOptions> SearchOptionsFromSpec(
-    const v1::SearchOptions& spec);
-
-// The GPU count's search of `spec` (search.scale) over its layout search
-// (SearchOptionsFromSpec): the objective ("" is time, or energy with a
-// deadline), the deadline (0: none), the idle charge and the node counts.
-// Errors name "search.scale.<field>"; counts against the cluster are checked
-// by costmodel::ValidateScaleOptions.
-absl::StatusOr<costmodel::ScaleOptions> ScaleOptionsFromSpec(
-    const v1::SearchOptions& spec);
 
 // A spec that states every figure of `workload` explicitly (and the presets'
 // names where the model or GPU is one): WorkloadFromSpec of it gives
@@ -70,27 +56,5 @@ v1::Layout LayoutToProto(const Layout& layout);
 // shard_group derived), "" recompute is none. Out-of-range values are
 // INVALID_ARGUMENT naming "layout.<field>", with core ParseLayout's bounds.
 absl::StatusOr<Layout> LayoutFromProto(const v1::Layout& proto);
-
-v1::Prediction PredictionToProto(const costmodel::Prediction& prediction);
-// full_run is set when the message has one.
-costmodel::Prediction PredictionFromProto(const v1::Prediction& proto);
-
-v1::LayoutEvaluation EvaluationToProto(
-    const costmodel::LayoutEvaluation& evaluation);
-// Fails only when the layout does (LayoutFromProto).
-absl::StatusOr<costmodel::LayoutEvaluation> EvaluationFromProto(
-    const v1::LayoutEvaluation& proto);
-
-v1::StepTimeInterval IntervalToProto(const costmodel::StepTimeInterval& i);
-costmodel::StepTimeInterval IntervalFromProto(const v1::StepTimeInterval& proto);
-v1::PlanUncertainty PlanUncertaintyToProto(const costmodel::PlanUncertainty& u);
-// The spreads carry only their source and model error (what readers see).
-costmodel::PlanUncertainty PlanUncertaintyFromProto(
-    const v1::PlanUncertainty& proto);
-
-// best_throughput and best_energy are left out when nothing is feasible.
-v1::PlanResponse PlanResponseFromResult(const costmodel::SearchResult& result);
-absl::StatusOr<costmodel::SearchResult> SearchResultFromPlanResponse(
-    const v1::PlanResponse& response);
 
 }  // namespace tessera

@@ -20,6 +20,7 @@
 #include "costmodel/published/sweep_collectives.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
+#include "service/plan_convert.h"
 
 namespace tessera::replay {
 namespace {
@@ -324,7 +325,7 @@ absl::StatusOr<MeasuredSweep> ParseSweepRows(const Json& file,
     if (!row.is_object()) return at(absl::InvalidArgumentError("not an object"));
     absl::StatusOr<v1::StudySpec> spec = RowSpec(row, file, options);
     if (!spec.ok()) return at(spec.status());
-    absl::StatusOr<Workload> workload = WorkloadFromSpec(*spec);
+    absl::StatusOr<Workload> workload = CheckedWorkloadFromSpec(*spec);
     if (!workload.ok()) return at(workload.status());
     absl::StatusOr<TrialStatus> outcome = OutcomeOf(row, options);
     if (!outcome.ok()) return at(outcome.status());
@@ -475,7 +476,7 @@ absl::StatusOr<MeasuredSweep> ParseTrials(const Json& trials,
           "not known"));
       continue;
     }
-    absl::StatusOr<Workload> w = WorkloadFromSpec(it->second);
+    absl::StatusOr<Workload> w = CheckedWorkloadFromSpec(it->second);
     if (!w.ok()) {
       out.skipped.push_back(
           absl::StrCat("trial ", p.index, ": ", w.status().message()));

@@ -43,6 +43,7 @@
 #include "core/trial_result.h"
 #include "core/workload.h"
 #include "costmodel/calibration/measured_collectives.h"
+#include "service/plan_convert.h"
 #include "tessera/v1/specs.pb.h"
 
 namespace tessera::replay {
@@ -62,7 +63,7 @@ struct SweepRow {
 struct SweepGroup {
   std::string name;   // "nanotron-llama-1B on 1x8 h100-sxm", unique in a file
   v1::StudySpec spec;  // model, cluster, training; no search or trials
-  Workload workload;   // WorkloadFromSpec(spec)
+  Workload workload;   // CheckedWorkloadFromSpec(spec)
   std::vector<SweepRow> rows;
   // The cluster's measured collectives (empty: none given).
   std::vector<costmodel::CollectiveMeasurement> collectives;

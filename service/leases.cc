@@ -16,6 +16,7 @@
 #include "core/trial_result.h"
 #include "nlohmann/json.hpp"
 #include "service/agent_roster.h"
+#include "service/framework_config.h"
 #include "service/measurement_check.h"
 #include "service/probe_check.h"
 #include "service/proto_mapping.h"
@@ -258,6 +259,7 @@ v1::TrialAssignment Leases::Assignment(const db::Trial& trial,
   a.set_stack(r.stack);
   a.set_precision(r.precision);
   a.set_lease_expiry_unix_ms(UnixMillis(expires_at));
+  if (!a.command().empty()) AttachFrameworkConfig(a);
   return a;
 }
 

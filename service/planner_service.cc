@@ -3,6 +3,7 @@
 #include "core/status_macros.h"
 #include "core/trial_backend.h"
 #include "service/access.h"
+#include "service/plan_convert.h"
 #include "service/unary.h"
 #include "service/watch_reactor.h"
 #include "proto/convert.h"

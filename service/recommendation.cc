@@ -15,6 +15,7 @@
 #include "service/halving.h"
 #include "service/measured_layouts.h"
 #include "service/measurement_noise.h"
+#include "service/plan_convert.h"
 #include "service/recalibration.h"
 #include "service/study_spec.h"
 #include "service/trial_geometry.h"

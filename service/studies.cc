@@ -16,6 +16,7 @@
 #include "service/agent_roster.h"
 #include "service/agents_gpu.h"
 #include "service/background_pool.h"
+#include "service/plan_convert.h"
 #include "service/probe_check.h"
 #include "service/calibration_exchange.h"
 #include "service/proto_mapping.h"

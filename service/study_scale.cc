@@ -4,6 +4,7 @@
 #include "core/status_macros.h"
 #include "costmodel/search/scale_search.h"
 #include "proto/convert.h"
+#include "service/plan_convert.h"
 
 namespace tessera::service {
 

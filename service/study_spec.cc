@@ -5,6 +5,7 @@
 #include "core/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "service/agents_gpu.h"
+#include "service/plan_convert.h"
 #include "service/spec_bounds.h"
 #include "service/trial_command_check.h"
 #include "proto/convert.h"
@@ -59,7 +60,7 @@ absl::StatusOr<CheckedStudy> CheckStudySpec(const v1::StudySpec& spec) {
   if (out.agents_gpu) {
     checked.mutable_cluster()->mutable_gpu()->set_preset(kStandInPreset);
   }
-  absl::StatusOr<Workload> workload = WorkloadFromSpec(checked);
+  absl::StatusOr<Workload> workload = CheckedWorkloadFromSpec(checked);
   if (!workload.ok()) return InStudy(workload.status());
   out.workload = *std::move(workload);
   absl::StatusOr<costmodel::SearchOptions> search =
@@ -79,7 +80,7 @@ absl::StatusOr<Workload> WorkloadWithGpu(const v1::StudySpec& spec,
                                          const v1::GpuSpec& gpu) {
   v1::StudySpec resolved = spec;
   *resolved.mutable_cluster()->mutable_gpu() = gpu;
-  absl::StatusOr<Workload> w = WorkloadFromSpec(resolved);
+  absl::StatusOr<Workload> w = CheckedWorkloadFromSpec(resolved);
   if (!w.ok()) return InStudy(w.status());
   return w;
 }

@@ -134,7 +134,7 @@ if [[ $skip_build -eq 0 ]]; then
     --parallel "$(nproc)"
 fi
 
-trial="$build_dir/executor/trial/tessera-trial"
+trial="$build_dir/executor/tessera_trial/tessera-trial"
 run mkdir -p "$results_dir"
 model_flags=(--layers "$layers" --hidden "$hidden" --heads "$heads"
   --kv-heads "$kv_heads" --ffn-hidden "$ffn" --vocab "$vocab"

@@ -14,7 +14,7 @@
 #include "executor/cpu/cpu_backend.h"
 #include "executor/engine/rank_engine.h"
 #include "executor/engine/token_data.h"
-#include "executor/trial/cpu_peak.h"
+#include "executor/tessera_trial/cpu_peak.h"
 
 namespace tessera::executor {
 namespace {

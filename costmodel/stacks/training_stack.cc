@@ -641,4 +641,19 @@ absl::StatusOr<TrainingStack> StackForTraining(const TrainingConfig& t) {
   return s;
 }
 
+absl::Status ResolveTrainingStack(TrainingConfig& training) {
+  TESSERA_ASSIGN_OR_RETURN(const TrainingStack* stack,
+                           FindStack(training.stack));
+  TESSERA_RETURN_IF_ERROR(
+      EnabledOptions(*stack, training.stack_options).status());
+  if (!stack->SupportsPrecision(training.precision)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("training.precision: the ", stack->name,
+                     " stack does not train in ",
+                     PrecisionName(training.precision)));
+  }
+  training.stack = stack->name;
+  return absl::OkStatus();
+}
+
 }  // namespace tessera::costmodel

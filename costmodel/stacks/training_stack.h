@@ -260,4 +260,11 @@ absl::StatusOr<std::vector<const StackOption*>> EnabledOptions(
 // training.stack_options.
 absl::StatusOr<TrainingStack> StackForTraining(const TrainingConfig& training);
 
+// Checks that `training` names a stack, options it has and a precision it
+// trains in, and sets the stack's own name ("TorchTitan" is torchtitan): what
+// a study spec's stack must pass (service/plan_convert.h,
+// CheckedWorkloadFromSpec). INVALID_ARGUMENT naming training.stack,
+// training.stack_options or training.precision; `training` is unchanged then.
+absl::Status ResolveTrainingStack(TrainingConfig& training);
+
 }  // namespace tessera::costmodel

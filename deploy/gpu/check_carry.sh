@@ -51,9 +51,9 @@ ninja -C "$build" -j"${JOBS:-2}" tessera-trial cuda_host_test \
 "$build/tests/executor/cuda/cuda_host_test" --gtest_brief=1
 "$build/tests/executor/cuda/cuda_trial_test" --gtest_brief=1
 # A CPU trial: OpenBLAS and Abseil from carry/ at run time.
-"$build/executor/trial/tessera-trial" --model tiny --ranks 2 --global-batch 4 \
+"$build/executor/tessera_trial/tessera-trial" --model tiny --ranks 2 --global-batch 4 \
   --seq-len 16 --layout tp=2 --warmup 1 --steps 1 --json "$build/cpu_trial.json"
 grep -q '"status": "ok"' "$build/cpu_trial.json" ||
   { cat "$build/cpu_trial.json"; exit 1; }
-ldd "$build/executor/trial/tessera-trial" | grep -E "absl_base|openblas" || true
+ldd "$build/executor/tessera_trial/tessera-trial" | grep -E "absl_base|openblas" || true
 echo "check_carry: OK (built and ran against $carry alone)"

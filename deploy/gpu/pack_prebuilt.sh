@@ -20,7 +20,7 @@ stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/build" "$stage/lib"
 cd "$build"
-bins=(executor/trial/tessera-trial bench/cuda/cuda_kernels_bench
+bins=(executor/tessera_trial/tessera-trial bench/cuda/cuda_kernels_bench
   tests/executor/cuda/libtessera_fake_nvml.so)
 for t in tests/executor/cuda/cuda_*_test tests/executor/cuda/cudnn_*_test; do
   [[ -e "$t" ]] && bins+=("$t")

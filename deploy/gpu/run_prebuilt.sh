@@ -100,7 +100,7 @@ fi
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   # cuDNN is opened at run time (executor/cuda/cudnn_attention.h): which one.
   for d in ${LD_LIBRARY_PATH//:/ }; do ls "$d"/libcudnn.so* 2>/dev/null; done | head -3
-  for b in build/executor/trial/tessera-trial build/tests/executor/cuda/cuda_trial_test; do
+  for b in build/executor/tessera_trial/tessera-trial build/tests/executor/cuda/cuda_trial_test; do
     echo "ldd $b:"
     ldd "$b" | grep -E 'not found|cuda|cublas|nccl|openblas|nvidia' 
   done

@@ -8,13 +8,16 @@
 //   CollectiveProbeConfig c{.backend = "cpu", .rank = 1, .ranks = 4,
 //                           .ranks_per_node = 2, .rendezvous_file = f};
 //   nlohmann::json out = RunCollectiveProbe(c);  // SweepToJson or "error"
+//
+// This header is the probe's configuration, which each backend's sweep
+// reads; RunCollectiveProbe, which picks the backend, is
+// executor/tessera_trial/run_collective_probe.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "executor/trial/collective_sweep.h"
-#include "nlohmann/json.hpp"
 
 namespace tessera::executor {
 
@@ -30,8 +33,5 @@ struct CollectiveProbeConfig {
   CollectiveSweepOptions sweep;
 };
 
-// The sweep's JSON (SweepToJson), or {"collectives": [], "error": "..."}
-// naming what failed (a bad config, the rendezvous, a collective).
-nlohmann::json RunCollectiveProbe(const CollectiveProbeConfig& config);
 
 }  // namespace tessera::executor

@@ -21,6 +21,7 @@
 #include "agents/command_policy.h"
 #include "agents/files.h"
 #include "core/trial_result.h"
+#include "service/framework_config.h"
 #include "gtest/gtest.h"
 
 namespace tessera::agents {
@@ -160,6 +161,7 @@ TEST_F(CommandTrialTest, ConfigIsTheStacksOwnFormatWhereThereIsAnExporter) {
   v1::TrialAssignment a =
       Trial("cp {config} {trial_dir}/seen.json; " + Steps("1/1 1/1 1/1"));
   a.set_stack("deepspeed");
+  service::AttachFrameworkConfig(a);  // what the planner does at lease time
   const TrialResult r = Run(a);
   ASSERT_EQ(r.status, TrialStatus::kOk) << r.reason;
   absl::StatusOr<std::string> text = ReadFile(work_dir_ + "/seen.json");
@@ -171,6 +173,8 @@ TEST_F(CommandTrialTest, ConfigIsTheStacksOwnFormatWhereThereIsAnExporter) {
   EXPECT_EQ(ds["gradient_accumulation_steps"], 1);
   // A layout the framework's configuration cannot say is not run.
   a.set_stack("torchtitan");  // no ZeRO-1
+  service::AttachFrameworkConfig(a);
+  EXPECT_EQ(a.framework_config_file(), "torchtitan_config.py");
   const TrialResult refused = Run(a);
   EXPECT_EQ(refused.status, TrialStatus::kInvalid);
   EXPECT_NE(refused.reason.find("{config}: layout.zero"), std::string::npos)

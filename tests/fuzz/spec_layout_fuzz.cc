@@ -14,6 +14,7 @@
 #include "costmodel/prediction.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
+#include "service/plan_convert.h"
 
 namespace tessera {
 namespace {
@@ -100,10 +101,10 @@ void FuzzLayout(absl::string_view text) {
 void FuzzSpec(absl::string_view json, const absl::StatusOr<Layout>& layout) {
   absl::StatusOr<v1::StudySpec> spec = StudySpecFromJson(json, "fuzz");
   if (!spec.ok()) return;
-  absl::StatusOr<Workload> workload = WorkloadFromSpec(*spec);
+  absl::StatusOr<Workload> workload = CheckedWorkloadFromSpec(*spec);
   if (!workload.ok()) return;
   Check(ValidateWorkload(*workload).ok(), "a converted workload is valid");
-  absl::StatusOr<Workload> back = WorkloadFromSpec(SpecFromWorkload(*workload));
+  absl::StatusOr<Workload> back = CheckedWorkloadFromSpec(SpecFromWorkload(*workload));
   Check(back.ok() &&
             back->cluster.world_size() == workload->cluster.world_size() &&
             back->model.ParamCount() == workload->model.ParamCount(),

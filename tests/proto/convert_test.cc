@@ -5,6 +5,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "proto/spec_json.h"
+#include "service/plan_convert.h"
 
 namespace tessera {
 namespace {
@@ -242,7 +243,7 @@ TEST(ConvertTest, TrainingStackOptionsAndPrecision) {
                     "gpus_per_node": 8},
         "training": )" + training + "}");
   };
-  absl::StatusOr<Workload> w = WorkloadFromSpec(study(
+  absl::StatusOr<Workload> w = CheckedWorkloadFromSpec(study(
       R"({"global_batch": 64, "seq_len": 8192, "stack": "torchtitan",
           "stack_options": ["async-tp", "no-compile"], "precision": "fp8"})"));
   ASSERT_TRUE(w.ok()) << w.status();
@@ -252,13 +253,13 @@ TEST(ConvertTest, TrainingStackOptionsAndPrecision) {
   EXPECT_EQ(w->training.precision, Precision::kFp8);
   // Absent: the default stack, its default options, bf16.
   absl::StatusOr<Workload> d =
-      WorkloadFromSpec(study(R"({"global_batch": 64, "seq_len": 8192})"));
+      CheckedWorkloadFromSpec(study(R"({"global_batch": 64, "seq_len": 8192})"));
   ASSERT_TRUE(d.ok()) << d.status();
   EXPECT_EQ(d->training.stack, kDefaultTrainingStack);
   EXPECT_TRUE(d->training.stack_options.empty());
   EXPECT_EQ(d->training.precision, Precision::kBf16);
   // Round trip through the spec.
-  absl::StatusOr<Workload> back = WorkloadFromSpec(SpecFromWorkload(*w));
+  absl::StatusOr<Workload> back = CheckedWorkloadFromSpec(SpecFromWorkload(*w));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->training.stack, "torchtitan");
   EXPECT_EQ(back->training.stack_options, w->training.stack_options);
@@ -284,7 +285,7 @@ TEST(ConvertTest, TrainingStackOptionsAndPrecision) {
        "training.precision: the deepspeed stack does not train in fp8"},
   };
   for (const auto& b : bad) {
-    EXPECT_EQ(WorkloadFromSpec(study(b.training)).status().message(),
+    EXPECT_EQ(CheckedWorkloadFromSpec(study(b.training)).status().message(),
               b.error)
         << b.training;
   }

@@ -10,6 +10,7 @@
 #include "costmodel/stacks/stack_calibration.h"
 #include "proto/convert.h"
 #include "replay/sweep_replay.h"
+#include "service/plan_convert.h"
 
 namespace tessera::replay {
 namespace {
@@ -43,7 +44,7 @@ SweepGroup Synthetic(int64_t nodes,
   SweepGroup g;
   g.spec = Spec(nodes);
   g.name = g.spec.name();
-  g.workload = *WorkloadFromSpec(g.spec);
+  g.workload = *CheckedWorkloadFromSpec(g.spec);
   const costmodel::Calibration c = *costmodel::DefaultCalibration(g.workload);
   int64_t index = 0;
   for (int64_t tp : {1, 2, 4, 8}) {
@@ -246,7 +247,7 @@ TEST(StudyReplayTest, AStudyOfTesserasOwnExecutorReplaysBesideAFrameworks) {
   own.spec.mutable_trials()->set_backend("cpu");
   own.spec.set_name("own executor");
   own.name = own.spec.name();
-  own.workload = *WorkloadFromSpec(own.spec);
+  own.workload = *CheckedWorkloadFromSpec(own.spec);
   const SweepGroup framework = Synthetic(1, [](const Layout&) { return 1.0; });
   std::unique_ptr<StudyReplayer> r = *StudyReplayer::Create("");
   for (const SweepGroup* g : std::vector<const SweepGroup*>{&own, &framework}) {

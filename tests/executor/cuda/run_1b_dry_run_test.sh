@@ -18,7 +18,7 @@ grep -q -- "-DTESSERA_SERVICE=OFF" <<<"$out" || fail "not built with TESSERA_SER
 grep -q -- "-DCMAKE_PREFIX_PATH=/opt/carry/usr" <<<"$out" || fail "no CMAKE_PREFIX_PATH"
 grep -q -- "--target tessera-trial" <<<"$out" || fail "no build of the trial binaries"
 for mb in 2 8; do
-  grep -q -- "/tmp/bb/executor/trial/tessera-trial .*--global-batch $mb --layout micro_batch=$mb --warmup 1 --steps 4 --json /tmp/rr/tessera_mb$mb.json" <<<"$out" ||
+  grep -q -- "/tmp/bb/executor/tessera_trial/tessera-trial .*--global-batch $mb --layout micro_batch=$mb --warmup 1 --steps 4 --json /tmp/rr/tessera_mb$mb.json" <<<"$out" ||
     fail "no Tessera run at micro-batch $mb"
   for mode in eager compile; do
     grep -q -- "torch_llama.py .*--micro-batch $mb .*--mode $mode --json /tmp/rr/torch_${mode}_mb$mb.json" <<<"$out" ||

@@ -1,12 +1,12 @@
-// The executor's backend table (executor/trial/executor_backends.h): trials
+// The executor's backend table (executor/tessera_trial/executor_backends.h): trials
 // and collective sweeps dispatched by name, a name it does not know and a
 // backend this build lacks told apart.
-#include "executor/trial/executor_backends.h"
+#include "executor/tessera_trial/executor_backends.h"
 
 #include <string>
 
-#include "executor/trial/collective_probe.h"
-#include "executor/trial/trial_runner.h"
+#include "executor/tessera_trial/run_collective_probe.h"
+#include "executor/tessera_trial/trial_runner.h"
 #include "gtest/gtest.h"
 
 namespace tessera::executor {

@@ -1,4 +1,4 @@
-#include "executor/trial/trial_runner.h"
+#include "executor/tessera_trial/trial_runner.h"
 
 #include <unistd.h>
 

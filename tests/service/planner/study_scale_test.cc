@@ -8,6 +8,7 @@
 #include "costmodel/search/scale_search.h"
 #include "costmodel/stacks/stack_calibration.h"
 #include "proto/convert.h"
+#include "service/plan_convert.h"
 #include "tests/service/planner/test_harness.h"
 
 namespace tessera::service::testing {
@@ -36,7 +37,7 @@ v1::Recommendation RecommendationOf(TestServer& s, int64_t id) {
 // What the planner's count search chooses for `spec` with the defaults (a
 // fresh database has no fitted calibration).
 int64_t ChosenNodes(const v1::StudySpec& spec) {
-  const Workload w = *WorkloadFromSpec(spec);
+  const Workload w = *CheckedWorkloadFromSpec(spec);
   const costmodel::ScaleOptions o = *ScaleOptionsFromSpec(spec.search());
   const costmodel::ScaleResult r =
       *costmodel::SearchScale(w, *costmodel::DefaultCalibration(w), o);

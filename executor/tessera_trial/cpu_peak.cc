@@ -1,4 +1,4 @@
-#include "executor/trial/cpu_peak.h"
+#include "executor/tessera_trial/cpu_peak.h"
 
 #include <algorithm>
 #include <chrono>

@@ -41,9 +41,9 @@
 #include "core/model_overrides.h"
 #include "core/trial_result.h"
 #include "core/trial_time_budget.h"
-#include "executor/trial/collective_probe.h"
-#include "executor/trial/probes.h"
-#include "executor/trial/trial_runner.h"
+#include "executor/tessera_trial/run_collective_probe.h"
+#include "executor/tessera_trial/probes.h"
+#include "executor/tessera_trial/trial_runner.h"
 
 namespace tessera::executor {
 namespace {

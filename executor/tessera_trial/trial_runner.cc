@@ -1,7 +1,7 @@
-#include "executor/trial/trial_runner.h"
+#include "executor/tessera_trial/trial_runner.h"
 
 #include "absl/strings/str_cat.h"
-#include "executor/trial/executor_backends.h"
+#include "executor/tessera_trial/executor_backends.h"
 #include "executor/trial/trial_records.h"
 #include "executor/trial/trial_setup.h"
 

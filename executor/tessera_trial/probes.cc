@@ -1,4 +1,4 @@
-#include "executor/trial/probes.h"
+#include "executor/tessera_trial/probes.h"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "executor/comm/run_ranks.h"
-#include "executor/trial/cpu_peak.h"
+#include "executor/tessera_trial/cpu_peak.h"
 
 namespace tessera::executor {
 namespace {

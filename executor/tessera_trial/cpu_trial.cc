@@ -1,4 +1,4 @@
-#include "executor/trial/cpu_trial.h"
+#include "executor/tessera_trial/cpu_trial.h"
 
 #include <algorithm>
 #include <chrono>
@@ -17,7 +17,7 @@
 #include "executor/comm/tcp_communicator.h"
 #include "executor/cpu/cpu_backend.h"
 #include "executor/engine/rank_engine.h"
-#include "executor/trial/cpu_peak.h"
+#include "executor/tessera_trial/cpu_peak.h"
 #include "executor/trial/step_loop.h"
 #include "executor/trial/trial_records.h"
 #include "executor/trial/trial_setup.h"

@@ -1,8 +1,8 @@
-#include "executor/trial/executor_backends.h"
+#include "executor/tessera_trial/executor_backends.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "executor/trial/cpu_trial.h"
+#include "executor/tessera_trial/cpu_trial.h"
 #ifdef TESSERA_HAVE_CUDA
 #include "executor/cuda/cuda_collective_probe.h"
 #include "executor/cuda/cuda_trial.h"

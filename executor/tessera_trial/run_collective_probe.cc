@@ -1,9 +1,9 @@
-#include "executor/trial/collective_probe.h"
+#include "executor/tessera_trial/run_collective_probe.h"
 
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "executor/trial/executor_backends.h"
+#include "executor/tessera_trial/executor_backends.h"
 
 namespace tessera::executor {
 namespace {
