@@ -1,56 +1,69 @@
 #include "core/gpu.h"
 
-#include <array>
 #include <cmath>
 
 #include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/known_names.h"
+#include "core/preset_file.h"
+#include "core/status_macros.h"
+#include "nlohmann/json.hpp"
 
 namespace tessera {
 namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
-// Sources, per GPU (dense fp8 peaks: the same datasheets, without sparsity):
-// - h100-sxm: NVIDIA H100 Tensor Core GPU datasheet (SXM5): 989.4 TFLOP/s
-//   dense BF16, 1978.9 dense FP8, 80 GB HBM3 (81559 MiB reported by nvidia-smi), 3.35 TB/s,
-//   NVLink 4 900 GB/s bidirectional, 700 W. DGX H100: 8x ConnectX-7 400 Gb/s
-//   per node = 400 GB/s. Idle ~70 W (nvidia-smi on idle SXM5 boards).
-// - h100-sxm-96g-500w: the H100 of Meta's Grand Teton hosts that torchtitan
-//   benchmarks on (torchtitan benchmarks/llama3_h100_202412_torchtitan.md):
-//   96 GB HBM2e at 2.4 TB/s, a 500 W power limit, 400 Gb/s RDMA per GPU.
-//   No sustained clock at 500 W is published: the peaks are the SXM part's
-//   scaled by 0.85, chosen against torchtitan's bf16 rows of
-//   tests/data/measured_published.json (a fit, not a datasheet figure).
-//   Memory taken as 96e9 bytes (89.4 GiB), the smaller reading of "96 GB".
-// - h200-sxm: NVIDIA H200 datasheet: same compute as H100, 141 GB HBM3e
-//   (143771 MiB reported), 4.8 TB/s, NVLink 900 GB/s, 700 W; DGX H200 NICs as
-//   DGX H100. Idle ~75 W.
-// - a100-sxm-80g / -40g: NVIDIA A100 datasheet: 312 TFLOP/s dense BF16, 80 GB
-//   HBM2e at 2.039 TB/s (81920 MiB) / 40 GB HBM2 at 1.555 TB/s (40960 MiB),
-//   NVLink 3 600 GB/s bidirectional, 400 W. DGX A100: 8x HDR 200 Gb/s per node
-//   = 200 GB/s. Idle ~55 W.
-// - v100-sxm-32g: NVIDIA V100 datasheet: 125 TFLOP/s FP16 tensor (no BF16),
-//   32 GB HBM2 (32768 MiB) at 900 GB/s, NVLink 2 300 GB/s bidirectional, 300 W.
-//   DGX-2: 8x EDR 100 Gb/s per node = 100 GB/s. Idle ~40 W.
-const std::array<GpuSpec, 6>& Presets() {
-  // name, bf16, fp8, memory, HBM, NVLink, NICs per node, TDP, idle, arch.
-  static const std::array<GpuSpec, 6> presets = {{
-      {"h100-sxm", 989.4, 1978.9, 81559 * kMiB, 3350, 450, 400, 700, 70,
-       "hopper"},
-      {"h100-sxm-96g-500w", 989.4 * 0.85, 1978.9 * 0.85, 96000000000, 2400,
-       450, 400, 500, 70, "hopper"},
-      {"h200-sxm", 989.4, 1978.9, 143771 * kMiB, 4800, 450, 400, 700, 75,
-       "hopper"},
-      {"a100-sxm-80g", 312, 0, 81920 * kMiB, 2039, 300, 200, 400, 55,
-       "ampere"},
-      {"a100-sxm-40g", 312, 0, 40960 * kMiB, 1555, 300, 200, 400, 55,
-       "ampere"},
-      {"v100-sxm-32g", 125, 0, 32768 * kMiB, 900, 150, 100, 300, 40, "volta"},
-  }};
-  return presets;
+struct EmbeddedFile {
+  const char* name;
+  const char* text;
+};
+constexpr EmbeddedFile kGpuPresetFiles[] = {
+#include "gpus_presets.inc"
+};
+
+absl::StatusOr<GpuSpec> GpuOfEntry(const PresetEntry& e) {
+  TESSERA_RETURN_IF_ERROR(e.OnlyFields(
+      {"name", "architecture", "peak_dense_tflops", "peak_fp8_tflops",
+       "memory_mib", "memory_bytes", "hbm_gbs", "nvlink_gbs",
+       "inter_node_gbs", "tdp_w", "idle_w", "source"}));
+  GpuSpec g;
+  TESSERA_ASSIGN_OR_RETURN(g.name, e.String("name"));
+  TESSERA_ASSIGN_OR_RETURN(g.architecture, e.String("architecture"));
+  TESSERA_ASSIGN_OR_RETURN(g.peak_dense_tflops, e.Number("peak_dense_tflops"));
+  TESSERA_ASSIGN_OR_RETURN(g.peak_fp8_tflops, e.Number("peak_fp8_tflops"));
+  if (e.Has("memory_mib") == e.Has("memory_bytes")) {
+    return e.Error("memory_mib", "give memory_mib or memory_bytes, not both");
+  }
+  if (e.Has("memory_mib")) {
+    TESSERA_ASSIGN_OR_RETURN(const int64_t mib, e.Integer("memory_mib"));
+    g.memory_bytes = mib * kMiB;
+  } else {
+    TESSERA_ASSIGN_OR_RETURN(g.memory_bytes, e.Integer("memory_bytes"));
+  }
+  TESSERA_ASSIGN_OR_RETURN(g.hbm_gbs, e.Number("hbm_gbs"));
+  TESSERA_ASSIGN_OR_RETURN(g.nvlink_gbs, e.Number("nvlink_gbs"));
+  TESSERA_ASSIGN_OR_RETURN(g.inter_node_gbs, e.Number("inter_node_gbs"));
+  TESSERA_ASSIGN_OR_RETURN(g.tdp_w, e.Number("tdp_w"));
+  TESSERA_ASSIGN_OR_RETURN(g.idle_w, e.Number("idle_w"));
+  TESSERA_RETURN_IF_ERROR(e.String("source").status());
+  if (absl::Status v = ValidateGpu(g); !v.ok()) {
+    absl::string_view message = v.message();
+    absl::ConsumePrefix(&message, "gpu.");
+    return absl::InvalidArgumentError(absl::StrCat(
+        e.file, ": ", e.array, "[", e.index, "] (", g.name, ").", message));
+  }
+  return g;
+}
+
+// Parsed once; a file that does not parse keeps its error (the presets test
+// parses the shipped file, so a build carries a good one).
+const absl::StatusOr<std::vector<GpuSpec>>& Presets() {
+  static const auto* presets = new absl::StatusOr<std::vector<GpuSpec>>(
+      ParseGpuPresets(kGpuPresetFiles[0].name, kGpuPresetFiles[0].text));
+  return *presets;
 }
 
 }  // namespace
@@ -101,8 +114,27 @@ absl::Status ValidateGpu(const GpuSpec& g) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<GpuSpec>> ParseGpuPresets(const std::string& file,
+                                                     absl::string_view text) {
+  nlohmann::json storage;
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<PresetEntry> entries,
+                           ReadPresetFile(file, text, "gpus", &storage));
+  std::vector<GpuSpec> gpus;
+  for (const PresetEntry& e : entries) {
+    TESSERA_ASSIGN_OR_RETURN(GpuSpec g, GpuOfEntry(e));
+    for (const GpuSpec& before : gpus) {
+      if (absl::EqualsIgnoreCase(before.name, g.name)) {
+        return e.Error("name", absl::StrCat("'", g.name, "' is given twice"));
+      }
+    }
+    gpus.push_back(std::move(g));
+  }
+  return gpus;
+}
+
 absl::StatusOr<GpuSpec> GpuPreset(absl::string_view name) {
-  for (const GpuSpec& g : Presets()) {
+  if (!Presets().ok()) return Presets().status();
+  for (const GpuSpec& g : *Presets()) {
     if (absl::EqualsIgnoreCase(name, g.name)) return g;
   }
   return absl::NotFoundError(absl::StrCat(
@@ -111,7 +143,8 @@ absl::StatusOr<GpuSpec> GpuPreset(absl::string_view name) {
 
 std::vector<std::string> GpuPresetNames() {
   std::vector<std::string> names;
-  for (const GpuSpec& g : Presets()) names.push_back(g.name);
+  if (!Presets().ok()) return names;
+  for (const GpuSpec& g : *Presets()) names.push_back(g.name);
   return names;
 }
 

@@ -44,7 +44,15 @@ absl::Status ValidateGpu(const GpuSpec& gpu);
 
 // h100-sxm, h100-sxm-96g-500w, h200-sxm, a100-sxm-80g, a100-sxm-40g,
 // v100-sxm-32g. NotFound names the preset and lists the known ones.
+// The presets are data: core/presets/gpus.json, compiled in (each figure
+// with its source there).
 absl::StatusOr<GpuSpec> GpuPreset(absl::string_view name);
 std::vector<std::string> GpuPresetNames();
+
+// Parses a GPU presets file's text (core/presets/gpus.json's format): every
+// entry's fields known, present and valid (ValidateGpu), names unique.
+// INVALID_ARGUMENT naming `file`, the entry and the field.
+absl::StatusOr<std::vector<GpuSpec>> ParseGpuPresets(const std::string& file,
+                                                     absl::string_view text);
 
 }  // namespace tessera

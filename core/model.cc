@@ -1,48 +1,61 @@
 #include "core/model.h"
 
-#include <array>
 
 #include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/known_names.h"
+#include "core/preset_file.h"
+#include "core/status_macros.h"
+#include "nlohmann/json.hpp"
 
 namespace tessera {
 namespace {
 
-struct NamedModel {
+struct EmbeddedFile {
   const char* name;
-  int64_t layers, hidden, heads, kv_heads, ffn_hidden, vocab;
-  MlpKind mlp;
-  bool tie_embeddings;
-  double rope_theta;
+  const char* text;
+};
+constexpr EmbeddedFile kModelPresetFiles[] = {
+#include "models_presets.inc"
 };
 
-// Sources: Llama 2 (Touvron et al. 2023, Table 1 and the released configs);
-// Llama 3 / 3.1 (Dubey et al. 2024, Table 3 and the released configs); GPT-3
-// 175B (Brown et al. 2020, Table 2.1) and the 530B model of Narayanan et al.
-// SC'21 (Table 1), both with Megatron's padded GPT-2 vocabulary of 51200 and
-// tied embeddings. `tiny` and `small` are Llama-shaped models of our own for
-// CPU trials (~0.9M and ~125M parameters).
-constexpr std::array<NamedModel, 10> kPresets = {{
-    {"llama2-7b", 32, 4096, 32, 32, 11008, 32000, MlpKind::kSwiGlu, false,
-     10000},
-    {"llama2-13b", 40, 5120, 40, 40, 13824, 32000, MlpKind::kSwiGlu, false,
-     10000},
-    {"llama2-70b", 80, 8192, 64, 8, 28672, 32000, MlpKind::kSwiGlu, false,
-     10000},
-    {"llama3-8b", 32, 4096, 32, 8, 14336, 128256, MlpKind::kSwiGlu, false,
-     500000},
-    {"llama3-70b", 80, 8192, 64, 8, 28672, 128256, MlpKind::kSwiGlu, false,
-     500000},
-    {"llama3-405b", 126, 16384, 128, 8, 53248, 128256, MlpKind::kSwiGlu, false,
-     500000},
-    {"gpt3-175b", 96, 12288, 96, 96, 49152, 51200, MlpKind::kGelu, true, 10000},
-    {"gpt-530b", 105, 20480, 128, 128, 81920, 51200, MlpKind::kGelu, true,
-     10000},
-    {"tiny", 4, 128, 8, 4, 352, 512, MlpKind::kSwiGlu, false, 10000},
-    {"small", 12, 768, 12, 4, 2048, 32000, MlpKind::kSwiGlu, false, 10000},
-}};
+absl::StatusOr<ModelConfig> ModelOfEntry(const PresetEntry& e) {
+  TESSERA_RETURN_IF_ERROR(e.OnlyFields(
+      {"name", "layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab",
+       "mlp", "tie_embeddings", "rope_theta", "source"}));
+  ModelConfig m;
+  TESSERA_ASSIGN_OR_RETURN(m.name, e.String("name"));
+  TESSERA_ASSIGN_OR_RETURN(m.layers, e.Integer("layers"));
+  TESSERA_ASSIGN_OR_RETURN(m.hidden, e.Integer("hidden"));
+  TESSERA_ASSIGN_OR_RETURN(m.heads, e.Integer("heads"));
+  TESSERA_ASSIGN_OR_RETURN(m.kv_heads, e.Integer("kv_heads"));
+  TESSERA_ASSIGN_OR_RETURN(m.ffn_hidden, e.Integer("ffn_hidden"));
+  TESSERA_ASSIGN_OR_RETURN(m.vocab, e.Integer("vocab"));
+  TESSERA_ASSIGN_OR_RETURN(const std::string mlp, e.String("mlp"));
+  absl::StatusOr<MlpKind> kind = ParseMlpKind(mlp);
+  if (!kind.ok()) return e.Error("mlp", absl::StrCat("'", mlp, "' is not swiglu or gelu"));
+  m.mlp = *kind;
+  TESSERA_ASSIGN_OR_RETURN(m.tie_embeddings, e.Bool("tie_embeddings"));
+  TESSERA_ASSIGN_OR_RETURN(m.rope_theta, e.Number("rope_theta"));
+  TESSERA_RETURN_IF_ERROR(e.String("source").status());
+  if (absl::Status v = ValidateModel(m); !v.ok()) {
+    absl::string_view message = v.message();
+    absl::ConsumePrefix(&message, "model.");
+    return absl::InvalidArgumentError(absl::StrCat(
+        e.file, ": ", e.array, "[", e.index, "] (", m.name, ").", message));
+  }
+  return m;
+}
+
+// Parsed once; a file that does not parse keeps its error (the presets test
+// parses the shipped file, so a build carries a good one).
+const absl::StatusOr<std::vector<ModelConfig>>& Presets() {
+  static const auto* presets = new absl::StatusOr<std::vector<ModelConfig>>(
+      ParseModelPresets(kModelPresetFiles[0].name, kModelPresetFiles[0].text));
+  return *presets;
+}
 
 }  // namespace
 
@@ -118,22 +131,28 @@ absl::Status ValidateModel(const ModelConfig& m) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ModelConfig> ModelPreset(absl::string_view name) {
-  for (const NamedModel& p : kPresets) {
-    if (absl::EqualsIgnoreCase(name, p.name)) {
-      ModelConfig m;
-      m.name = p.name;
-      m.layers = p.layers;
-      m.hidden = p.hidden;
-      m.heads = p.heads;
-      m.kv_heads = p.kv_heads;
-      m.ffn_hidden = p.ffn_hidden;
-      m.vocab = p.vocab;
-      m.mlp = p.mlp;
-      m.tie_embeddings = p.tie_embeddings;
-      m.rope_theta = p.rope_theta;
-      return m;
+absl::StatusOr<std::vector<ModelConfig>> ParseModelPresets(
+    const std::string& file, absl::string_view text) {
+  nlohmann::json storage;
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<PresetEntry> entries,
+                           ReadPresetFile(file, text, "models", &storage));
+  std::vector<ModelConfig> models;
+  for (const PresetEntry& e : entries) {
+    TESSERA_ASSIGN_OR_RETURN(ModelConfig m, ModelOfEntry(e));
+    for (const ModelConfig& before : models) {
+      if (absl::EqualsIgnoreCase(before.name, m.name)) {
+        return e.Error("name", absl::StrCat("'", m.name, "' is given twice"));
+      }
     }
+    models.push_back(std::move(m));
+  }
+  return models;
+}
+
+absl::StatusOr<ModelConfig> ModelPreset(absl::string_view name) {
+  if (!Presets().ok()) return Presets().status();
+  for (const ModelConfig& m : *Presets()) {
+    if (absl::EqualsIgnoreCase(name, m.name)) return m;
   }
   return absl::NotFoundError(absl::StrCat(
       "model: ", UnknownNameMessage("preset", name, ModelPresetNames())));
@@ -141,7 +160,8 @@ absl::StatusOr<ModelConfig> ModelPreset(absl::string_view name) {
 
 std::vector<std::string> ModelPresetNames() {
   std::vector<std::string> names;
-  for (const NamedModel& p : kPresets) names.emplace_back(p.name);
+  if (!Presets().ok()) return names;
+  for (const ModelConfig& m : *Presets()) names.push_back(m.name);
   return names;
 }
 

@@ -63,7 +63,15 @@ absl::Status ValidateModel(const ModelConfig& model);
 // The published presets: llama2-7b, llama2-13b, llama2-70b, llama3-8b,
 // llama3-70b, llama3-405b, gpt3-175b, gpt-530b, and `tiny` / `small` for CPU
 // trials. NotFound names the preset and lists the known ones.
+// The presets are data: core/presets/models.json, compiled in (each with its
+// source there).
 absl::StatusOr<ModelConfig> ModelPreset(absl::string_view name);
 std::vector<std::string> ModelPresetNames();
+
+// Parses a model presets file's text (core/presets/models.json's format):
+// every entry's fields known, present and valid (ValidateModel), names
+// unique. INVALID_ARGUMENT naming `file`, the entry and the field.
+absl::StatusOr<std::vector<ModelConfig>> ParseModelPresets(
+    const std::string& file, absl::string_view text);
 
 }  // namespace tessera

@@ -1,5 +1,5 @@
 // The stacks compiled into the binary: costmodel/stacks/*.json, embedded by
-// embed_stacks.cmake, parsed once and checked on first use.
+// cmake/embed_files.cmake, parsed once and checked on first use.
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
