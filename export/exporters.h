@@ -1,5 +1,7 @@
 // The per-target exporters behind ExportLayout (layout_export.h), and what
-// they share. Internal to costmodel/export.
+// they share. Internal to export/. A new target is one file of its own (its
+// text and notes functions, declared below), one row of layout_export.cc's
+// target table and its ExportTarget value.
 //
 //   ExportInput in{workload, resolved_layout, "torchtitan", {"compile"}};
 //   TESSERA_ASSIGN_OR_RETURN(std::string text, ExportTorchtitan(in));

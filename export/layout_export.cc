@@ -87,67 +87,78 @@ absl::Status CannotExpress(absl::string_view field, absl::string_view what) {
   return absl::FailedPreconditionError(absl::StrCat(field, ": ", what));
 }
 
-absl::StatusOr<ExportTarget> ParseExportTarget(absl::string_view name) {
-  for (ExportTarget t : {ExportTarget::kTorchtitan, ExportTarget::kMegatron,
-                         ExportTarget::kDeepSpeed, ExportTarget::kNemo}) {
-    if (absl::EqualsIgnoreCase(name, ExportTargetName(t))) return t;
+namespace {
+
+// One export target: what callers ask of it and the two functions of its
+// file (exporters.h).
+struct TargetRow {
+  ExportTarget target;
+  const char* name;       // what --export takes
+  const char* stack;      // the stack whose layouts it runs
+  const char* file_name;  // a file name for its text
+  // Its text is the stack's own configuration (ExportTargetOfStack): NeMo's
+  // recipe wraps the same fields as Megatron-LM's arguments, which are
+  // megatron-core's own form.
+  bool stacks_own_format;
+  absl::StatusOr<std::string> (*text)(const ExportInput&);
+  std::vector<std::string> (*notes)(const ExportInput&);
+};
+
+// Every target, in the order --export lists them. A new target is its own
+// file (its text and notes functions, declared in exporters.h), a row here
+// and its ExportTarget value.
+const std::vector<TargetRow>& Targets() {
+  static const std::vector<TargetRow> rows = {
+      {ExportTarget::kTorchtitan, "torchtitan", "torchtitan",
+       "torchtitan_config.py", true, &ExportTorchtitan, &TorchtitanNotes},
+      {ExportTarget::kMegatron, "megatron", "megatron-core",
+       "megatron_args.txt", true, &ExportMegatron, &MegatronNotes},
+      {ExportTarget::kDeepSpeed, "deepspeed", "deepspeed", "ds_config.json",
+       true, &ExportDeepSpeed, &DeepSpeedNotes},
+      {ExportTarget::kNemo, "nemo", "megatron-core", "nemo_recipe.py", false,
+       &ExportNemo, &NemoNotes},
+  };
+  return rows;
+}
+
+const TargetRow& RowOf(ExportTarget target) {
+  for (const TargetRow& row : Targets()) {
+    if (row.target == target) return row;
   }
-  const std::vector<std::string> near =
-      NearNames(name, {"torchtitan", "megatron", "deepspeed", "nemo"});
+  return Targets().front();  // every ExportTarget has a row
+}
+
+}  // namespace
+
+absl::StatusOr<ExportTarget> ParseExportTarget(absl::string_view name) {
+  std::vector<std::string> names;
+  for (const TargetRow& row : Targets()) {
+    if (absl::EqualsIgnoreCase(name, row.name)) return row.target;
+    names.push_back(row.name);
+  }
+  const std::vector<std::string> near = NearNames(name, names);
   return absl::InvalidArgumentError(absl::StrCat(
-      "--export: '", name, "' is not torchtitan, megatron, deepspeed or nemo",
+      "--export: '", name, "' is not ", OrList(names),
       near.empty() ? "" : absl::StrCat(" (did you mean ", OrList(near), "?)")));
 }
 
 absl::string_view ExportTargetName(ExportTarget target) {
-  switch (target) {
-    case ExportTarget::kTorchtitan:
-      return "torchtitan";
-    case ExportTarget::kMegatron:
-      return "megatron";
-    case ExportTarget::kDeepSpeed:
-      return "deepspeed";
-    case ExportTarget::kNemo:
-      return "nemo";
-  }
-  return "unknown";
+  return RowOf(target).name;
 }
 
 absl::string_view ExportTargetStack(ExportTarget target) {
-  switch (target) {
-    case ExportTarget::kTorchtitan:
-      return "torchtitan";
-    case ExportTarget::kMegatron:
-    case ExportTarget::kNemo:
-      return "megatron-core";
-    case ExportTarget::kDeepSpeed:
-      return "deepspeed";
-  }
-  return "unknown";
+  return RowOf(target).stack;
 }
 
 std::optional<ExportTarget> ExportTargetOfStack(absl::string_view stack) {
-  // megatron-core's own form is Megatron-LM's arguments (NeMo's recipe
-  // wraps the same fields).
-  for (ExportTarget t : {ExportTarget::kTorchtitan, ExportTarget::kMegatron,
-                         ExportTarget::kDeepSpeed}) {
-    if (ExportTargetStack(t) == stack) return t;
+  for (const TargetRow& row : Targets()) {
+    if (row.stacks_own_format && row.stack == stack) return row.target;
   }
   return std::nullopt;
 }
 
 absl::string_view ExportFileName(ExportTarget target) {
-  switch (target) {
-    case ExportTarget::kTorchtitan:
-      return "torchtitan_config.py";
-    case ExportTarget::kMegatron:
-      return "megatron_args.txt";
-    case ExportTarget::kDeepSpeed:
-      return "ds_config.json";
-    case ExportTarget::kNemo:
-      return "nemo_recipe.py";
-  }
-  return "export.txt";
+  return RowOf(target).file_name;
 }
 
 absl::StatusOr<std::string> ExportLayout(const Workload& workload,
@@ -183,29 +194,12 @@ absl::StatusOr<LayoutExport> ExportLayoutWithNotes(const Workload& workload,
       CheckLayoutFitsModel(resolved, workload.model, workload.training.seq_len,
                            stack->layouts.uneven_interleaving));
 
-  exporters::ExportInput in{workload, resolved, std::string(stack_name), {}};
+  ExportInput in{workload, resolved, std::string(stack_name), {}};
   for (const StackOption* o : enabled) in.options.push_back(o->name);
   LayoutExport e;
-  absl::StatusOr<std::string> text =
-      absl::InternalError("ExportLayout: unknown target");
-  switch (target) {
-    case ExportTarget::kTorchtitan:
-      text = exporters::ExportTorchtitan(in);
-      e.notes = exporters::TorchtitanNotes(in);
-      break;
-    case ExportTarget::kMegatron:
-      text = exporters::ExportMegatron(in);
-      e.notes = exporters::MegatronNotes(in);
-      break;
-    case ExportTarget::kDeepSpeed:
-      text = exporters::ExportDeepSpeed(in);
-      e.notes = exporters::DeepSpeedNotes(in);
-      break;
-    case ExportTarget::kNemo:
-      text = exporters::ExportNemo(in);
-      e.notes = exporters::NemoNotes(in);
-      break;
-  }
+  const TargetRow& row = RowOf(target);
+  absl::StatusOr<std::string> text = row.text(in);
+  e.notes = row.notes(in);
   if (!text.ok()) return text.status();
   e.text = *std::move(text);
   return e;

@@ -170,6 +170,23 @@ TEST(LayoutExportTest, ParsesTargetsAndNamesTheirStacks) {
   EXPECT_EQ(*ParseExportTarget("Megatron"), ExportTarget::kMegatron);
 }
 
+// The target whose text is a stack's own configuration (what a command
+// trial's {config} gets), and the file each is written to.
+TEST(LayoutExportTest, EachStacksOwnFormatAndItsFileName) {
+  EXPECT_EQ(ExportTargetOfStack("torchtitan"), ExportTarget::kTorchtitan);
+  // NeMo's recipe wraps Megatron-LM's arguments, megatron-core's own form.
+  EXPECT_EQ(ExportTargetOfStack("megatron-core"), ExportTarget::kMegatron);
+  EXPECT_EQ(ExportTargetOfStack("deepspeed"), ExportTarget::kDeepSpeed);
+  for (const char* stack : {"pytorch-fsdp", "pytorch-ddp", "nanotron",
+                            "megatron-2021", "tessera", "nemo"}) {
+    EXPECT_EQ(ExportTargetOfStack(stack), std::nullopt) << stack;
+  }
+  EXPECT_EQ(ExportFileName(ExportTarget::kTorchtitan), "torchtitan_config.py");
+  EXPECT_EQ(ExportFileName(ExportTarget::kMegatron), "megatron_args.txt");
+  EXPECT_EQ(ExportFileName(ExportTarget::kDeepSpeed), "ds_config.json");
+  EXPECT_EQ(ExportFileName(ExportTarget::kNemo), "nemo_recipe.py");
+}
+
 // Megatron-LM d98e8a6: megatron/training/arguments.py and the
 // TransformerConfig / ModelParallelConfig fields it turns into flags.
 TEST(LayoutExportTest, MegatronArgumentsOfTheExample) {
