@@ -79,49 +79,12 @@ std::string ChunkModules(const ModelChunk& c, int64_t chunks, int64_t index) {
   return out;
 }
 
-}  // namespace
-
-std::vector<std::string> TorchtitanNotes(const ExportInput& in) {
-  std::vector<std::string> notes;
-  if (in.layout.zero >= 2 && in.layout.pp > 1) {
-    notes.push_back(
-        "with pipeline parallelism torchtitan's fsdp_reshard_after_forward "
-        "\"default\" keeps each stage's parameters gathered from the forward "
-        "to the backward (no reshard, torchtitan/distributed/fsdp.py), as "
-        "this plan assumed: \"always\" would save memory and all-gather "
-        "again for every micro-batch.");
-  }
-  notes.push_back(
-      "the recipe's dataset, tokenizer, steps and checkpointing are its own: "
-      "set config.dataloader, config.tokenizer, config.training.steps and "
-      "config.checkpoint as your run needs.");
-  return notes;
-}
-
-absl::StatusOr<std::string> ExportTorchtitan(const ExportInput& in) {
+// The file's head: how to run it, what it is for, and its imports.
+void AppendHead(const ExportInput& in, const Recipe* recipe,
+                std::string& out) {
   const Layout& l = in.layout;
   const Workload& w = in.workload;
   const bool fp8 = w.training.precision == Precision::kFp8;
-  const bool compile = in.OptionOn("compile");
-  const bool async_tp = in.OptionOn("async-tp");
-  if (in.OptionOn("selective-layer")) {
-    return CannotExpress(
-        "training.stack_options",
-        "torchtitan b5bcd76 has no per-layer selective checkpointing "
-        "(selective-layer was activation_checkpoint.selective_ac_option, "
-        "removed in 2026-03); not exported to torchtitan: turn it off "
-        "with no-selective-layer");
-  }
-  if (async_tp && !compile) {
-    return CannotExpress(
-        "training.stack_options",
-        "torchtitan's async-tp needs compile "
-        "(compile.enable_async_tensor_parallel requires compile.enable); "
-        "not exported to torchtitan");
-  }
-
-  const Recipe* recipe = FindRecipe(w.model.name);
-  std::string out;
   absl::StrAppend(
       &out,
       "# torchtitan configuration from Tessera. Put it in a module of your "
@@ -159,9 +122,13 @@ absl::StatusOr<std::string> ExportTorchtitan(const ExportInput& in) {
   }
   absl::StrAppend(&out, "from torchtitan.trainer import Trainer\n\n\n");
 
-  absl::StrAppend(
-      &out,
-      "def apply_tessera_layout(config: Trainer.Config) -> Trainer.Config:\n");
+}
+
+// apply_tessera_layout's parallelism: data (DDP, FSDP, HSDP), tensor,
+// sequence, context and pipeline, with the pipeline's model chunks.
+void AppendParallelism(const ExportInput& in, std::string& out) {
+  const Layout& l = in.layout;
+  const Workload& w = in.workload;
   const std::string c = "    config.";
   // Data parallelism. Zero 0: replicate only (DDP); zero 2 and 3: FSDP
   // over shard_group ranks, replicated over dp / shard_group (HSDP).
@@ -223,6 +190,15 @@ absl::StatusOr<std::string> ExportTorchtitan(const ExportInput& in) {
     absl::StrAppend(&out, "    ]\n");
     absl::StrAppend(&out, c, "training.disable_cuda_graphs = True\n");
   }
+}
+
+// apply_tessera_layout's batch, precision, recomputation and compile.
+void AppendTraining(const ExportInput& in, std::string& out) {
+  const Layout& l = in.layout;
+  const Workload& w = in.workload;
+  const bool compile = in.OptionOn("compile");
+  const bool async_tp = in.OptionOn("async-tp");
+  const std::string c = "    config.";
   // Batch: one micro-batch is micro_batch packed rows of seq_len tokens.
   absl::StrAppend(&out, c, "training.max_context_length = ", w.training.seq_len,
                   "\n");
@@ -252,8 +228,16 @@ absl::StatusOr<std::string> ExportTorchtitan(const ExportInput& in) {
   absl::StrAppend(&out, c, "compile.enable = ", PyBool(compile), "\n");
   absl::StrAppend(&out, c, "compile.enable_async_tensor_parallel = ",
                   PyBool(async_tp && l.tp > 1), "\n");
-  absl::StrAppend(&out, "    return config\n");
+}
 
+// tessera_layout(): the recipe's config with the model (float8 on its linear
+// layers for fp8) and the layout applied; a comment where torchtitan has no
+// recipe for the model.
+void AppendModel(const ExportInput& in, const Recipe* recipe,
+                 std::string& out) {
+  const Workload& w = in.workload;
+  const bool fp8 = w.training.precision == Precision::kFp8;
+  const bool compile = in.OptionOn("compile");
   // The model, and float8 on its linear layers: rowwise is the only float8
   // recipe at b5bcd76 besides rowwise_with_gw_hp; the output projection
   // stays bf16 as in the llama3_405b recipe.
@@ -297,6 +281,56 @@ absl::StatusOr<std::string> ExportTorchtitan(const ExportInput& in) {
                       PyBool(compile), ")]).\n");
     }
   }
+}
+
+}  // namespace
+
+std::vector<std::string> TorchtitanNotes(const ExportInput& in) {
+  std::vector<std::string> notes;
+  if (in.layout.zero >= 2 && in.layout.pp > 1) {
+    notes.push_back(
+        "with pipeline parallelism torchtitan's fsdp_reshard_after_forward "
+        "\"default\" keeps each stage's parameters gathered from the forward "
+        "to the backward (no reshard, torchtitan/distributed/fsdp.py), as "
+        "this plan assumed: \"always\" would save memory and all-gather "
+        "again for every micro-batch.");
+  }
+  notes.push_back(
+      "the recipe's dataset, tokenizer, steps and checkpointing are its own: "
+      "set config.dataloader, config.tokenizer, config.training.steps and "
+      "config.checkpoint as your run needs.");
+  return notes;
+}
+
+absl::StatusOr<std::string> ExportTorchtitan(const ExportInput& in) {
+  const bool compile = in.OptionOn("compile");
+  const bool async_tp = in.OptionOn("async-tp");
+  if (in.OptionOn("selective-layer")) {
+    return CannotExpress(
+        "training.stack_options",
+        "torchtitan b5bcd76 has no per-layer selective checkpointing "
+        "(selective-layer was activation_checkpoint.selective_ac_option, "
+        "removed in 2026-03); not exported to torchtitan: turn it off "
+        "with no-selective-layer");
+  }
+  if (async_tp && !compile) {
+    return CannotExpress(
+        "training.stack_options",
+        "torchtitan's async-tp needs compile "
+        "(compile.enable_async_tensor_parallel requires compile.enable); "
+        "not exported to torchtitan");
+  }
+
+  const Recipe* recipe = FindRecipe(in.workload.model.name);
+  std::string out;
+  AppendHead(in, recipe, out);
+  absl::StrAppend(
+      &out,
+      "def apply_tessera_layout(config: Trainer.Config) -> Trainer.Config:\n");
+  AppendParallelism(in, out);
+  AppendTraining(in, out);
+  absl::StrAppend(&out, "    return config\n");
+  AppendModel(in, recipe, out);
   return out;
 }
 

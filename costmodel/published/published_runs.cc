@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/status_macros.h"
 #include "core/units.h"
 #include "nlohmann/json.hpp"
 #include "costmodel/stacks/stack_calibration.h"
@@ -97,21 +98,26 @@ bool IsFp8(const std::string& p) {
   return absl::StrContains(p, "fp8") || absl::StrContains(p, "float8");
 }
 
-// Maps one row; the reason when it cannot.
-absl::StatusOr<PublishedRun> MapRow(int64_t index, const Json& row) {
-  PublishedRun r;
-  r.index = index;
-  r.source = SourceOf(Text(row, "source"));
-  if (r.source.empty()) {
-    return absl::InvalidArgumentError("unknown source");
-  }
-  r.model = Text(row, "model");
-  const std::string notes = Text(row, "notes");
-  auto assume = [&](std::string what) { r.assumptions.push_back(what); };
+// What the parts of MapRow share: the row, the run it fills and its
+// notes; Assume records what the row did not say, in the order met.
+struct RowMapping {
+  const Json& row;
+  PublishedRun& run;
+  std::string notes;
+  void Assume(std::string what) { run.assumptions.push_back(std::move(what)); }
+};
 
-  // --- Model ---------------------------------------------------------------
-  ModelConfig m;
-  m.name = r.model;
+// The SC'21 split of a megatron-lm-a100-2021 row (zero: not such a row).
+struct Sc21Split {
+  int64_t tp = 0, pp = 0;
+};
+
+// The row's model: its architecture, GPT's MLP and tied embeddings for MPT
+// and Megatron GPT rows, SC'21's heads for megatron-lm-a100-2021 rows.
+absl::StatusOr<ModelConfig> RowModel(RowMapping& m, Sc21Split* sc21) {
+  const Json& row = m.row;
+  ModelConfig model;
+  model.name = m.run.model;
   const std::optional<int64_t> layers = Int(row, "layers");
   const std::optional<int64_t> hidden = Int(row, "hidden");
   const std::optional<int64_t> vocab = Int(row, "vocab");
@@ -119,75 +125,85 @@ absl::StatusOr<PublishedRun> MapRow(int64_t index, const Json& row) {
     return absl::InvalidArgumentError(
         "the architecture (layers, hidden, vocab) is not given");
   }
-  m.layers = *layers;
-  m.hidden = *hidden;
-  m.vocab = *vocab;
-  const bool gpt = absl::StartsWith(r.model, "mpt") ||
-                   absl::StartsWith(r.model, "megatron-gpt");
-  m.mlp = gpt ? MlpKind::kGelu : MlpKind::kSwiGlu;
-  m.tie_embeddings = gpt;
+  model.layers = *layers;
+  model.hidden = *hidden;
+  model.vocab = *vocab;
+  const bool gpt = absl::StartsWith(m.run.model, "mpt") ||
+                   absl::StartsWith(m.run.model, "megatron-gpt");
+  model.mlp = gpt ? MlpKind::kGelu : MlpKind::kSwiGlu;
+  model.tie_embeddings = gpt;
   std::optional<int64_t> heads = Int(row, "heads");
-  int64_t sc21_tp = 0, sc21_pp = 0;
-  if (r.source == "megatron-lm-a100-2021") {
+  if (m.run.source == "megatron-lm-a100-2021") {
     for (const Sc21Model& s : kSc21Table1) {
-      if (s.hidden == m.hidden) {
+      if (s.hidden == model.hidden) {
         heads = s.heads;
-        sc21_tp = s.tp;
-        sc21_pp = s.pp;
+        sc21->tp = s.tp;
+        sc21->pp = s.pp;
       }
     }
     if (!heads) return absl::InvalidArgumentError("not in SC'21 Table 1");
-    assume("heads, tp and pp from SC'21 Table 1 (the README gives tp*pp)");
+    m.Assume("heads, tp and pp from SC'21 Table 1 (the README gives tp*pp)");
   }
   if (!heads) return absl::InvalidArgumentError("heads not given");
-  m.heads = *heads;
-  m.kv_heads = Int(row, "kv_heads").value_or(m.heads);
+  model.heads = *heads;
+  model.kv_heads = Int(row, "kv_heads").value_or(model.heads);
   if (!Int(row, "ffn")) {
-    m.ffn_hidden = 4 * m.hidden;
-    assume("GPT MLP of 4h (ffn not given)");
+    model.ffn_hidden = 4 * model.hidden;
+    m.Assume("GPT MLP of 4h (ffn not given)");
   } else {
-    m.ffn_hidden = *Int(row, "ffn");
+    model.ffn_hidden = *Int(row, "ffn");
   }
-  if (absl::Status s = ValidateModel(m); !s.ok()) return s;
+  TESSERA_RETURN_IF_ERROR(ValidateModel(model));
+  return model;
+}
 
-  // --- Cluster -------------------------------------------------------------
-  const std::optional<std::string> preset = GpuPresetOf(Text(row, "gpu"));
+// The row's cluster (no memory headroom: these layouts ran), with its GPUs
+// and GPUs per node.
+absl::StatusOr<ClusterConfig> RowCluster(RowMapping& m, int64_t* gpus,
+                                         int64_t* per_node) {
+  const std::optional<std::string> preset = GpuPresetOf(Text(m.row, "gpu"));
   if (!preset) return absl::InvalidArgumentError("unknown GPU");
   const GpuSpec gpu = *GpuPreset(*preset);
-  const int64_t gpus = *Int(row, "gpus");
-  int64_t per_node = Int(row, "gpus_per_node").value_or(0);
-  if (per_node == 0) {
-    per_node = 8;
-    assume("8 GPUs per node (not given)");
+  *gpus = *Int(m.row, "gpus");
+  *per_node = Int(m.row, "gpus_per_node").value_or(0);
+  if (*per_node == 0) {
+    *per_node = 8;
+    m.Assume("8 GPUs per node (not given)");
   }
-  const int64_t nodes = std::max<int64_t>(1, gpus / per_node);
-  ClusterConfig cluster = MakeCluster(gpu, nodes, std::min(per_node, gpus));
+  const int64_t nodes = std::max<int64_t>(1, *gpus / *per_node);
+  ClusterConfig cluster = MakeCluster(gpu, nodes, std::min(*per_node, *gpus));
   // These layouts ran: the question is whether the model fits them in the
   // device's memory at all, not within a planning margin.
   cluster.memory_headroom_fraction = 0;
-  if (r.source == "fms-fsdp") {
+  if (m.run.source == "fms-fsdp") {
     // "A100 80GB x 128 (400 Gbps)", "H100 x 96 (800 Gbps)": per node.
     cluster.inter_node_gbs =
-        absl::StrContains(notes, "800Gbps") ? 100.0 : 50.0;
+        absl::StrContains(m.notes, "800Gbps") ? 100.0 : 50.0;
   }
+  return cluster;
+}
 
-  // --- Training ------------------------------------------------------------
+// The row's training: its stack, sequence, precision and the stack options
+// its source ran with (the global batch is the layout's to set).
+TrainingConfig RowTraining(RowMapping& m) {
+  const std::string& source = m.run.source;
+  const std::string& notes = m.notes;
   TrainingConfig t;
-  t.stack = StackOf(r.source);
-  std::optional<int64_t> seq = Int(row, "seq_len");
+  t.stack = StackOf(source);
+  std::optional<int64_t> seq = Int(m.row, "seq_len");
   if (!seq) {
     seq = 8192;
-    assume("sequence 8192, torchtitan's llama3 default (not given)");
+    m.Assume("sequence 8192, torchtitan's llama3 default (not given)");
   }
   t.seq_len = *seq;
-  const std::string precision = Text(row, "precision");
+  const std::string precision = Text(m.row, "precision");
   if (IsFp8(precision)) {
     t.precision = Precision::kFp8;
-  } else if (precision.empty() && r.source == "megatron-bridge") {
+  } else if (precision.empty() && source == "megatron-bridge") {
     t.precision = Precision::kFp8;
-    assume("fp8 (precision not given; >700 model TFLOP/s on H100 implies it)");
+    m.Assume("fp8 (precision not given; >700 model TFLOP/s on H100 implies it)");
   }
-  if (r.source == "torchtitan") {
+  if (source == "torchtitan") {
     t.stack_options.push_back(absl::StrContains(notes, "torch.compile")
                                   ? "compile"
                                   : "no-compile");
@@ -201,8 +217,8 @@ absl::StatusOr<PublishedRun> MapRow(int64_t index, const Json& row) {
       t.stack_options.push_back("float8-rowwise");
     }
   }
-  if (r.source == "fms-fsdp") t.stack_options.push_back("compile");
-  if (r.source == "megatron-bridge") {
+  if (source == "fms-fsdp") t.stack_options.push_back("compile");
+  if (source == "megatron-bridge") {
     // Megatron-Bridge's H100 performance recipes (scripts/performance, then
     // perf_recipes/llama/h100): grad_reduce_in_fp32=False, and with fp8
     // fp8_param_gather=True.
@@ -211,7 +227,7 @@ absl::StatusOr<PublishedRun> MapRow(int64_t index, const Json& row) {
       t.stack_options.push_back("fp8-param-gather");
     }
   }
-  if (r.source == "llm-foundry") {
+  if (source == "llm-foundry") {
     // Composer's FSDP defaults (fsdp_config: backward_prefetch BACKWARD_POST;
     // mixed_precision DEFAULT reduces in fp32, PURE in bf16).
     t.stack_options.push_back("backward-prefetch-post");
@@ -219,14 +235,22 @@ absl::StatusOr<PublishedRun> MapRow(int64_t index, const Json& row) {
       t.stack_options.push_back("reduce-fp32");
     }
   }
+  return t;
+}
 
-  // --- Layout --------------------------------------------------------------
+// The row's layout: its degrees, micro-batch, sharding and recomputation,
+// with the global batch and the selective-layer option set into `t`.
+absl::StatusOr<Layout> RowLayout(RowMapping& m, const Sc21Split& sc21,
+                                 int64_t gpus, int64_t per_node,
+                                 TrainingConfig* t) {
+  const Json& row = m.row;
+  const std::string& source = m.run.source;
   Layout l;
   l.tp = Int(row, "tp").value_or(0);
   l.pp = Int(row, "pp").value_or(0);
-  if (r.source == "megatron-lm-a100-2021") {
-    l.tp = sc21_tp;
-    l.pp = sc21_pp;
+  if (source == "megatron-lm-a100-2021") {
+    l.tp = sc21.tp;
+    l.pp = sc21.pp;
   }
   if (l.tp == 0) l.tp = 1;
   if (l.pp == 0) l.pp = 1;
@@ -236,63 +260,63 @@ absl::StatusOr<PublishedRun> MapRow(int64_t index, const Json& row) {
   if (l.dp * l.tp * l.pp * l.cp != gpus) {
     return absl::InvalidArgumentError("tp*pp*cp does not divide the GPUs");
   }
-  if (r.source == "torchtitan" && l.pp > 1 &&
-      absl::StrContains(notes, "Interleaved")) {
+  if (source == "torchtitan" && l.pp > 1 &&
+      absl::StrContains(m.notes, "Interleaved")) {
     l.vpp = 2;
-    assume("interleaved 1F1B with 2 stages per rank (not given)");
+    m.Assume("interleaved 1F1B with 2 stages per rank (not given)");
   }
-  l.sp = l.tp > 1 && t.stack != "megatron-2021";
-  if (l.sp && t.stack == "megatron-core") {
-    assume("sequence parallelism on (--tp-comm-overlap needs it)");
+  l.sp = l.tp > 1 && t->stack != "megatron-2021";
+  if (l.sp && t->stack == "megatron-core") {
+    m.Assume("sequence parallelism on (--tp-comm-overlap needs it)");
   }
   // Micro-batch and global batch.
   const std::optional<int64_t> local = Int(row, "micro_batch");
-  if (r.source == "torchtitan" && l.pp > 1) {
+  if (source == "torchtitan" && l.pp > 1) {
     // "local batch" per DP rank, split into pp micro-batches (torchtitan's
     // default micro-batch count is the number of stages).
     l.micro_batch = std::max<int64_t>(1, local.value_or(1) / l.pp);
-    assume(absl::StrCat("local batch ", local.value_or(1), " in ", l.pp,
-                        " pipeline micro-batches (count not given)"));
+    m.Assume(absl::StrCat("local batch ", local.value_or(1), " in ", l.pp,
+                          " pipeline micro-batches (count not given)"));
   } else if (local) {
     l.micro_batch = *local;
   } else {
     l.micro_batch = 1;
-    assume("micro-batch 1 (not given)");
+    m.Assume("micro-batch 1 (not given)");
   }
   std::optional<int64_t> gbs = Int(row, "global_batch_seqs");
   if (!gbs) {
     gbs = local.value_or(l.micro_batch) * l.dp;
-    assume("global batch = local batch x dp (not given)");
+    m.Assume("global batch = local batch x dp (not given)");
   }
-  t.global_batch = *gbs;
+  t->global_batch = *gbs;
 
   // Data parallelism.
   const std::string sharding = Text(row, "zero_or_fsdp");
   l.zero = 3;
   if (sharding.empty()) {
-    if (r.source == "megatron-lm-a100-2021") {
+    if (source == "megatron-lm-a100-2021") {
       l.zero = 0;
     } else {
       l.zero = 1;
-      assume("distributed optimizer (zero 1): the README's overlap flags");
+      m.Assume("distributed optimizer (zero 1): the README's overlap flags");
     }
   } else if (absl::StrContains(sharding, "ddp")) {
     l.zero = 1;
-    assume("FSDP=0 run with the distributed optimizer (zero 1)");
+    m.Assume("FSDP=0 run with the distributed optimizer (zero 1)");
   } else if (absl::StrContains(sharding, "SHARD_GRAD_OP")) {
     l.zero = 2;
   } else if (absl::StrContains(sharding, "hsdp")) {
     l.shard_group = per_node / (l.tp * l.cp);
-    assume("HSDP sharded within each node of 8");
+    m.Assume("HSDP sharded within each node of 8");
   }
 
   // Recomputation.
   const std::string ac = Text(row, "recompute");
   if (ac.empty()) {
-    l.recompute = t.stack == "megatron-2021" ? Recompute::kFull
-                                             : Recompute::kNone;
-    assume(absl::StrCat("recompute ", RecomputeName(l.recompute),
-                        " (not given)"));
+    l.recompute = t->stack == "megatron-2021" ? Recompute::kFull
+                                              : Recompute::kNone;
+    m.Assume(absl::StrCat("recompute ", RecomputeName(l.recompute),
+                          " (not given)"));
   } else if (ac == "none") {
     l.recompute = Recompute::kNone;
   } else if (ac == "full") {
@@ -300,19 +324,25 @@ absl::StatusOr<PublishedRun> MapRow(int64_t index, const Json& row) {
   } else if (absl::StartsWith(ac, "selective")) {
     l.recompute = Recompute::kSelective;
     if (absl::StrContains(ac, "layer")) {
-      t.stack_options.push_back("selective-layer");
+      t->stack_options.push_back("selective-layer");
     }
-    if (r.source == "fms-fsdp") {
-      r.least_recompute_that_fits = true;
-      assume("selective_checkpointing not given: every other block "
-             "checkpointed, or every block where that does not fit");
+    if (source == "fms-fsdp") {
+      m.run.least_recompute_that_fits = true;
+      m.Assume("selective_checkpointing not given: every other block "
+               "checkpointed, or every block where that does not fit");
     }
   } else {
     return absl::InvalidArgumentError(absl::StrCat("recompute '", ac, "'"));
   }
+  return l;
+}
 
-  // --- Measurement ---------------------------------------------------------
-  r.workload = Workload{m, cluster, t};
+// The row's measurement: tokens/s per GPU as published, or from its TFLOP/s
+// with Megatron's FLOP count, and its peak memory where the notes give it.
+absl::Status RowMeasurement(RowMapping& m, const ModelConfig& model,
+                            const TrainingConfig& t) {
+  const Json& row = m.row;
+  PublishedRun& r = m.run;
   if (row.contains("measured_tokens_per_s_per_gpu") &&
       !row["measured_tokens_per_s_per_gpu"].is_null()) {
     r.measured_tokens_per_s_per_gpu =
@@ -322,24 +352,47 @@ absl::StatusOr<PublishedRun> MapRow(int64_t index, const Json& row) {
     const bool recompute_counted = r.source == "megatron-lm-a100-2021";
     r.measured_tokens_per_s_per_gpu =
         row["measured_tflops_per_gpu"].get<double>() * 1e12 /
-        MegatronFlopsPerToken(m, t.seq_len, recompute_counted);
+        MegatronFlopsPerToken(model, t.seq_len, recompute_counted);
     r.tokens_derived_from_tflops = true;
-    assume(absl::StrCat("tokens/s from TFLOP/s with Megatron's ",
-                        recompute_counted ? "96" : "72",
-                        "*l*h^2 FLOP count"));
+    m.Assume(absl::StrCat("tokens/s from TFLOP/s with Megatron's ",
+                          recompute_counted ? "96" : "72",
+                          "*l*h^2 FLOP count"));
   } else {
     return absl::InvalidArgumentError("no measured throughput");
   }
   static const std::regex kPeak("peak mem ([0-9.]+) GiB");
   std::smatch match;
-  if (std::regex_search(notes, match, kPeak)) {
+  if (std::regex_search(m.notes, match, kPeak)) {
     r.measured_peak_memory_gib = std::stod(match[1].str());
   }
-  if (absl::Status s = ValidateWorkload(r.workload); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+// Maps one row; the reason when it cannot.
+absl::StatusOr<PublishedRun> MapRow(int64_t index, const Json& row) {
+  PublishedRun r;
+  r.index = index;
+  r.source = SourceOf(Text(row, "source"));
+  if (r.source.empty()) {
+    return absl::InvalidArgumentError("unknown source");
+  }
+  r.model = Text(row, "model");
+  RowMapping m{row, r, Text(row, "notes")};
+  Sc21Split sc21;
+  TESSERA_ASSIGN_OR_RETURN(const ModelConfig model, RowModel(m, &sc21));
+  int64_t gpus = 0, per_node = 0;
+  TESSERA_ASSIGN_OR_RETURN(const ClusterConfig cluster,
+                           RowCluster(m, &gpus, &per_node));
+  TrainingConfig t = RowTraining(m);
+  TESSERA_ASSIGN_OR_RETURN(const Layout l,
+                           RowLayout(m, sc21, gpus, per_node, &t));
+  r.workload = Workload{model, cluster, t};
+  TESSERA_RETURN_IF_ERROR(RowMeasurement(m, model, t));
+  TESSERA_RETURN_IF_ERROR(ValidateWorkload(r.workload));
   r.layout = l;
-  r.group = absl::StrCat(r.source, "|", r.model, "|", gpu.name, "|", gpus,
-                         "|", t.seq_len, "|", PrecisionName(t.precision), "|",
-                         absl::StrJoin(t.stack_options, ","));
+  r.group = absl::StrCat(r.source, "|", r.model, "|", cluster.gpu.name, "|",
+                         gpus, "|", t.seq_len, "|", PrecisionName(t.precision),
+                         "|", absl::StrJoin(t.stack_options, ","));
   return r;
 }
 
