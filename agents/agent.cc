@@ -41,11 +41,6 @@ absl::Duration IntervalOr(int64_t ms, absl::Duration fallback) {
   return ms > 0 ? absl::Milliseconds(ms) : fallback;
 }
 
-std::string LayoutText(const v1::Layout& layout) {
-  absl::StatusOr<Layout> l = LayoutFromProto(layout);
-  return l.ok() ? FormatLayout(*l) : "(invalid layout)";
-}
-
 }  // namespace
 
 Agent::Agent(AgentOptions options, PlannerClient* planner, EventLog* log)
@@ -424,6 +419,8 @@ bool Agent::GangMemberWasLost(int64_t trial_id) {
 }
 
 void Agent::RunLeasedTrial(const v1::TrialAssignment& a) {
+  // The assignment's one conversion to domain types (assigned_trial.h).
+  const AssignedTrial trial = AssignedTrialOf(a);
   const int64_t id = a.trial_id();
   {
     absl::MutexLock lock(&mutex_);
@@ -433,10 +430,11 @@ void Agent::RunLeasedTrial(const v1::TrialAssignment& a) {
       "leased trial %d (study %d, node rank %d of %d, %d ranks here, "
       "layout %s)",
       id, a.study_id(), a.node_rank(), std::max<int64_t>(a.gang_size(), 1),
-      a.ranks_per_node(), LayoutText(a.layout())));
+      a.ranks_per_node(),
+      trial.layout.ok() ? FormatLayout(*trial.layout) : "(invalid layout)"));
   const TrialExecutionOptions run = ExecutionOptions();
   const TrialOutcome outcome = RunTrialAssignment(
-      a, run, [this, id] { return Cancelled(id) || DrainOver(); });
+      trial, run, [this, id] { return Cancelled(id) || DrainOver(); });
   switch (outcome.end) {
     case TrialEnd::kLeaseGone:
       log_->Log(absl::StrCat("trial ", id, ": ", outcome.summary,

@@ -27,17 +27,13 @@ absl::Status FieldError(absl::string_view field, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
 }
 
-// The assignment's layout resolved for its world and global batch (core
-// ResolveLayout: dp, grad_accum and shard_group derived where left 0).
-absl::StatusOr<Layout> ResolvedLayout(const v1::TrialAssignment& a) {
-  absl::StatusOr<Layout> layout = LayoutFromProto(a.layout());
-  if (layout.ok()) {
-    layout = ResolveLayout(*layout, a.world_size(), a.global_batch());
+// The assignment's layout resolved for its world and global batch.
+absl::StatusOr<Layout> ResolvedLayout(const AssignedTrial& t) {
+  if (!t.resolved_layout.ok()) {
+    return FieldError("assignment.layout",
+                      t.resolved_layout.status().message());
   }
-  if (!layout.ok()) {
-    return FieldError("assignment.layout", layout.status().message());
-  }
-  return layout;
+  return t.resolved_layout;
 }
 
 std::string TesseraConfigPath(const std::string& work_dir) {
@@ -55,12 +51,13 @@ std::string ConfigPath(const v1::TrialAssignment& a,
 }  // namespace
 
 absl::StatusOr<std::map<std::string, std::string>> CommandValues(
-    const v1::TrialAssignment& a, const CommandRendezvous& rdzv,
+    const AssignedTrial& t, const CommandRendezvous& rdzv,
     const std::string& work_dir) {
-  absl::StatusOr<ModelConfig> model = ModelFromSpec(a.model());
+  const v1::TrialAssignment& a = t.wire;
+  const absl::StatusOr<ModelConfig>& model = t.model;
   if (!model.ok())
     return FieldError("assignment.model", model.status().message());
-  TESSERA_ASSIGN_OR_RETURN(const Layout l, ResolvedLayout(a));
+  TESSERA_ASSIGN_OR_RETURN(const Layout l, ResolvedLayout(t));
   const int64_t nodes = a.gang_size() == 0 ? 1 : a.gang_size();
   auto str = [](int64_t v) { return absl::StrCat(v); };
   return std::map<std::string, std::string>{
@@ -107,14 +104,15 @@ absl::StatusOr<std::map<std::string, std::string>> CommandValues(
 }
 
 absl::StatusOr<CommandLaunch> BuildCommandLaunch(
-    const v1::TrialAssignment& a, const CommandRendezvous& rdzv,
+    const AssignedTrial& t, const CommandRendezvous& rdzv,
     const std::string& work_dir, const std::string& command_dir,
     const std::optional<RunAsUser>& run_as) {
-  TESSERA_ASSIGN_OR_RETURN(const auto values, CommandValues(a, rdzv, work_dir));
+  const v1::TrialAssignment& a = t.wire;
+  TESSERA_ASSIGN_OR_RETURN(const auto values, CommandValues(t, rdzv, work_dir));
   absl::StatusOr<std::string> line = ExpandCommandTemplate(a.command(), values);
   if (!line.ok())
     return FieldError("assignment.command", line.status().message());
-  TESSERA_ASSIGN_OR_RETURN(const Layout layout, ResolvedLayout(a));
+  TESSERA_ASSIGN_OR_RETURN(const Layout layout, ResolvedLayout(t));
 
   CommandLaunch launch;
   launch.command_line = *line;

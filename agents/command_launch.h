@@ -28,6 +28,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "agents/assigned_trial.h"
 #include "agents/command_policy.h"
 #include "agents/process.h"
 #include "tessera/v1/service.pb.h"
@@ -51,7 +52,7 @@ struct CommandLaunch {
 // model, gang and files). INVALID_ARGUMENT naming the field for an
 // assignment whose model or layout cannot be read.
 absl::StatusOr<std::map<std::string, std::string>> CommandValues(
-    const v1::TrialAssignment& assignment, const CommandRendezvous& rendezvous,
+    const AssignedTrial& trial, const CommandRendezvous& rendezvous,
     const std::string& work_dir);
 
 // The process of `assignment` whose files go to `work_dir` (which exists),
@@ -61,7 +62,7 @@ absl::StatusOr<std::map<std::string, std::string>> CommandValues(
 // TESSERA_* or GRPC_* variables. INVALID_ARGUMENT naming "assignment.command"
 // for a missing or bad template, as CommandValues for the rest.
 absl::StatusOr<CommandLaunch> BuildCommandLaunch(
-    const v1::TrialAssignment& assignment, const CommandRendezvous& rendezvous,
+    const AssignedTrial& trial, const CommandRendezvous& rendezvous,
     const std::string& work_dir, const std::string& command_dir = "",
     const std::optional<RunAsUser>& run_as = std::nullopt);
 

@@ -99,8 +99,9 @@ std::string ExitReason(const CommandEnd& end) {
 
 }  // namespace
 
-TrialResult ResultOfCommand(const v1::TrialAssignment& a, const CommandEnd& end,
+TrialResult ResultOfCommand(const AssignedTrial& t, const CommandEnd& end,
                             TrialResult r) {
+  const v1::TrialAssignment& a = t.wire;
   r.output_tail = absl::StrCat(Tail(end.stdout_text, kOutputTailBytes / 2),
                                end.stderr_text.empty() ? "" : "\n[stderr]\n",
                                Tail(end.stderr_text, kOutputTailBytes / 2));
@@ -196,10 +197,9 @@ TrialResult ResultOfCommand(const v1::TrialAssignment& a, const CommandEnd& end,
   if (r.step_time_s.median > 0) {
     r.tokens_per_s = static_cast<double>(tokens) / r.step_time_s.median;
     r.tokens_per_s_per_gpu = r.tokens_per_s / ranks;
-    absl::StatusOr<ModelConfig> model = ModelFromSpec(a.model());
-    if (model.ok()) {
+    if (t.model.ok()) {
       r.tflops_per_gpu =
-          ModelFlopsPerStep(*model, a.global_batch(), a.seq_len()) /
+          ModelFlopsPerStep(*t.model, a.global_batch(), a.seq_len()) /
           r.step_time_s.median / ranks / 1e12;
     }
   }
@@ -213,10 +213,11 @@ TrialResult ResultOfCommand(const v1::TrialAssignment& a, const CommandEnd& end,
   return r;
 }
 
-CommandTrialRun RunCommandTrial(const v1::TrialAssignment& a,
+CommandTrialRun RunCommandTrial(const AssignedTrial& t,
                                 const TrialExecutionOptions& o,
                                 const std::string& work_dir, TrialResult base,
                                 const std::function<bool()>& should_stop) {
+  const v1::TrialAssignment& a = t.wire;
   CommandTrialRun run;
   // This agent's operator decides what it runs: a command its policy does
   // not allow is handed back (another agent may allow it), never started.
@@ -317,7 +318,7 @@ CommandTrialRun RunCommandTrial(const v1::TrialAssignment& a,
   }
 
   absl::StatusOr<CommandLaunch> launch =
-      BuildCommandLaunch(a, rdzv, work_dir, o.command_dir, run_as);
+      BuildCommandLaunch(t, rdzv, work_dir, o.command_dir, run_as);
   if (!launch.ok()) {
     return failed(TrialStatus::kInvalid,
                   std::string(launch.status().message()));
@@ -388,7 +389,7 @@ CommandTrialRun RunCommandTrial(const v1::TrialAssignment& a,
                                " done; node rank 0 reports the trial");
     return run;
   }
-  run.result = ResultOfCommand(a, end, std::move(base));
+  run.result = ResultOfCommand(t, end, std::move(base));
   return run;
 }
 

@@ -32,6 +32,7 @@
 #include <functional>
 #include <string>
 
+#include "agents/assigned_trial.h"
 #include "agents/gpu_energy.h"
 #include "agents/process_runner.h"
 #include "agents/trial_execution.h"
@@ -55,8 +56,8 @@ struct CommandEnd {
 
 // The result of a command trial of `assignment` that ended as `end`, over
 // `base` (what ran: layout, model, ranks, batch).
-TrialResult ResultOfCommand(const v1::TrialAssignment& assignment,
-                            const CommandEnd& end, TrialResult base);
+TrialResult ResultOfCommand(const AssignedTrial& trial, const CommandEnd& end,
+                            TrialResult base);
 
 struct CommandTrialRun {
   TrialEnd end = TrialEnd::kResult;
@@ -66,7 +67,7 @@ struct CommandTrialRun {
 
 // Runs the command trial of `assignment` in `work_dir` (which exists).
 // `should_stop` as RunTrialAssignment's.
-CommandTrialRun RunCommandTrial(const v1::TrialAssignment& assignment,
+CommandTrialRun RunCommandTrial(const AssignedTrial& trial,
                                 const TrialExecutionOptions& options,
                                 const std::string& work_dir, TrialResult base,
                                 const std::function<bool()>& should_stop);

@@ -53,10 +53,11 @@ absl::StatusOr<Shape> CheckShape(const v1::TrialAssignment& a) {
 // The flags every process of the trial shares (model, layout, batch, steps,
 // limits, seed).
 absl::StatusOr<std::vector<std::string>> CommonFlags(
-    const v1::TrialAssignment& a, absl::string_view backend) {
+    const AssignedTrial& t, absl::string_view backend) {
+  const v1::TrialAssignment& a = t.wire;
   TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> flags,
                            ModelFlags(a.model()));
-  TESSERA_ASSIGN_OR_RETURN(Layout layout, LayoutFromProto(a.layout()));
+  TESSERA_ASSIGN_OR_RETURN(const Layout layout, t.layout);
   const std::vector<std::string> rest = {
       "--backend", std::string(backend), "--layout", FormatLayout(layout),
       "--global-batch", absl::StrCat(a.global_batch()), "--seq-len",
@@ -124,8 +125,9 @@ absl::StatusOr<std::vector<std::string>> ModelFlags(const v1::ModelSpec& m) {
   return flags;
 }
 
-absl::StatusOr<TrialLaunch> BuildTrialLaunch(const v1::TrialAssignment& a,
+absl::StatusOr<TrialLaunch> BuildTrialLaunch(const AssignedTrial& t,
                                              const TrialLaunchOptions& o) {
+  const v1::TrialAssignment& a = t.wire;
   const std::string backend =
       a.backend().empty() ? o.default_backend : a.backend();
   absl::StatusOr<const TrialBackend*> kind = FindTrialBackend(backend);
@@ -134,7 +136,7 @@ absl::StatusOr<TrialLaunch> BuildTrialLaunch(const v1::TrialAssignment& a,
   }
   TESSERA_ASSIGN_OR_RETURN(Shape shape, CheckShape(a));
   TESSERA_ASSIGN_OR_RETURN(std::vector<std::string> common,
-                           CommonFlags(a, backend));
+                           CommonFlags(t, backend));
   TrialLaunch launch;
   launch.per_rank = shape.gang_size > 1 || (*kind)->process_per_rank;
   if (!launch.per_rank) {

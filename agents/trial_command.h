@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agents/assigned_trial.h"
 #include "agents/process.h"
 #include "tessera/v1/service.pb.h"
 
@@ -64,7 +65,7 @@ absl::StatusOr<std::vector<std::string>> ModelFlags(const v1::ModelSpec& model);
 // "assignment.world_size" (not gang_size * ranks_per_node),
 // "assignment.node_rank", "assignment.backend", "layout.<field>",
 // "model.<field>".
-absl::StatusOr<TrialLaunch> BuildTrialLaunch(
-    const v1::TrialAssignment& assignment, const TrialLaunchOptions& options);
+absl::StatusOr<TrialLaunch> BuildTrialLaunch(const AssignedTrial& trial,
+                                             const TrialLaunchOptions& options);
 
 }  // namespace tessera::agents

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "agents/assigned_trial.h"
 #include "agents/command_trial.h"
 #include "agents/files.h"
 #include "agents/process_runner.h"
@@ -17,22 +18,19 @@
 #include "core/trial_backend.h"
 #include "core/trial_result.h"
 #include "core/trial_time_budget.h"
-#include "proto/convert.h"
 
 namespace tessera::agents {
 namespace {
 
 // What a result the agent builds says about the trial.
-TrialResult BaseResult(const v1::TrialAssignment& a,
-                       absl::string_view backend) {
+TrialResult BaseResult(const AssignedTrial& t, absl::string_view backend) {
+  const v1::TrialAssignment& a = t.wire;
   TrialResult r;
   r.backend = std::string(backend);
-  absl::StatusOr<ModelConfig> model = ModelFromSpec(a.model());
-  r.model = model.ok()
-                ? model->name
+  r.model = t.model.ok()
+                ? t.model->name
                 : (a.model().preset().empty() ? "custom" : a.model().preset());
-  absl::StatusOr<Layout> layout = LayoutFromProto(a.layout());
-  if (layout.ok()) r.layout = *layout;
+  if (t.layout.ok()) r.layout = *t.layout;
   r.ranks = a.world_size();
   r.global_batch = a.global_batch();
   r.seq_len = a.seq_len();
@@ -95,12 +93,13 @@ RunLimits LeaseRunLimits(double time_limit_s, const TrialExecutionOptions& o) {
   return limits;
 }
 
-TrialOutcome RunTrialAssignment(const v1::TrialAssignment& a,
+TrialOutcome RunTrialAssignment(const AssignedTrial& t,
                                 const TrialExecutionOptions& o,
                                 const std::function<bool()>& should_stop) {
+  const v1::TrialAssignment& a = t.wire;
   const std::string backend =
       a.backend().empty() ? o.default_backend : a.backend();
-  const TrialResult base = BaseResult(a, backend);
+  const TrialResult base = BaseResult(t, backend);
   absl::StatusOr<std::string> dir = MakeUniqueDirectory(
       o.work_root, absl::StrCat("trial-", a.trial_id(), "-"));
   if (!dir.ok()) {
@@ -110,7 +109,7 @@ TrialOutcome RunTrialAssignment(const v1::TrialAssignment& a,
   }
   absl::StatusOr<const TrialBackend*> kind = FindTrialBackend(backend);
   if (kind.ok() && (*kind)->launcher == TrialLauncher::kCommand) {
-    CommandTrialRun run = RunCommandTrial(a, o, *dir, base, should_stop);
+    CommandTrialRun run = RunCommandTrial(t, o, *dir, base, should_stop);
     TrialOutcome outcome;
     if (run.end == TrialEnd::kResult) {
       outcome = ResultOutcome(run.result);
@@ -126,7 +125,7 @@ TrialOutcome RunTrialAssignment(const v1::TrialAssignment& a,
   launch_options.work_dir = *dir;
   launch_options.advertise_host = o.advertise_host;
   launch_options.default_backend = o.default_backend;
-  absl::StatusOr<TrialLaunch> launch = BuildTrialLaunch(a, launch_options);
+  absl::StatusOr<TrialLaunch> launch = BuildTrialLaunch(t, launch_options);
   if (!launch.ok()) {
     TrialOutcome outcome =
         AgentResult(base, TrialStatus::kInvalid, launch.status().message());

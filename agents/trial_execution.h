@@ -23,6 +23,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "agents/assigned_trial.h"
 #include "agents/command_policy.h"
 #include "agents/planner_client.h"
 #include "agents/process.h"
@@ -87,9 +88,11 @@ absl::Duration AgentTimeLimit(double time_limit_s, absl::Duration fallback);
 RunLimits LeaseRunLimits(double time_limit_s,
                          const TrialExecutionOptions& options);
 
-// Runs `assignment` to its end. `should_stop` (may be empty) is polled while
-// it runs: the planner cancelled it, or the agent's drain time is over.
-TrialOutcome RunTrialAssignment(const v1::TrialAssignment& assignment,
+// Runs the assigned trial to its end (`trial`: the lease's assignment as the
+// agent converted it, AssignedTrialOf). `should_stop` (may be empty) is
+// polled while it runs: the planner cancelled it, or the agent's drain time
+// is over.
+TrialOutcome RunTrialAssignment(const AssignedTrial& trial,
                                 const TrialExecutionOptions& options,
                                 const std::function<bool()>& should_stop);
 

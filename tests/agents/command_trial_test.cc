@@ -72,7 +72,8 @@ class CommandTrialTest : public ::testing::Test {
 
   TrialResult Run(const v1::TrialAssignment& a) {
     Allow(a);
-    TrialOutcome outcome = RunTrialAssignment(a, options_, nullptr);
+    TrialOutcome outcome =
+        RunTrialAssignment(AssignedTrialOf(a), options_, nullptr);
     EXPECT_EQ(outcome.end, TrialEnd::kResult) << outcome.summary;
     work_dir_ = outcome.work_dir;
     nlohmann::json json =
@@ -239,7 +240,8 @@ TEST_F(CommandTrialTest, AMissingCommandIsACrashThatSaysSo) {
 TEST_F(CommandTrialTest, AKillFromOutsideIsAnInfrastructureFailure) {
   const v1::TrialAssignment a = Trial(Steps("5/1") + "; kill -KILL $$");
   Allow(a);
-  const TrialOutcome killed = RunTrialAssignment(a, options_, nullptr);
+  const TrialOutcome killed =
+      RunTrialAssignment(AssignedTrialOf(a), options_, nullptr);
   EXPECT_EQ(killed.end, TrialEnd::kInfrastructureFailure) << killed.summary;
   EXPECT_EQ(killed.summary,
             "the command killed by signal 9 (Killed), a signal neither it "
@@ -256,7 +258,8 @@ TEST_F(CommandTrialTest, ACommandNotOnTheAgentsPolicyIsRefusedAndNeverStarted) {
   const v1::TrialAssignment a =
       Trial(absl::StrCat("touch ", marker, "; echo {config} {dp}"));
   // No policy file: every command refused.
-  TrialOutcome refused = RunTrialAssignment(a, options_, nullptr);
+  TrialOutcome refused =
+      RunTrialAssignment(AssignedTrialOf(a), options_, nullptr);
   EXPECT_EQ(refused.end, TrialEnd::kInfrastructureFailure);
   EXPECT_NE(refused.summary.find("command refused"), std::string::npos)
       << refused.summary;
@@ -268,7 +271,7 @@ TEST_F(CommandTrialTest, ACommandNotOnTheAgentsPolicyIsRefusedAndNeverStarted) {
   options_.command_policy.source = "/etc/tessera/commands";
   options_.command_policy.templates = {"/opt/train.sh {config}"};
   options_.command_policy.programs = {"/usr/bin/touch"};
-  refused = RunTrialAssignment(a, options_, nullptr);
+  refused = RunTrialAssignment(AssignedTrialOf(a), options_, nullptr);
   EXPECT_EQ(refused.end, TrialEnd::kInfrastructureFailure);
   EXPECT_NE(refused.summary.find("not allowed by /etc/tessera/commands"),
             std::string::npos)
@@ -379,12 +382,12 @@ TEST(CommandResultTest, EnergyOverTheMeasuredStepsGivesPowerAndTokensPerJoule) {
       "{\"step\": 3, \"step_time_s\": 1}\n";
   TrialResult base;
   base.ranks = 2;
-  TrialResult r = ResultOfCommand(a, end, base);
+  TrialResult r = ResultOfCommand(AssignedTrialOf(a), end, base);
   ASSERT_EQ(r.status, TrialStatus::kOk) << r.reason;
   EXPECT_FALSE(r.watts_per_gpu.has_value());  // not measured: absent
   end.energy = EnergyWindow{.joules = 1600, .seconds = 2};
   end.gpus = 2;
-  r = ResultOfCommand(a, end, base);
+  r = ResultOfCommand(AssignedTrialOf(a), end, base);
   ASSERT_TRUE(r.watts_per_gpu.has_value());
   EXPECT_DOUBLE_EQ(*r.watts_per_gpu, 400);  // 1600 J / 2 s / 2 GPUs
   // 2 measured steps of 128 tokens over 1600 J.

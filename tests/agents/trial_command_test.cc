@@ -51,7 +51,7 @@ TrialLaunchOptions Options() {
 
 TEST(TrialCommandTest, ThreadsModeIsOneProcess) {
   absl::StatusOr<TrialLaunch> launch =
-      BuildTrialLaunch(TinyAssignment(), Options());
+      BuildTrialLaunch(AssignedTrialOf(TinyAssignment()), Options());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_FALSE(launch->per_rank);
   EXPECT_FALSE(launch->relay_rendezvous);
@@ -87,7 +87,8 @@ TEST(TrialCommandTest, PerRankModeAcrossAgents) {
   a.set_ranks_per_node(2);
   a.set_world_size(4);
   a.set_memory_limit_bytes(1 << 30);
-  absl::StatusOr<TrialLaunch> launch = BuildTrialLaunch(a, Options());
+  absl::StatusOr<TrialLaunch> launch =
+      BuildTrialLaunch(AssignedTrialOf(a), Options());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_TRUE(launch->per_rank);
   EXPECT_TRUE(launch->relay_rendezvous);
@@ -111,7 +112,7 @@ TEST(TrialCommandTest, PerRankModeAcrossAgents) {
               "/work/trial-17/rank-" + std::to_string(2 + local) + ".json");
   }
   a.set_node_rank(0);
-  launch = BuildTrialLaunch(a, Options());
+  launch = BuildTrialLaunch(AssignedTrialOf(a), Options());
   ASSERT_TRUE(launch.ok());
   EXPECT_TRUE(launch->publishes_rendezvous);
   EXPECT_EQ(FlagValue(launch->processes[1].spec.argv, "--rank"), "1");
@@ -120,7 +121,8 @@ TEST(TrialCommandTest, PerRankModeAcrossAgents) {
 TEST(TrialCommandTest, CudaIsOneProcessPerGpuEvenOnOneAgent) {
   v1::TrialAssignment a = TinyAssignment();
   a.set_backend("cuda");
-  absl::StatusOr<TrialLaunch> launch = BuildTrialLaunch(a, Options());
+  absl::StatusOr<TrialLaunch> launch =
+      BuildTrialLaunch(AssignedTrialOf(a), Options());
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_TRUE(launch->per_rank);
   EXPECT_FALSE(launch->relay_rendezvous);  // every rank is here
@@ -149,7 +151,8 @@ TEST(TrialCommandTest, LayoutTextRoundTripsThroughParseLayout) {
   for (const v1::Layout& proto : layouts) {
     v1::TrialAssignment a = TinyAssignment();
     *a.mutable_layout() = proto;
-    absl::StatusOr<TrialLaunch> launch = BuildTrialLaunch(a, Options());
+    absl::StatusOr<TrialLaunch> launch =
+        BuildTrialLaunch(AssignedTrialOf(a), Options());
     ASSERT_TRUE(launch.ok()) << launch.status();
     std::optional<std::string> text =
         FlagValue(launch->processes[0].spec.argv, "--layout");
@@ -188,7 +191,8 @@ TEST(TrialCommandTest, ModelFieldsBecomeFlags) {
 
 TEST(TrialCommandTest, WhatCannotRunNamesTheField) {
   const auto error = [](const v1::TrialAssignment& a) {
-    absl::StatusOr<TrialLaunch> launch = BuildTrialLaunch(a, Options());
+    absl::StatusOr<TrialLaunch> launch =
+        BuildTrialLaunch(AssignedTrialOf(a), Options());
     EXPECT_FALSE(launch.ok());
     EXPECT_EQ(launch.status().code(), absl::StatusCode::kInvalidArgument);
     return std::string(launch.status().message());
@@ -223,7 +227,7 @@ TEST(TrialCommandTest, UnsetShapeFieldsTakeOneAgent) {
   a.clear_backend();
   TrialLaunchOptions o = Options();
   o.default_backend = "cpu";
-  absl::StatusOr<TrialLaunch> launch = BuildTrialLaunch(a, o);
+  absl::StatusOr<TrialLaunch> launch = BuildTrialLaunch(AssignedTrialOf(a), o);
   ASSERT_TRUE(launch.ok()) << launch.status();
   EXPECT_FALSE(launch->per_rank);
   EXPECT_EQ(FlagValue(launch->processes[0].spec.argv, "--ranks"), "4");

@@ -61,7 +61,8 @@ class TrialExecutionTest : public ::testing::Test {
 };
 
 TEST_F(TrialExecutionTest, ThreadsModeRunsTheRealTrial) {
-  TrialOutcome outcome = RunTrialAssignment(Tiny(2), options_, nullptr);
+  TrialOutcome outcome =
+      RunTrialAssignment(AssignedTrialOf(Tiny(2)), options_, nullptr);
   ASSERT_EQ(outcome.end, TrialEnd::kResult);
   const TrialResult r = Parse(outcome);
   EXPECT_EQ(r.status, TrialStatus::kOk) << r.reason;
@@ -93,7 +94,7 @@ TEST_F(TrialExecutionTest, TwoProcessesAcrossAgentsThroughTheRelay) {
       o.agent_id = node == 0 ? "a" : "b";
       o.work_root = root_ + "/" + o.agent_id;
       o.planner = client.get();
-      outcomes[node] = RunTrialAssignment(a, o, nullptr);
+      outcomes[node] = RunTrialAssignment(AssignedTrialOf(a), o, nullptr);
     });
   }
   for (std::thread& t : nodes) t.join();
@@ -123,7 +124,8 @@ TEST_F(TrialExecutionTest, RelayRefusedMeansTheLeaseIsGone) {
   a.set_ranks_per_node(1);
   options_.planner = client.get();
   const absl::Time start = absl::Now();
-  TrialOutcome outcome = RunTrialAssignment(a, options_, nullptr);
+  TrialOutcome outcome =
+      RunTrialAssignment(AssignedTrialOf(a), options_, nullptr);
   EXPECT_EQ(outcome.end, TrialEnd::kLeaseGone) << outcome.summary;
   EXPECT_EQ(outcome.result_json, "");
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
@@ -132,7 +134,8 @@ TEST_F(TrialExecutionTest, RelayRefusedMeansTheLeaseIsGone) {
 TEST_F(TrialExecutionTest, AnAssignmentThatCannotRunIsInvalid) {
   v1::TrialAssignment a = Tiny(2);
   a.set_world_size(3);
-  TrialOutcome outcome = RunTrialAssignment(a, options_, nullptr);
+  TrialOutcome outcome =
+      RunTrialAssignment(AssignedTrialOf(a), options_, nullptr);
   ASSERT_EQ(outcome.end, TrialEnd::kResult);
   const TrialResult r = Parse(outcome);
   EXPECT_EQ(r.status, TrialStatus::kInvalid);
@@ -142,7 +145,8 @@ TEST_F(TrialExecutionTest, AnAssignmentThatCannotRunIsInvalid) {
 
 TEST_F(TrialExecutionTest, AMissingBinaryIsACrash) {
   options_.trial_binary = root_ + "/no-tessera-trial";
-  TrialOutcome outcome = RunTrialAssignment(Tiny(2), options_, nullptr);
+  TrialOutcome outcome =
+      RunTrialAssignment(AssignedTrialOf(Tiny(2)), options_, nullptr);
   ASSERT_EQ(outcome.end, TrialEnd::kResult);
   const TrialResult r = Parse(outcome);
   EXPECT_EQ(r.status, TrialStatus::kCrash);
@@ -158,8 +162,8 @@ TEST_F(TrialExecutionTest, StopKillsALongTrial) {
     stop = true;
   });
   const absl::Time start = absl::Now();
-  TrialOutcome outcome =
-      RunTrialAssignment(a, options_, [&] { return stop.load(); });
+  TrialOutcome outcome = RunTrialAssignment(AssignedTrialOf(a), options_,
+                                            [&] { return stop.load(); });
   stopper.join();
   EXPECT_EQ(outcome.end, TrialEnd::kStopped);
   EXPECT_EQ(outcome.result_json, "");
@@ -181,7 +185,8 @@ TEST_F(TrialExecutionTest, AKillFromOutsideIsAnInfrastructureFailure) {
     absl::SleepFor(absl::Milliseconds(300));
     registry.SignalAll(SIGKILL);
   });
-  TrialOutcome outcome = RunTrialAssignment(a, options_, nullptr);
+  TrialOutcome outcome =
+      RunTrialAssignment(AssignedTrialOf(a), options_, nullptr);
   killer.join();
   EXPECT_EQ(outcome.end, TrialEnd::kInfrastructureFailure) << outcome.summary;
   EXPECT_NE(outcome.summary.find("killed by signal 9"), std::string::npos)
