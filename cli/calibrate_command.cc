@@ -138,32 +138,164 @@ void PrintSummary(const costmodel::CalibrationFile& f,
   }
 }
 
+// Every flag of `tessera calibrate`.
+struct CalibrateFlags {
+  std::vector<std::string> measurements, collectives;
+  std::optional<std::string> stack, gpu, out_path;
+  bool json = false;
+  std::optional<double> prior_sd;
+};
+
+void AddFlags(FlagSet& flags, CalibrateFlags& f) {
+  flags.AddStrings("measurements", "FILE", "measured runs, JSON Lines",
+                   &f.measurements);
+  flags.AddStrings("collectives", "[KIND=]FILE[@NODES]",
+                   "nccl-tests output or CSV of measured bus bandwidth",
+                   &f.collectives);
+  flags.AddString("stack", "NAME",
+                  "the stack of a calibration from collectives alone",
+                  &f.stack);
+  flags.AddString("gpu", "NAME",
+                  "the GPU preset of a calibration from collectives alone",
+                  &f.gpu);
+  flags.AddDouble("prior-sd", "SD",
+                  "log-space spread of the prior on each coefficient "
+                  "(default 0.3: the stack defaults are within about 30% on "
+                  "published runs; raise it for hardware far from them)",
+                  &f.prior_sd);
+  flags.AddString("out", "FILE", "write the calibration file", &f.out_path);
+  flags.AddSwitch("json", "print the calibration file", &f.json);
+}
+
+// The measured runs of `paths`, all of one stack and one GPU (the first
+// run's file:line named when another differs).
+absl::Status ReadRuns(const std::vector<std::string>& paths,
+                      std::vector<MeasurementFile>& files,
+                      std::vector<costmodel::CalibrationSample>& samples) {
+  std::string where;  // the first run's file:line
+  for (const std::string& path : paths) {
+    TESSERA_ASSIGN_OR_RETURN(MeasurementFile m, ReadMeasurements(path));
+    for (size_t i = 0; i < m.samples.size(); ++i) {
+      const costmodel::CalibrationSample& s = m.samples[i];
+      const std::string at = absl::StrCat(path, ":", m.sample_lines[i]);
+      if (!samples.empty()) {
+        const Workload& first = samples.front().workload;
+        if (s.workload.training.stack != first.training.stack ||
+            s.workload.training.stack_options != first.training.stack_options) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              at, ": spec.training.stack: this run's stack differs from ",
+              where, "'s; a calibration is for one stack"));
+        }
+        if (s.workload.cluster.gpu.name != first.cluster.gpu.name) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              at, ": spec.cluster.gpu: this run's GPU '",
+              s.workload.cluster.gpu.name, "' differs from ", where, "'s '",
+              first.cluster.gpu.name, "'; a calibration is for one GPU"));
+        }
+      } else {
+        where = at;
+      }
+      samples.push_back(s);
+    }
+    files.push_back(std::move(m));
+  }
+  return absl::OkStatus();
+}
+
+// What the prior is taken for: the runs' stack, options and GPU, or, from
+// collectives alone, --stack and --gpu.
+struct PriorFor {
+  std::string stack;
+  std::vector<std::string> options;
+  GpuSpec gpu;
+};
+
+absl::StatusOr<PriorFor> PriorForRuns(
+    const std::vector<costmodel::CalibrationSample>& samples,
+    const std::vector<MeasurementFile>& files, const CalibrateFlags& f) {
+  PriorFor p;
+  if (!samples.empty()) {
+    p.stack = samples.front().workload.training.stack;
+    p.options = samples.front().workload.training.stack_options;
+    p.gpu = samples.front().workload.cluster.gpu;
+    return p;
+  }
+  if (!f.gpu && !files.empty()) {
+    // Every run was skipped: say why rather than ask for --gpu.
+    std::vector<std::string> why;
+    for (const MeasurementFile& m : files) {
+      for (const SkippedMeasurement& k : m.skipped) {
+        if (why.size() < 5) {
+          why.push_back(absl::StrCat(m.path, ":", k.line, ": ", k.reason));
+        }
+      }
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--measurements: no run could be used",
+        why.empty() ? " (the files hold none)"
+                    : absl::StrCat(": ", absl::StrJoin(why, "; "))));
+  }
+  if (!f.gpu) {
+    return absl::InvalidArgumentError(
+        "--gpu: required with --collectives alone");
+  }
+  absl::StatusOr<GpuSpec> g = GpuPreset(*f.gpu);
+  if (!g.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--gpu: ", g.status().message()));
+  }
+  p.gpu = *g;
+  p.stack = f.stack.value_or(kDefaultTrainingStack);
+  if (!files.empty()) {
+    return absl::InvalidArgumentError(
+        "--measurements: no run could be expressed (see the skipped lines)");
+  }
+  return p;
+}
+
+// The calibration file: the stack's defaults on the GPU as the prior, the
+// measured collectives in it, fitted to the runs when there are any, and
+// where it was fitted from.
+absl::StatusOr<costmodel::CalibrationFile> Calibrate(
+    const PriorFor& p, const std::vector<costmodel::CalibrationSample>& samples,
+    std::vector<costmodel::CollectiveMeasurement> measured,
+    const std::vector<MeasurementFile>& files, const CalibrateFlags& f) {
+  TESSERA_ASSIGN_OR_RETURN(const costmodel::TrainingStack* stack,
+                           costmodel::FindStack(p.stack));
+  TESSERA_ASSIGN_OR_RETURN(
+      costmodel::Calibration prior,
+      costmodel::StackCalibration(*stack, p.gpu, p.options));
+  if (!measured.empty()) {
+    prior.collectives =
+        std::make_shared<costmodel::MeasuredCollectives>(std::move(measured));
+  }
+  std::optional<costmodel::CalibrationFit> fit;
+  if (!samples.empty()) {
+    costmodel::CalibrationFitOptions fit_options;
+    fit_options.prior_log_sd = f.prior_sd.value_or(0.3);
+    TESSERA_ASSIGN_OR_RETURN(
+        fit, costmodel::FitCalibration(samples, prior, fit_options));
+  }
+  costmodel::CalibrationFile file = costmodel::MakeCalibrationFile(
+      p.stack, p.options, p.gpu, prior, fit ? &*fit : nullptr);
+  for (const MeasurementFile& m : files) {
+    file.fitted_from.push_back(absl::StrCat(m.path, ": ", m.samples.size(),
+                                            " runs (", m.skipped.size(),
+                                            " skipped)"));
+  }
+  for (const std::string& c : f.collectives) {
+    file.fitted_from.push_back(absl::StrCat("collectives: ", c));
+  }
+  return file;
+}
+
 }  // namespace
 
 int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
                  std::ostream& err) {
   FlagSet flags(kCommand);
-  std::vector<std::string> measurements, collectives;
-  std::optional<std::string> stack, gpu, out_path;
-  bool json = false;
-  std::optional<double> prior_sd;
-  flags.AddStrings("measurements", "FILE", "measured runs, JSON Lines",
-                   &measurements);
-  flags.AddStrings("collectives", "[KIND=]FILE[@NODES]",
-                   "nccl-tests output or CSV of measured bus bandwidth",
-                   &collectives);
-  flags.AddString("stack", "NAME",
-                  "the stack of a calibration from collectives alone", &stack);
-  flags.AddString("gpu", "NAME",
-                  "the GPU preset of a calibration from collectives alone",
-                  &gpu);
-  flags.AddDouble("prior-sd", "SD",
-                  "log-space spread of the prior on each coefficient "
-                  "(default 0.3: the stack defaults are within about 30% on "
-                  "published runs; raise it for hardware far from them)",
-                  &prior_sd);
-  flags.AddString("out", "FILE", "write the calibration file", &out_path);
-  flags.AddSwitch("json", "print the calibration file", &json);
+  CalibrateFlags f;
+  AddFlags(flags, f);
   if (FlagSet::WantsHelp(args)) {
     out << kAbout << "\n" << flags.Help() << "\n" << kExitStatusHelp;
     return kExitOk;
@@ -171,139 +303,39 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
   if (absl::Status s = flags.Parse(args); !s.ok()) {
     return ReportError(err, kCommand, s);
   }
-  if (measurements.empty() && collectives.empty()) {
+  if (f.measurements.empty() && f.collectives.empty()) {
     return ReportError(err, kCommand,
                        absl::InvalidArgumentError(
                            "--measurements: required (or --collectives)"));
   }
-  // The runs, all of one stack and one GPU.
   std::vector<MeasurementFile> files;
   std::vector<costmodel::CalibrationSample> samples;
-  std::string where;  // the first run's file:line
-  for (const std::string& path : measurements) {
-    absl::StatusOr<MeasurementFile> m = ReadMeasurements(path);
-    if (!m.ok()) return ReportError(err, kCommand, m.status());
-    for (size_t i = 0; i < m->samples.size(); ++i) {
-      const costmodel::CalibrationSample& s = m->samples[i];
-      const std::string at = absl::StrCat(path, ":", m->sample_lines[i]);
-      if (!samples.empty()) {
-        const Workload& first = samples.front().workload;
-        if (s.workload.training.stack != first.training.stack ||
-            s.workload.training.stack_options != first.training.stack_options) {
-          return ReportError(
-              err, kCommand,
-              absl::InvalidArgumentError(absl::StrCat(
-                  at, ": spec.training.stack: this run's stack differs from ",
-                  where, "'s; a calibration is for one stack")));
-        }
-        if (s.workload.cluster.gpu.name != first.cluster.gpu.name) {
-          return ReportError(
-              err, kCommand,
-              absl::InvalidArgumentError(absl::StrCat(
-                  at, ": spec.cluster.gpu: this run's GPU '",
-                  s.workload.cluster.gpu.name, "' differs from ", where, "'s '",
-                  first.cluster.gpu.name, "'; a calibration is for one GPU")));
-        }
-      } else {
-        where = at;
-      }
-      samples.push_back(s);
-    }
-    files.push_back(*std::move(m));
+  if (absl::Status s = ReadRuns(f.measurements, files, samples); !s.ok()) {
+    return ReportError(err, kCommand, s);
   }
   std::vector<costmodel::CollectiveMeasurement> measured;
-  for (const std::string& value : collectives) {
+  for (const std::string& value : f.collectives) {
     absl::StatusOr<std::vector<costmodel::CollectiveMeasurement>> c =
         ReadCollectives(value);
     if (!c.ok()) return ReportError(err, kCommand, c.status());
     measured.insert(measured.end(), c->begin(), c->end());
   }
-  // The prior: the runs' stack defaults on their GPU, or --stack/--gpu.
-  std::string stack_name;
-  std::vector<std::string> options;
-  GpuSpec gpu_spec;
-  if (!samples.empty()) {
-    stack_name = samples.front().workload.training.stack;
-    options = samples.front().workload.training.stack_options;
-    gpu_spec = samples.front().workload.cluster.gpu;
-  } else {
-    if (!gpu && !files.empty()) {
-      // Every run was skipped: say why rather than ask for --gpu.
-      std::vector<std::string> why;
-      for (const MeasurementFile& f : files) {
-        for (const SkippedMeasurement& k : f.skipped) {
-          if (why.size() < 5) {
-            why.push_back(absl::StrCat(f.path, ":", k.line, ": ", k.reason));
-          }
-        }
-      }
-      return ReportError(
-          err, kCommand,
-          absl::InvalidArgumentError(absl::StrCat(
-              "--measurements: no run could be used",
-              why.empty() ? " (the files hold none)"
-                          : absl::StrCat(": ", absl::StrJoin(why, "; ")))));
-    }
-    if (!gpu) {
-      return ReportError(err, kCommand,
-                         absl::InvalidArgumentError(
-                             "--gpu: required with --collectives alone"));
-    }
-    absl::StatusOr<GpuSpec> g = GpuPreset(*gpu);
-    if (!g.ok()) {
-      return ReportError(err, kCommand,
-                         absl::InvalidArgumentError(
-                             absl::StrCat("--gpu: ", g.status().message())));
-    }
-    gpu_spec = *g;
-    stack_name = stack.value_or(kDefaultTrainingStack);
-  }
-  if (samples.empty() && files.size() > 0) {
-    return ReportError(err, kCommand,
-                       absl::InvalidArgumentError(
-                           "--measurements: no run could be expressed (see "
-                           "the skipped lines)"));
-  }
-  absl::StatusOr<const costmodel::TrainingStack*> s =
-      costmodel::FindStack(stack_name);
-  if (!s.ok()) return ReportError(err, kCommand, s.status());
-  absl::StatusOr<costmodel::Calibration> prior =
-      costmodel::StackCalibration(**s, gpu_spec, options);
-  if (!prior.ok()) return ReportError(err, kCommand, prior.status());
-  if (!measured.empty()) {
-    prior->collectives =
-        std::make_shared<costmodel::MeasuredCollectives>(std::move(measured));
-  }
-  std::optional<costmodel::CalibrationFit> fit;
-  if (!samples.empty()) {
-    costmodel::CalibrationFitOptions fit_options;
-    fit_options.prior_log_sd = prior_sd.value_or(0.3);
-    absl::StatusOr<costmodel::CalibrationFit> f =
-        costmodel::FitCalibration(samples, *prior, fit_options);
-    if (!f.ok()) return ReportError(err, kCommand, f.status());
-    fit = *std::move(f);
-  }
-  costmodel::CalibrationFile file = costmodel::MakeCalibrationFile(
-      stack_name, options, gpu_spec, *prior, fit ? &*fit : nullptr);
-  for (const MeasurementFile& m : files) {
-    file.fitted_from.push_back(absl::StrCat(m.path, ": ", m.samples.size(),
-                                            " runs (", m.skipped.size(),
-                                            " skipped)"));
-  }
-  for (const std::string& c : collectives) {
-    file.fitted_from.push_back(absl::StrCat("collectives: ", c));
-  }
-  const std::string text = costmodel::CalibrationFileJson(file);
-  if (out_path) {
-    if (absl::Status w = WriteFileAtomically(*out_path, text); !w.ok()) {
+  absl::StatusOr<PriorFor> prior_for = PriorForRuns(samples, files, f);
+  if (!prior_for.ok()) return ReportError(err, kCommand, prior_for.status());
+  absl::StatusOr<costmodel::CalibrationFile> file =
+      Calibrate(*prior_for, samples, std::move(measured), files, f);
+  if (!file.ok()) return ReportError(err, kCommand, file.status());
+  const std::string text = costmodel::CalibrationFileJson(*file);
+  if (f.out_path) {
+    if (absl::Status w = WriteFileAtomically(*f.out_path, text); !w.ok()) {
       return ReportError(err, kCommand, w);
     }
   }
-  if (json) {
+  if (f.json) {
     out << text;
   } else {
-    PrintSummary(file, files, out);
-    if (out_path) out << "wrote " << *out_path << "\n";
+    PrintSummary(*file, files, out);
+    if (f.out_path) out << "wrote " << *f.out_path << "\n";
   }
   return kExitOk;
 }
