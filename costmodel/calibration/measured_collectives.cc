@@ -55,10 +55,12 @@ void MeasuredCollectives::Add(const std::vector<CollectiveMeasurement>& more) {
     if (!(m.bytes > 0)) continue;
     std::vector<NodeCurve>& curves = curves_[static_cast<int>(m.op)];
     if (curves.empty() || curves.back().nodes != m.nodes) {
-      curves.push_back(NodeCurve{
-          .nodes = m.nodes,
-          .log_nodes = std::log(static_cast<double>(std::max<int64_t>(m.nodes, 1))),
-          .gpus_per_node = m.gpus_per_node});
+      NodeCurve curve;
+      curve.nodes = m.nodes;
+      curve.log_nodes =
+          std::log(static_cast<double>(std::max<int64_t>(m.nodes, 1)));
+      curve.gpus_per_node = m.gpus_per_node;
+      curves.push_back(std::move(curve));
     }
     curves.back().log_bytes.push_back(std::log(m.bytes));
     curves.back().busbw_gbs.push_back(m.busbw_gbs);
