@@ -39,6 +39,7 @@
 #include "agents/planner_client.h"
 #include "agents/run_as_check.h"
 #include "core/flags.h"
+#include "core/status_macros.h"
 #include "core/trial_backend.h"
 #include "core/version.h"
 #include "proto/transport_security.h"
@@ -180,6 +181,146 @@ class SignalWatcher {
   std::thread thread_;
 };
 
+// --command-policy read, and refused when it allows commands without a
+// run-as user while the agent runs as root or holds credentials.
+absl::StatusOr<CommandPolicy> CheckedCommandPolicy(const AgentFlags& f) {
+  CommandPolicy policy;
+  if (f.command_policy.has_value()) {
+    TESSERA_ASSIGN_OR_RETURN(policy, ReadCommandPolicyFile(*f.command_policy));
+  }
+  const bool allows_commands =
+      !policy.templates.empty() || !policy.programs.empty();
+  const bool holds_secrets = f.token_file.has_value() || f.tls_key.has_value();
+  if (allows_commands && !policy.run_as.has_value() &&
+      (holds_secrets || ::geteuid() == 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--command-policy ", policy.source,
+        ": allows commands but names no run-as user; they would run ",
+        ::geteuid() == 0 ? "as root" : "as this agent's user",
+        holds_secrets ? " and could read its credentials" : "",
+        " (add 'run-as USER': an unprivileged account)"));
+  }
+  return policy;
+}
+
+// The agent's options from its flags and the hardware it detects: what it
+// tells the planner (AgentInfo), its trial backend (a backend that runs on
+// any device, the command backend, takes what "auto" finds), the
+// tessera-trial binary and the drain time. INVALID_ARGUMENT for a bad
+// backend or device.
+absl::StatusOr<AgentOptions> AgentOptionsOf(const AgentFlags& f,
+                                            CommandPolicy policy,
+                                            Hardware* hardware) {
+  std::string trial_backend = f.backend.value_or("auto");
+  HardwareOptions hw_options;
+  hw_options.backend = trial_backend;
+  if (absl::StatusOr<const TrialBackend*> kind =
+          FindTrialBackend(trial_backend);
+      kind.ok() && (*kind)->any_device) {
+    hw_options.backend = "auto";
+  } else {
+    trial_backend.clear();  // the hardware's
+  }
+  hw_options.cpu_ranks = f.cpu_ranks;
+  TESSERA_ASSIGN_OR_RETURN(*hardware, DetectHardware(hw_options));
+  const Hardware& hw = *hardware;
+  const std::string hostname = Hostname();
+  AgentOptions options;
+  options.command_policy = std::move(policy);
+  v1::AgentInfo& info = options.info;
+  if (trial_backend.empty()) trial_backend = hw.backend;
+  info.set_agent_id(f.id.value_or(absl::StrCat(hostname, "-", trial_backend)));
+  info.set_hostname(hostname);
+  info.set_backend(trial_backend);
+  options.device_backend = hw.backend;
+  info.set_gpu_name(hw.device_name);
+  info.set_gpu_count(hw.ranks);
+  info.set_memory_bytes(hw.memory_bytes);
+  info.set_driver(hw.driver);
+  info.set_interconnect(hw.interconnect);
+  info.set_address(f.address.value_or("127.0.0.1"));
+  // Children run in their trial's folder: relative paths would not resolve
+  // there.
+  options.trial_binary = f.trial_binary.value_or(DefaultTrialBinary());
+  if (options.trial_binary.find('/') != std::string::npos) {
+    options.trial_binary = std::filesystem::absolute(options.trial_binary);
+  }
+  if (f.drain_timeout_s.has_value()) {
+    options.drain_timeout = absl::Seconds(*f.drain_timeout_s);
+  }
+  return options;
+}
+
+// The work folder (--work-dir, or a new one under $TMPDIR) and the spool
+// (--spool-dir, or beside a temporary work folder, never in it: that one
+// goes at exit; `*temp_spool_dir` is then set). With a run-as user, the
+// proof before anything runs that it reaches none of the agent's secrets
+// nor its spool.
+absl::Status PrepareFolders(const AgentFlags& f, AgentOptions& options,
+                            std::string* temp_spool_dir) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string tmp_root = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  const std::string& id = options.info.agent_id();
+  if (f.work_dir.has_value()) {
+    options.work_dir = std::filesystem::absolute(*f.work_dir);
+  } else {
+    absl::StatusOr<std::string> dir = MakeUniqueDirectory(
+        tmp_root, absl::StrCat("tessera-agent-", id, "-"));
+    if (!dir.ok()) {
+      return absl::Status(dir.status().code(),
+                          absl::StrCat("--work-dir: ", dir.status().message()));
+    }
+    options.work_dir = *dir;
+  }
+  if (f.spool_dir.has_value()) {
+    options.spool_dir = std::filesystem::absolute(*f.spool_dir);
+  } else if (!f.work_dir.has_value()) {
+    *temp_spool_dir = absl::StrCat(tmp_root, "/tessera-agent-", id, "-spool");
+    options.spool_dir = *temp_spool_dir;
+  }
+  const CommandPolicy& policy = options.command_policy;
+  if (policy.run_as.has_value()) {
+    const std::string spool = options.spool_dir.empty()
+                                  ? options.work_dir + "/spool"
+                                  : options.spool_dir;
+    if (absl::Status s = MakeDirectories(spool); s.ok()) {
+      (void)::chmod(spool.c_str(), 0700);
+    }
+    if (absl::Status s = CheckRunAsIsolation(
+            *policy.run_as,
+            {f.token_file.value_or(""), f.tls_key.value_or(""), spool});
+        !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("--command-policy ",
+                                                 policy.source, ": ",
+                                                 s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// What the agent will run, said once at start-up.
+void LogStartup(const AgentOptions& options, const Hardware& hw,
+                EventLog& log) {
+  const CommandPolicy& policy = options.command_policy;
+  const std::string& trial_backend = options.info.backend();
+  if (trial_backend == "command") {
+    log.Log(policy.source.empty()
+                ? std::string("commands: no --command-policy, every study "
+                              "command is refused")
+                : absl::StrCat("commands: ", policy.templates.size(),
+                               " template(s) and ", policy.programs.size(),
+                               " program(s) allowed by ", policy.source,
+                               policy.run_as.has_value()
+                                   ? absl::StrCat(", run as ",
+                                                  policy.run_as->name)
+                                   : std::string(", run as this agent's user")));
+  }
+  log.Log(absl::StrCat(
+      "trials: ", trial_backend, "; hardware: ", hw.backend, ", ", hw.ranks,
+      " x ", hw.device_name, ", ", hw.memory_bytes, " bytes each",
+      hw.note.empty() ? "" : " (", hw.note, hw.note.empty() ? "" : ")"));
+}
+
 int Main(const std::vector<std::string>& args) {
   FlagSet flags("tessera-agent");
   AgentFlags f;
@@ -208,27 +349,9 @@ int Main(const std::vector<std::string>& args) {
     return 2;
   }
   // What a command agent runs, and as whom: the operator's decision.
-  CommandPolicy command_policy;
-  if (f.command_policy.has_value()) {
-    absl::StatusOr<CommandPolicy> policy =
-        ReadCommandPolicyFile(*f.command_policy);
-    if (!policy.ok()) {
-      std::cerr << policy.status().message() << "\n";
-      return 2;
-    }
-    command_policy = *std::move(policy);
-  }
-  const CommandPolicy& policy = command_policy;
-  const bool allows_commands =
-      !policy.templates.empty() || !policy.programs.empty();
-  const bool holds_secrets = f.token_file.has_value() || f.tls_key.has_value();
-  if (allows_commands && !policy.run_as.has_value() &&
-      (holds_secrets || ::geteuid() == 0)) {
-    std::cerr << "--command-policy " << policy.source
-              << ": allows commands but names no run-as user; they would run "
-              << (::geteuid() == 0 ? "as root" : "as this agent's user")
-              << (holds_secrets ? " and could read its credentials" : "")
-              << " (add 'run-as USER': an unprivileged account)\n";
+  absl::StatusOr<CommandPolicy> policy = CheckedCommandPolicy(f);
+  if (!policy.ok()) {
+    std::cerr << policy.status().message() << "\n";
     return 2;
   }
 
@@ -253,49 +376,13 @@ int Main(const std::vector<std::string>& args) {
   }
   client_options.credentials = *std::move(credentials);
 
-  // The trial backend, and the hardware it runs on: a backend that runs on
-  // any device (the command backend) takes what "auto" finds.
-  std::string trial_backend = f.backend.value_or("auto");
-  HardwareOptions hw_options;
-  hw_options.backend = trial_backend;
-  if (absl::StatusOr<const TrialBackend*> kind =
-          FindTrialBackend(trial_backend);
-      kind.ok() && (*kind)->any_device) {
-    hw_options.backend = "auto";
-  } else {
-    trial_backend.clear();  // the hardware's
+  Hardware hw;
+  absl::StatusOr<AgentOptions> options =
+      AgentOptionsOf(f, *std::move(policy), &hw);
+  if (!options.ok()) {
+    std::cerr << options.status().message() << "\n";
+    return absl::IsInvalidArgument(options.status()) ? 2 : 1;
   }
-  hw_options.cpu_ranks = f.cpu_ranks;
-  absl::StatusOr<Hardware> hw = DetectHardware(hw_options);
-  if (!hw.ok()) {
-    std::cerr << hw.status().message() << "\n";
-    return absl::IsInvalidArgument(hw.status()) ? 2 : 1;
-  }
-  const std::string hostname = Hostname();
-  AgentOptions options;
-  options.command_policy = command_policy;
-  v1::AgentInfo& info = options.info;
-  if (trial_backend.empty()) trial_backend = hw->backend;
-  info.set_agent_id(f.id.value_or(absl::StrCat(hostname, "-", trial_backend)));
-  info.set_hostname(hostname);
-  info.set_backend(trial_backend);
-  options.device_backend = hw->backend;
-  info.set_gpu_name(hw->device_name);
-  info.set_gpu_count(hw->ranks);
-  info.set_memory_bytes(hw->memory_bytes);
-  info.set_driver(hw->driver);
-  info.set_interconnect(hw->interconnect);
-  info.set_address(f.address.value_or("127.0.0.1"));
-  // Children run in their trial's folder: relative paths would not resolve
-  // there.
-  options.trial_binary = f.trial_binary.value_or(DefaultTrialBinary());
-  if (options.trial_binary.find('/') != std::string::npos) {
-    options.trial_binary = std::filesystem::absolute(options.trial_binary);
-  }
-  if (f.drain_timeout_s.has_value()) {
-    options.drain_timeout = absl::Seconds(*f.drain_timeout_s);
-  }
-
   std::FILE* log_file = stderr;
   if (f.log.has_value()) {
     log_file = std::fopen(f.log->c_str(), "a");
@@ -304,74 +391,23 @@ int Main(const std::vector<std::string>& args) {
       return 1;
     }
   }
-  EventLog log(log_file, info.agent_id());
-  if (f.work_dir.has_value()) {
-    options.work_dir = std::filesystem::absolute(*f.work_dir);
-  } else {
-    const char* tmp = std::getenv("TMPDIR");
-    absl::StatusOr<std::string> dir = MakeUniqueDirectory(
-        tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
-        absl::StrCat("tessera-agent-", info.agent_id(), "-"));
-    if (!dir.ok()) {
-      log.Log(absl::StrCat("--work-dir: ", dir.status().message()));
-      return 1;
-    }
-    options.work_dir = *dir;
-  }
-  // The temporary work folder goes at exit: the spool must not be in it.
+  EventLog log(log_file, options->info.agent_id());
   std::string temp_spool_dir;
-  if (f.spool_dir.has_value()) {
-    options.spool_dir = std::filesystem::absolute(*f.spool_dir);
-  } else if (!f.work_dir.has_value()) {
-    const char* tmp = std::getenv("TMPDIR");
-    temp_spool_dir = absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp",
-                                  "/tessera-agent-", info.agent_id(), "-spool");
-    options.spool_dir = temp_spool_dir;
+  if (absl::Status s = PrepareFolders(f, *options, &temp_spool_dir); !s.ok()) {
+    log.Log(std::string(s.message()));
+    return 1;
   }
-  if (policy.run_as.has_value()) {
-    // Proof, before anything runs: the run-as user reaches none of the
-    // agent's secrets nor its spool.
-    const std::string spool =
-        options.spool_dir.empty() ? options.work_dir + "/spool"
-                                  : options.spool_dir;
-    if (absl::Status s = MakeDirectories(spool); s.ok()) {
-      (void)::chmod(spool.c_str(), 0700);
-    }
-    if (absl::Status s = CheckRunAsIsolation(
-            *policy.run_as, {f.token_file.value_or(""),
-                             f.tls_key.value_or(""), spool});
-        !s.ok()) {
-      log.Log(absl::StrCat("--command-policy ", policy.source, ": ",
-                           s.message()));
-      return 1;
-    }
-  }
-  if (trial_backend == "command") {
-    log.Log(policy.source.empty()
-                ? std::string("commands: no --command-policy, every study "
-                              "command is refused")
-                : absl::StrCat("commands: ", policy.templates.size(),
-                               " template(s) and ", policy.programs.size(),
-                               " program(s) allowed by ", policy.source,
-                               policy.run_as.has_value()
-                                   ? absl::StrCat(", run as ",
-                                                  policy.run_as->name)
-                                   : std::string(", run as this agent's user")));
-  }
-  log.Log(absl::StrCat(
-      "trials: ", trial_backend, "; hardware: ", hw->backend, ", ", hw->ranks,
-      " x ", hw->device_name, ", ", hw->memory_bytes, " bytes each",
-      hw->note.empty() ? "" : " (", hw->note, hw->note.empty() ? "" : ")"));
+  LogStartup(*options, hw, log);
 
   std::unique_ptr<PlannerClient> planner =
       PlannerClient::Connect(*f.planner, client_options);
-  Agent agent(options, planner.get(), &log);
+  Agent agent(*options, planner.get(), &log);
   absl::Status result;
   {
     SignalWatcher watcher(&agent);
     result = agent.Run();
   }
-  if (!f.work_dir.has_value()) (void)RemoveTree(options.work_dir);
+  if (!f.work_dir.has_value()) (void)RemoveTree(options->work_dir);
   // Only when empty: what is spooled there waits for the next start.
   if (!temp_spool_dir.empty()) (void)::rmdir(temp_spool_dir.c_str());
   if (!result.ok()) {
