@@ -81,6 +81,11 @@ StageStep StepOfStage(const Workload& w, const TrainingStack& stack,
   const double local_params =
       sp.params / (l.zero >= 1 ? static_cast<double>(place.shard.ranks) : 1);
 
+  // Pipeline sends overlap compute only in the interleaved schedule:
+  // Megatron-Core's 1F1B refuses overlap_p2p_comm (pipeline_parallel/
+  // schedules.py, forward_backward_pipelining_without_interleaving) and its
+  // arguments turn it off without virtual stages.
+  const double pp_overlap = l.vpp > 1 ? c.pp_overlap_efficiency : 0.0;
   StageStep s;
   // A fixed cost per micro-batch and model chunk (micro_batch_overhead_s),
   // counted with compute: the rank is busy, not communicating.
@@ -90,14 +95,14 @@ StageStep StepOfStage(const Workload& w, const TrainingStack& stack,
       work.forward_compute_s + work.backward_compute_s + fixed_s;
   s.micro_s = s.micro_compute_s + layer_exposed_s +
               dp.per_micro_batch_exposed_s +
-              (1 - c.pp_overlap_efficiency) * sends_s;
+              (1 - pp_overlap) * sends_s;
   s.once_compute_s = OptimizerStepTimeS(local_params, w.cluster.gpu, c);
   s.once_s = s.once_compute_s + dp.per_step_exposed_s;
   s.tp_exposed_micro_s =
       layers * (lc.tp.forward_exposed_s + lc.tp.backward_exposed_s);
   s.cp_exposed_micro_s =
       layers * (lc.cp.forward_exposed_s + lc.cp.backward_exposed_s);
-  s.pp_exposed_micro_s = (1 - c.pp_overlap_efficiency) * sends_s;
+  s.pp_exposed_micro_s = (1 - pp_overlap) * sends_s;
   s.tp_s = m * layers * (lc.tp.forward_s + lc.tp.backward_s);
   s.cp_s = m * layers * (lc.cp.forward_s + lc.cp.backward_s);
   s.pp_s = m * sends_s;

@@ -103,25 +103,42 @@ TEST_F(StepModelTest, TheSlowestStageSetsThePaceAndTheBubble) {
   EXPECT_EQ(p.cp_exposed_s, 0);
 }
 
-TEST_F(StepModelTest, OverlappedSendsLeaveTheCriticalPath) {
+TEST_F(StepModelTest, OverlappedSendsLeaveTheCriticalPathOnlyWhenInterleaved) {
+  // Interleaved (vpp 2, 2 layers a chunk): overlap hides each
+  // micro-batch's 2 x vpp sends on the (m + pp - 1) beats.
   const Workload w = Node(16);
-  const Layout l = Resolved(Layout{.pp = 8, .micro_batch = 1}, w);
+  const Layout interleaved =
+      Resolved(Layout{.pp = 8, .vpp = 2, .micro_batch = 1}, w);
   c_.pp_overlap_efficiency = 1;
   Prediction hidden;
-  ASSERT_TRUE(PredictStep(w, stack_, l, c_, false, &hidden));
+  ASSERT_TRUE(PredictStep(w, stack_, interleaved, c_, false, &hidden));
   c_.pp_overlap_efficiency = 0;
   Prediction blocking;
-  ASSERT_TRUE(PredictStep(w, stack_, l, c_, false, &blocking));
-  const Parts last = PartsOf(w, stack_, l, c_, 7);
-  // Each micro-batch's sends, on the (m + pp - 1) beats.
-  EXPECT_NEAR(blocking.step_time_s - hidden.step_time_s,
-              (16 + 7) * last.sends_s, 1e-12);
+  ASSERT_TRUE(PredictStep(w, stack_, interleaved, c_, false, &blocking));
+  const Parts last = PartsOf(w, stack_, interleaved, c_, 7);
+  ASSERT_GT(last.sends_s, 0);
+  EXPECT_GT(blocking.step_time_s, hidden.step_time_s);
+  EXPECT_EQ(hidden.pp_exposed_s, 0);
   EXPECT_EQ(hidden.pp_comm_s, blocking.pp_comm_s);  // sent either way
+  // 1F1B (vpp 1): Megatron-Core does not overlap its sends, so the
+  // coefficient changes nothing.
+  const Layout plain = Resolved(Layout{.pp = 8, .micro_batch = 1}, w);
+  c_.pp_overlap_efficiency = 1;
+  Prediction asked;
+  ASSERT_TRUE(PredictStep(w, stack_, plain, c_, false, &asked));
+  c_.pp_overlap_efficiency = 0;
+  Prediction plain_blocking;
+  ASSERT_TRUE(PredictStep(w, stack_, plain, c_, false, &plain_blocking));
+  EXPECT_EQ(asked.step_time_s, plain_blocking.step_time_s);
+  const Parts plain_last = PartsOf(w, stack_, plain, c_, 7);
+  EXPECT_NEAR(asked.pp_exposed_s, 16 * plain_last.sends_s, 1e-12);
 }
 
 TEST_F(StepModelTest, ExposedTensorParallelTimeIsInsideTheBubble) {
   // tp 2 (blocking) and pp 4 on 8 GPUs, 8 micro-batches: the exposed TP
   // time of a micro-batch is part of the beat, so the bubble grows with it.
+  // The 1F1B schedule's sends block (OverlappedSends... above): they are
+  // part of the beat too.
   const Workload w = Node(8);
   const Layout l =
       Resolved(Layout{.tp = 2, .sp = true, .pp = 4, .micro_batch = 1}, w);
@@ -131,12 +148,12 @@ TEST_F(StepModelTest, ExposedTensorParallelTimeIsInsideTheBubble) {
   ASSERT_TRUE(PredictStep(w, stack_, l, c_, false, &blocking));
   const Parts last = PartsOf(w, stack_, l, c_, 3);
   ASSERT_GT(last.tp_exposed_s, 0);
-  EXPECT_NEAR(blocking.bubble_s, 3 * (last.compute_s + last.tp_exposed_s),
-              1e-12);
+  EXPECT_NEAR(blocking.bubble_s,
+              3 * (last.compute_s + last.tp_exposed_s + last.sends_s), 1e-12);
   // The exposed TP time by kind: each of the 8 micro-batches' (the bubble's
-  // share is the bubble's, not communication's); sends overlapped.
+  // share is the bubble's, not communication's); the sends are pp's.
   EXPECT_NEAR(blocking.tp_exposed_s, 8 * last.tp_exposed_s, 1e-12);
-  EXPECT_EQ(blocking.pp_exposed_s, 0);
+  EXPECT_NEAR(blocking.pp_exposed_s, 8 * last.sends_s, 1e-12);
   EXPECT_NEAR(blocking.tp_exposed_s + blocking.cp_exposed_s +
                   blocking.pp_exposed_s + blocking.dp_exposed_s,
               blocking.exposed_comm_s, 1e-12);
