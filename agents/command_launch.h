@@ -28,9 +28,9 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "agents/assigned_trial.h"
 #include "agents/command_policy.h"
 #include "agents/process.h"
+#include "proto/assigned_trial.h"
 #include "tessera/v1/service.pb.h"
 
 namespace tessera::agents {

@@ -32,11 +32,11 @@
 #include <functional>
 #include <string>
 
-#include "agents/assigned_trial.h"
 #include "agents/gpu_energy.h"
 #include "agents/process_runner.h"
 #include "agents/trial_execution.h"
 #include "core/trial_result.h"
+#include "proto/assigned_trial.h"
 #include "tessera/v1/service.pb.h"
 
 namespace tessera::agents {

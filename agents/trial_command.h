@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agents/assigned_trial.h"
 #include "agents/process.h"
+#include "proto/assigned_trial.h"
 #include "tessera/v1/service.pb.h"
 
 namespace tessera::agents {

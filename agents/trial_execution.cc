@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "agents/assigned_trial.h"
 #include "agents/command_trial.h"
 #include "agents/files.h"
 #include "agents/process_runner.h"
@@ -18,6 +17,7 @@
 #include "core/trial_backend.h"
 #include "core/trial_result.h"
 #include "core/trial_time_budget.h"
+#include "proto/assigned_trial.h"
 
 namespace tessera::agents {
 namespace {

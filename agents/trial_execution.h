@@ -23,11 +23,11 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "agents/assigned_trial.h"
 #include "agents/command_policy.h"
 #include "agents/planner_client.h"
 #include "agents/process.h"
 #include "agents/process_runner.h"
+#include "proto/assigned_trial.h"
 #include "tessera/v1/service.pb.h"
 
 namespace tessera::agents {

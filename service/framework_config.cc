@@ -12,6 +12,7 @@
 #include "core/status_macros.h"
 #include "core/workload.h"
 #include "export/layout_export.h"
+#include "proto/assigned_trial.h"
 #include "proto/convert.h"
 
 namespace tessera::service {
@@ -24,13 +25,13 @@ absl::Status FieldError(absl::string_view field, absl::string_view what) {
 // The workload the assignment runs, for the exporter: its model, batch,
 // stack and precision on a cluster of its shape (the stand-in GPU only
 // names the cluster; no export depends on its figures).
-absl::StatusOr<Workload> AssignmentWorkload(const v1::TrialAssignment& a) {
-  absl::StatusOr<ModelConfig> model = ModelFromSpec(a.model());
-  if (!model.ok()) {
-    return FieldError("assignment.model", model.status().message());
+absl::StatusOr<Workload> AssignmentWorkload(const AssignedTrial& t) {
+  const v1::TrialAssignment& a = t.wire;
+  if (!t.model.ok()) {
+    return FieldError("assignment.model", t.model.status().message());
   }
   Workload w;
-  w.model = *model;
+  w.model = *t.model;
   w.cluster =
       MakeCluster(*GpuPreset("h100-sxm"), std::max<int64_t>(a.gang_size(), 1),
                   a.ranks_per_node());
@@ -47,23 +48,16 @@ absl::StatusOr<Workload> AssignmentWorkload(const v1::TrialAssignment& a) {
   return w;
 }
 
-// The assignment's layout resolved for its world and global batch.
-absl::StatusOr<Layout> AssignmentLayout(const v1::TrialAssignment& a) {
-  absl::StatusOr<Layout> layout = LayoutFromProto(a.layout());
-  if (layout.ok()) {
-    layout = ResolveLayout(*layout, a.world_size(), a.global_batch());
-  }
-  if (!layout.ok()) {
-    return FieldError("assignment.layout", layout.status().message());
-  }
-  return layout;
-}
-
 absl::StatusOr<std::string> RenderedConfig(const v1::TrialAssignment& a,
                                            exporters::ExportTarget target) {
-  TESSERA_ASSIGN_OR_RETURN(const Workload w, AssignmentWorkload(a));
-  TESSERA_ASSIGN_OR_RETURN(const Layout layout, AssignmentLayout(a));
-  absl::StatusOr<std::string> text = exporters::ExportLayout(w, layout, target);
+  // The same conversion the agent makes of its lease (proto/assigned_trial.h).
+  const AssignedTrial t = AssignedTrialOf(a);
+  TESSERA_ASSIGN_OR_RETURN(const Workload w, AssignmentWorkload(t));
+  if (!t.resolved_layout.ok()) {
+    return FieldError("assignment.layout", t.resolved_layout.status().message());
+  }
+  absl::StatusOr<std::string> text =
+      exporters::ExportLayout(w, *t.resolved_layout, target);
   if (!text.ok()) {
     return FieldError("assignment.layout",
                       absl::StrCat("{config}: ", text.status().message()));

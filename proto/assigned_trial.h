@@ -1,6 +1,7 @@
-// A leased trial's assignment converted once, where the agent starts it
-// (RunTrialAssignment): the message, and its model and layout as domain
-// types. What runs the trial reads these (the command trial's placeholders
+// A leased trial's assignment converted once to domain types: where the agent
+// starts it (RunTrialAssignment), and where the planner renders its framework
+// configuration (service/framework_config.h): the message, and its model and
+// layout as domain types. What runs the trial reads these (the command trial's placeholders
 // and result, tessera-trial's command line, the result the agent writes
 // itself) instead of converting the message again. A model or layout that
 // does not convert keeps its error, unprefixed; each reader says what it
@@ -16,7 +17,7 @@
 #include "core/model.h"
 #include "tessera/v1/service.pb.h"
 
-namespace tessera::agents {
+namespace tessera {
 
 struct AssignedTrial {
   v1::TrialAssignment wire;
@@ -29,4 +30,4 @@ struct AssignedTrial {
 
 AssignedTrial AssignedTrialOf(const v1::TrialAssignment& assignment);
 
-}  // namespace tessera::agents
+}  // namespace tessera

@@ -1,8 +1,8 @@
-#include "agents/assigned_trial.h"
+#include "proto/assigned_trial.h"
 
 #include "proto/convert.h"
 
-namespace tessera::agents {
+namespace tessera {
 
 AssignedTrial AssignedTrialOf(const v1::TrialAssignment& a) {
   AssignedTrial t{a, ModelFromSpec(a.model()), LayoutFromProto(a.layout()),
@@ -13,4 +13,4 @@ AssignedTrial AssignedTrialOf(const v1::TrialAssignment& a) {
   return t;
 }
 
-}  // namespace tessera::agents
+}  // namespace tessera
