@@ -14,7 +14,7 @@
 #include "core/trial_backend.h"
 #include "core/units.h"
 #include "nlohmann/json.hpp"
-#include "costmodel/stacks/training_stack.h"
+#include "costmodel/resolved_workload.h"
 #include "proto/convert.h"
 #include "proto/spec_json.h"
 #include "service/plan_convert.h"
@@ -102,15 +102,11 @@ absl::StatusOr<LineResult> ParseLine(const Json& j, const std::string& at) {
   }
   absl::StatusOr<Layout> resolved =
       ResolveLayout(*layout, w->cluster.world_size(), w->training.global_batch);
+  absl::StatusOr<costmodel::ResolvedWorkload> rw =
+      costmodel::ResolveWorkload(*w);
   absl::Status fits = resolved.status();
-  absl::StatusOr<costmodel::TrainingStack> stack =
-      costmodel::StackForTraining(w->training);
-  if (fits.ok()) fits = stack.status();
-  if (fits.ok()) {
-    fits = CheckLayoutFitsModel(*resolved, w->model, w->training.seq_len,
-                                stack->layouts.uneven_interleaving);
-  }
-  if (fits.ok()) fits = stack->CanRun(*resolved, w->training.precision);
+  if (fits.ok()) fits = rw.status();
+  if (fits.ok()) fits = costmodel::CheckResolvedLayout(*rw, *resolved);
   if (!fits.ok()) {
     r.skipped = true;
     r.reason = std::string(fits.message());

@@ -5,8 +5,6 @@
 #include "absl/strings/str_format.h"
 #include "core/units.h"
 #include "costmodel/memory/memory_model.h"
-#include "costmodel/pipeline/stage_split.h"
-#include "costmodel/stacks/training_stack.h"
 #include "costmodel/step_model.h"
 
 namespace tessera::costmodel {
@@ -25,46 +23,43 @@ std::string MemoryReason(double needed_bytes, const ClusterConfig& cluster) {
 
 }  // namespace
 
-LayoutEvaluation PredictLayout(const Workload& workload, const Layout& layout,
+LayoutEvaluation PredictLayout(const ResolvedWorkload& resolved,
+                               const Layout& layout,
                                const Calibration& calibration) {
   LayoutEvaluation e;
   e.layout = layout;
-  if (absl::Status s = ValidateWorkload(workload); !s.ok()) {
+  absl::StatusOr<Layout> resolved_layout =
+      ResolveLayout(layout, resolved.workload.cluster.world_size(),
+                    resolved.workload.training.global_batch);
+  if (!resolved_layout.ok()) {
+    e.reason = std::string(resolved_layout.status().message());
+    return e;
+  }
+  e.layout = *resolved_layout;
+  if (absl::Status s = CheckResolvedLayout(resolved, e.layout); !s.ok()) {
     e.reason = std::string(s.message());
     return e;
   }
-  absl::StatusOr<Layout> resolved = ResolveLayout(
-      layout, workload.cluster.world_size(), workload.training.global_batch);
+  e.feasible = PredictStep(resolved.workload, resolved.stack, e.layout,
+                           calibration, /*stop_if_over_memory=*/false,
+                           &e.prediction);
+  if (!e.feasible) {
+    e.reason = MemoryReason(e.prediction.memory.total_bytes,
+                            resolved.workload.cluster);
+  }
+  return e;
+}
+
+LayoutEvaluation PredictLayout(const Workload& workload, const Layout& layout,
+                               const Calibration& calibration) {
+  absl::StatusOr<ResolvedWorkload> resolved = ResolveWorkload(workload);
   if (!resolved.ok()) {
+    LayoutEvaluation e;
+    e.layout = layout;
     e.reason = std::string(resolved.status().message());
     return e;
   }
-  e.layout = *resolved;
-  absl::StatusOr<TrainingStack> stack = StackForTraining(workload.training);
-  if (!stack.ok()) {
-    e.reason = std::string(stack.status().message());
-    return e;
-  }
-  if (absl::Status s = stack->CanRun(e.layout, workload.training.precision);
-      !s.ok()) {
-    e.reason = std::string(s.message());
-    return e;
-  }
-  if (absl::Status s = CheckLayoutFitsModel(
-          e.layout, workload.model, workload.training.seq_len,
-          stack->layouts.uneven_interleaving,
-          PipelineBlocksBesidesLayers(stack->pipeline_split));
-      !s.ok()) {
-    e.reason = std::string(s.message());
-    return e;
-  }
-  e.feasible = PredictStep(workload, *stack, e.layout, calibration,
-                           /*stop_if_over_memory=*/false, &e.prediction);
-  if (!e.feasible) {
-    e.reason =
-        MemoryReason(e.prediction.memory.total_bytes, workload.cluster);
-  }
-  return e;
+  return PredictLayout(*resolved, layout, calibration);
 }
 
 }  // namespace tessera::costmodel

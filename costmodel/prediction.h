@@ -16,6 +16,7 @@
 #include "costmodel/calibration/calibration.h"
 #include "costmodel/memory/memory_model.h"
 #include "costmodel/power/power.h"
+#include "costmodel/resolved_workload.h"
 
 namespace tessera::costmodel {
 
@@ -61,12 +62,19 @@ struct LayoutEvaluation {
   Prediction prediction;  // memory is filled in even when memory-infeasible
 };
 
-// Resolves `layout` against the workload (core/layout.h rules), checks that
-// the workload's training stack (costmodel/stacks) can run it, checks memory
-// and predicts its step. Never fails: an invalid or infeasible layout, or an
-// unknown stack, comes back with feasible = false and the reason. `workload`
-// must be valid; `calibration` is usually DefaultCalibration(workload) or a
-// fit to trials.
+// Resolves `layout` against the workload (core/layout.h rules), checks it
+// (CheckResolvedLayout: the stack runs it, the model splits that way),
+// checks memory and predicts its step. Never fails: an invalid or
+// infeasible layout comes back with feasible = false and the reason.
+// `calibration` is usually DefaultCalibration(workload) or a fit to trials.
+LayoutEvaluation PredictLayout(const ResolvedWorkload& resolved,
+                               const Layout& layout,
+                               const Calibration& calibration);
+
+// The same for a workload not yet resolved (ResolveWorkload, then the
+// above): an invalid workload or an unknown stack comes back with
+// feasible = false and the reason. For one prediction; what predicts many
+// layouts of a workload resolves it once.
 LayoutEvaluation PredictLayout(const Workload& workload, const Layout& layout,
                                const Calibration& calibration);
 

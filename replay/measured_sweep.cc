@@ -15,7 +15,7 @@
 #include "core/status_macros.h"
 #include "core/units.h"
 #include "nlohmann/json.hpp"
-#include "costmodel/stacks/training_stack.h"
+#include "costmodel/resolved_workload.h"
 #include "costmodel/published/published_runs.h"
 #include "costmodel/published/sweep_collectives.h"
 #include "proto/convert.h"
@@ -299,11 +299,9 @@ absl::StatusOr<Layout> RowLayout(const Json& row) {
 absl::StatusOr<Layout> RunnableLayout(Layout l, const Workload& w) {
   TESSERA_ASSIGN_OR_RETURN(
       l, ResolveLayout(l, w.cluster.world_size(), w.training.global_batch));
-  TESSERA_ASSIGN_OR_RETURN(const costmodel::TrainingStack stack,
-                           costmodel::StackForTraining(w.training));
-  TESSERA_RETURN_IF_ERROR(CheckLayoutFitsModel(
-      l, w.model, w.training.seq_len, stack.layouts.uneven_interleaving));
-  TESSERA_RETURN_IF_ERROR(stack.CanRun(l, w.training.precision));
+  TESSERA_ASSIGN_OR_RETURN(const costmodel::ResolvedWorkload resolved,
+                           costmodel::ResolveWorkload(w));
+  TESSERA_RETURN_IF_ERROR(costmodel::CheckResolvedLayout(resolved, l));
   return l;
 }
 

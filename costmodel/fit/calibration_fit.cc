@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
-#include "costmodel/stacks/training_stack.h"
+#include "costmodel/resolved_workload.h"
 #include "costmodel/step_model.h"
 
 namespace tessera::costmodel {
@@ -67,9 +67,8 @@ struct Term {
 };
 
 struct PreparedSample {
-  const Workload* workload = nullptr;
-  TrainingStack stack;  // with the sample's options
-  Layout layout;        // resolved
+  ResolvedWorkload resolved;  // the sample's workload, its stack resolved
+  Layout layout;              // resolved
   std::vector<Term> terms;
 };
 
@@ -178,26 +177,17 @@ absl::StatusOr<PreparedSample> PrepareSample(size_t index,
                                              double weight,
                                              const CalibrationFitOptions& o) {
   const std::string at = absl::StrCat("samples[", index, "]");
-  if (absl::Status st = ValidateWorkload(s.workload); !st.ok()) {
+  absl::StatusOr<ResolvedWorkload> resolved = ResolveWorkload(s.workload);
+  if (!resolved.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(at, ".workload: ", st.message()));
-  }
-  absl::StatusOr<TrainingStack> stack = StackForTraining(s.workload.training);
-  if (!stack.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(at, ".workload: ", stack.status().message()));
+        absl::StrCat(at, ".workload: ", resolved.status().message()));
   }
   absl::StatusOr<Layout> layout =
       ResolveLayout(s.layout, s.workload.cluster.world_size(),
                     s.workload.training.global_batch);
-  absl::Status fits =
-      layout.ok() ? CheckLayoutFitsModel(*layout, s.workload.model,
-                                         s.workload.training.seq_len,
-                                         stack->layouts.uneven_interleaving)
-                  : layout.status();
-  if (fits.ok()) {
-    fits = stack->CanRun(*layout, s.workload.training.precision);
-  }
+  const absl::Status fits = layout.ok()
+                                ? CheckResolvedLayout(*resolved, *layout)
+                                : layout.status();
   if (!fits.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat(at, ".layout: ", fits.message()));
@@ -205,8 +195,7 @@ absl::StatusOr<PreparedSample> PrepareSample(size_t index,
   TESSERA_RETURN_IF_ERROR(CheckMeasured(index, "step_time_s", s.step_time_s,
                                         /*positive=*/true));
   PreparedSample p;
-  p.workload = &s.workload;
-  p.stack = *std::move(stack);
+  p.resolved = *std::move(resolved);
   p.layout = *layout;
   const double sd = o.measurement_log_sd;
   const double floor = o.zero_floor_fraction * s.step_time_s;
@@ -245,7 +234,7 @@ absl::StatusOr<PreparedSample> PrepareSample(size_t index,
 
 Prediction PredictSample(const PreparedSample& s, const Calibration& c) {
   Prediction p;
-  PredictStep(*s.workload, s.stack, s.layout, c,
+  PredictStep(s.resolved.workload, s.resolved.stack, s.layout, c,
               /*stop_if_over_memory=*/false, &p);
   return p;
 }

@@ -12,7 +12,7 @@
 #include "core/units.h"
 #include "nlohmann/json.hpp"
 #include "costmodel/memory/memory_model.h"
-#include "costmodel/stacks/training_stack.h"
+#include "costmodel/resolved_workload.h"
 #include "costmodel/published/rank_correlation.h"
 #include "costmodel/published/sweep_collectives.h"
 
@@ -103,13 +103,12 @@ double Median(std::vector<double> v) {
 }
 
 // Stage 0's allocated bytes (what nanotron's rank 0 reports).
-std::optional<double> StageZeroAllocatedBytes(const SweepRow& row,
+std::optional<double> StageZeroAllocatedBytes(const ResolvedWorkload& r,
                                               const LayoutEvaluation& e,
                                               const Calibration& c) {
-  absl::StatusOr<TrainingStack> stack = StackForTraining(row.workload.training);
-  if (!stack.ok() || e.layout.dp == 0) return std::nullopt;
-  const MemoryBreakdown m = StageMemory(row.workload.model, e.layout,
-                                        row.workload.training, *stack, c, 0);
+  if (e.layout.dp == 0) return std::nullopt;
+  const MemoryBreakdown m = StageMemory(r.workload.model, e.layout,
+                                        r.workload.training, r.stack, c, 0);
   return m.total_bytes - m.overhead_bytes;
 }
 
@@ -250,15 +249,21 @@ SweepReport EvaluateLayoutSweep(const LayoutSweep& sweep,
     SweepPrediction p;
     p.row = &row;
     const Calibration c = calibration(row);
-    p.evaluation = PredictLayout(row.workload, row.layout, c);
+    absl::StatusOr<ResolvedWorkload> resolved = ResolveWorkload(row.workload);
+    if (resolved.ok()) {
+      p.evaluation = PredictLayout(*resolved, row.layout, c);
+    } else {
+      p.evaluation.layout = row.layout;
+      p.evaluation.reason = std::string(resolved.status().message());
+    }
     p.expressible = p.evaluation.prediction.step_time_s > 0;
     if (p.expressible && row.ran) {
       p.error = p.evaluation.prediction.tokens_per_s_per_gpu /
                     row.measured_tokens_per_s_per_gpu -
                 1;
-      if (row.measured_peak_allocated_gib) {
+      if (row.measured_peak_allocated_gib && resolved.ok()) {
         if (std::optional<double> bytes =
-                StageZeroAllocatedBytes(row, p.evaluation, c)) {
+                StageZeroAllocatedBytes(*resolved, p.evaluation, c)) {
           p.memory_ratio = *bytes / (*row.measured_peak_allocated_gib * kGiB);
         }
       }

@@ -14,6 +14,7 @@
 #include "core/status_macros.h"
 #include "core/units.h"
 #include "nlohmann/json.hpp"
+#include "costmodel/resolved_workload.h"
 #include "costmodel/stacks/stack_calibration.h"
 #include "costmodel/published/rank_correlation.h"
 
@@ -519,15 +520,20 @@ ValidationReport ValidatePublishedRuns(const PublishedRuns& runs) {
   for (const PublishedRun& run : runs.runs) {
     ValidatedRun v;
     v.run = &run;
-    absl::StatusOr<Calibration> c = DefaultCalibration(run.workload);
-    v.evaluation = c.ok() ? PredictLayout(run.workload, run.layout, *c)
-                          : LayoutEvaluation{};
-    if (c.ok() && !v.evaluation.feasible && run.least_recompute_that_fits) {
-      Layout full = run.layout;
-      full.recompute = Recompute::kFull;
-      v.evaluation = PredictLayout(run.workload, full, *c);
+    absl::StatusOr<ResolvedWorkload> resolved = ResolveWorkload(run.workload);
+    absl::StatusOr<Calibration> c =
+        resolved.ok() ? DefaultCalibration(run.workload)
+                      : absl::StatusOr<Calibration>(resolved.status());
+    if (c.ok()) {
+      v.evaluation = PredictLayout(*resolved, run.layout, *c);
+      if (!v.evaluation.feasible && run.least_recompute_that_fits) {
+        Layout full = run.layout;
+        full.recompute = Recompute::kFull;
+        v.evaluation = PredictLayout(*resolved, full, *c);
+      }
+    } else {
+      v.evaluation.reason = std::string(c.status().message());
     }
-    if (!c.ok()) v.evaluation.reason = std::string(c.status().message());
     const double predicted = v.evaluation.prediction.tokens_per_s_per_gpu;
     v.error = predicted / run.measured_tokens_per_s_per_gpu - 1;
     if (run.measured_peak_memory_gib && v.evaluation.prediction.memory.total_bytes > 0) {

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "costmodel/resolved_workload.h"
 
 namespace tessera::costmodel {
 
@@ -177,13 +178,16 @@ std::vector<ScalePoint> LayoutAcrossCounts(const Workload& workload,
   free.grad_accum = 0;
   if (layout.shard_group == layout.dp) free.shard_group = 0;  // full
   std::vector<ScalePoint> points;
+  absl::StatusOr<ResolvedWorkload> resolved = ResolveWorkload(workload);
+  if (!resolved.ok()) return points;  // no layout of it is feasible
   for (int64_t n : nodes) {
     if (n < 1 || n > workload.cluster.nodes) continue;
-    const Workload at = WorkloadOnNodes(workload, n);
-    const LayoutEvaluation e = PredictLayout(at, free, calibration);
+    absl::StatusOr<ResolvedWorkload> at = OnNodes(*resolved, n);
+    if (!at.ok()) continue;
+    const LayoutEvaluation e = PredictLayout(*at, free, calibration);
     if (!e.feasible) continue;
-    points.push_back(MakeScalePoint(at, workload.cluster.world_size(), e,
-                                    options.charge_idle_gpus));
+    points.push_back(MakeScalePoint(at->workload, workload.cluster.world_size(),
+                                    e, options.charge_idle_gpus));
   }
   return points;
 }
@@ -195,16 +199,20 @@ absl::StatusOr<ScaleResult> SearchScale(const Workload& workload,
   TESSERA_ASSIGN_OR_RETURN(const std::vector<int64_t> nodes,
                            CheckedCountsToSearch(workload, options));
   // The counts' searches share nothing they write (SearchLayouts reads the
-  // workload, the calibration and the stack registry): one worker per core,
+  // resolved workload, its stack resolved once here, and the calibration;
+  // not the stack registry): one worker per core,
   // each taking the next count; results land by index, so the answer is the
   // one a single thread gives.
+  TESSERA_ASSIGN_OR_RETURN(const ResolvedWorkload resolved,
+                           ResolveWorkload(workload));
   std::vector<absl::StatusOr<SearchResult>> searched(
       nodes.size(), absl::UnknownError("count not searched"));
   std::atomic<size_t> next{0};
   const auto work = [&] {
     for (size_t i = next++; i < nodes.size(); i = next++) {
-      searched[i] = SearchLayouts(WorkloadOnNodes(workload, nodes[i]),
-                                  calibration, options.layouts);
+      absl::StatusOr<ResolvedWorkload> at = OnNodes(resolved, nodes[i]);
+      searched[i] = at.ok() ? SearchLayouts(*at, calibration, options.layouts)
+                            : absl::StatusOr<SearchResult>(at.status());
     }
   };
   const size_t workers = std::min<size_t>(

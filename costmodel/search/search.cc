@@ -106,9 +106,14 @@ std::vector<int64_t> VirtualStages(const StackLayouts& s, int64_t layers,
 
 class Searcher {
  public:
-  Searcher(const Workload& w, const TrainingStack& stack, const Calibration& c,
+  Searcher(const ResolvedWorkload& r, const Calibration& c,
            const SearchOptions& o)
-      : w_(w), stack_(stack), c_(c), o_(o), world_(w.cluster.world_size()) {}
+      : r_(r),
+        w_(r.workload),
+        stack_(r.stack),
+        c_(c),
+        o_(o),
+        world_(w_.cluster.world_size()) {}
 
   void Run(SearchResult* r);
   // Whether any enumerated layout reached the global batch exactly.
@@ -124,8 +129,9 @@ class Searcher {
   // `dp` replicas: recompute modes x (zero 0 + zero 1..3 x shard groups).
   int64_t InnerLayoutCount(int64_t pp, int64_t dp) const;
 
-  const Workload& w_;
-  const TrainingStack& stack_;
+  const ResolvedWorkload& r_;
+  const Workload& w_;  // r_'s
+  const TrainingStack& stack_;  // r_'s
   const Calibration& c_;
   const SearchOptions& o_;
   const int64_t world_;
@@ -302,14 +308,14 @@ void Searcher::Run(SearchResult* r) {
     return RanksBefore()(a, b);
   });
   for (const Scored& scored : ranked) {
-    r->candidates.push_back(PredictLayout(w_, scored.layout, c_));
+    r->candidates.push_back(PredictLayout(r_, scored.layout, c_));
   }
   if (!r->candidates.empty()) r->best_throughput = r->candidates.front();
   if (have_best_energy_) {
-    r->best_energy = PredictLayout(w_, best_energy_.layout, c_);
+    r->best_energy = PredictLayout(r_, best_energy_.layout, c_);
   }
   for (const ParetoPoint& point : front_.points()) {
-    r->pareto.push_back(PredictLayout(w_, front_layouts_[point.id], c_));
+    r->pareto.push_back(PredictLayout(r_, front_layouts_[point.id], c_));
   }
 }
 
@@ -322,7 +328,7 @@ std::string ReasonKind(const std::string& reason) {
 
 // SearchOptions::candidates instead of the whole space: each given layout
 // resolved and judged by PredictLayout, ranked as the search ranks.
-void RankCandidates(const Workload& w, const Calibration& c,
+void RankCandidates(const ResolvedWorkload& w, const Calibration& c,
                     const SearchOptions& o, SearchResult* r) {
   std::vector<LayoutEvaluation> feasible;
   std::set<std::string> seen;
@@ -372,18 +378,19 @@ void RankCandidates(const Workload& w, const Calibration& c,
 absl::StatusOr<SearchResult> SearchLayouts(const Workload& workload,
                                            const Calibration& calibration,
                                            const SearchOptions& options) {
+  TESSERA_ASSIGN_OR_RETURN(const ResolvedWorkload resolved,
+                           ResolveWorkload(workload));
+  return SearchLayouts(resolved, calibration, options);
+}
+
+absl::StatusOr<SearchResult> SearchLayouts(const ResolvedWorkload& resolved,
+                                           const Calibration& calibration,
+                                           const SearchOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  TESSERA_RETURN_IF_ERROR(ValidateWorkload(workload));
+  const Workload& workload = resolved.workload;
   if (options.top < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "search.top: must be 0 (all) or positive, got ", options.top));
-  }
-  TESSERA_ASSIGN_OR_RETURN(const TrainingStack stack,
-                           StackForTraining(workload.training));
-  if (!stack.SupportsPrecision(workload.training.precision)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "training.precision: the ", stack.name, " stack does not train in ",
-        PrecisionName(workload.training.precision)));
   }
   SearchResult result;
   if (!options.candidates.empty()) {
@@ -393,7 +400,7 @@ absl::StatusOr<SearchResult> SearchLayouts(const Workload& workload,
           "search.candidates: ", options.candidates.size(),
           " layouts, at most ", kMaxSearchCandidates));
     }
-    RankCandidates(workload, calibration, options, &result);
+    RankCandidates(resolved, calibration, options, &result);
     if (result.feasible == 0) {
       result.best_throughput.reason = result.best_energy.reason =
           "no feasible layout among the candidates";
@@ -403,7 +410,7 @@ absl::StatusOr<SearchResult> SearchLayouts(const Workload& workload,
                             .count();
     return result;
   }
-  Searcher searcher(workload, stack, calibration, options);
+  Searcher searcher(resolved, calibration, options);
   searcher.Run(&result);
   if (!searcher.any_batch_reachable()) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -28,6 +28,7 @@
 #include "core/workload.h"
 #include "costmodel/calibration/calibration.h"
 #include "costmodel/prediction.h"
+#include "costmodel/resolved_workload.h"
 
 namespace tessera::costmodel {
 
@@ -66,6 +67,12 @@ struct SearchResult {
 // search where every layout is infeasible returns feasible == 0 and the
 // rejection counts.
 absl::StatusOr<SearchResult> SearchLayouts(const Workload& workload,
+                                           const Calibration& calibration,
+                                           const SearchOptions& options);
+
+// The same for a workload resolved already (the scale search resolves once
+// for all its counts).
+absl::StatusOr<SearchResult> SearchLayouts(const ResolvedWorkload& resolved,
                                            const Calibration& calibration,
                                            const SearchOptions& options);
 
