@@ -10,6 +10,7 @@
 #include "agents/cuda_devices.h"
 #include "agents/files.h"
 #include "core/status_macros.h"
+#include "core/trial_backend.h"
 
 namespace tessera::agents {
 namespace {
@@ -73,18 +74,33 @@ absl::StatusOr<int64_t> MemTotalBytesFromMeminfo(absl::string_view meminfo) {
   return absl::InvalidArgumentError("/proc/meminfo: no MemTotal in kB");
 }
 
-absl::StatusOr<Hardware> DetectHardware(const HardwareOptions& options) {
-  if (options.backend != "auto" && options.backend != "cuda" &&
-      options.backend != "cpu") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--backend: '", options.backend, "' is not auto, cuda or cpu"));
+namespace {
+
+// The executor backend `name` asks for (core/trial_backend.h): nullptr for
+// "auto"; INVALID_ARGUMENT for a name that is no executor backend.
+absl::StatusOr<const TrialBackend*> AskedBackend(const std::string& name) {
+  if (name == "auto") return nullptr;
+  absl::StatusOr<const TrialBackend*> b = FindTrialBackend(name);
+  if (!b.ok() || (*b)->launcher != TrialLauncher::kTesseraTrial) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--backend: '", name, "' is not auto, cuda or cpu"));
   }
-  if (options.backend == "cpu") return CpuHardware(options);
+  return *b;
+}
+
+}  // namespace
+
+absl::StatusOr<Hardware> DetectHardware(const HardwareOptions& options) {
+  TESSERA_ASSIGN_OR_RETURN(const TrialBackend* asked,
+                           AskedBackend(options.backend));
+  if (asked != nullptr && asked->ranks_on == RankDevice::kCpuCore) {
+    return CpuHardware(options);
+  }
   absl::StatusOr<CudaDevices> gpus = DetectCudaDevices();
   if (!gpus.ok()) {
-    if (options.backend == "cuda") {
-      return absl::FailedPreconditionError(
-          absl::StrCat("--backend: cuda, but ", gpus.status().message()));
+    if (asked != nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "--backend: ", asked->name, ", but ", gpus.status().message()));
     }
     TESSERA_ASSIGN_OR_RETURN(Hardware hw, CpuHardware(options));
     hw.note = absl::StrCat(gpus.status().message(), "; using the cpu backend");

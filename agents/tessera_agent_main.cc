@@ -303,7 +303,7 @@ void LogStartup(const AgentOptions& options, const Hardware& hw,
                 EventLog& log) {
   const CommandPolicy& policy = options.command_policy;
   const std::string& trial_backend = options.info.backend();
-  if (trial_backend == "command") {
+  if (RunsCommand(trial_backend)) {
     log.Log(policy.source.empty()
                 ? std::string("commands: no --command-policy, every study "
                               "command is refused")

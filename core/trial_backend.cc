@@ -10,6 +10,7 @@ const std::vector<TrialBackend>& TrialBackends() {
       new std::vector<TrialBackend>{
           {.name = "cpu"},
           {.name = "cuda",
+           .ranks_on = RankDevice::kGpu,
            .process_per_rank = true,
            .times_comm_apart = true,
            .measures_model_memory = true,
@@ -20,6 +21,7 @@ const std::vector<TrialBackend>& TrialBackends() {
           // power on GPUs itself.
           {.name = "command",
            .launcher = TrialLauncher::kCommand,
+           .ranks_on = RankDevice::kHostsDevice,
            .trial_stack = "",
            .any_device = true,
            .process_per_rank = false,
@@ -35,6 +37,16 @@ absl::StatusOr<const TrialBackend*> FindTrialBackend(absl::string_view name) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("'", name, "' is not ", TrialBackendNames()));
+}
+
+bool BackendRanksOn(absl::string_view name, RankDevice device) {
+  absl::StatusOr<const TrialBackend*> b = FindTrialBackend(name);
+  return b.ok() && (*b)->ranks_on == device;
+}
+
+bool RunsCommand(absl::string_view name) {
+  absl::StatusOr<const TrialBackend*> b = FindTrialBackend(name);
+  return b.ok() && (*b)->launcher == TrialLauncher::kCommand;
 }
 
 std::string TrialBackendNames() {

@@ -1,8 +1,9 @@
 // The trial backends: what runs a trial (Tessera's executor on CPU threads
 // or on CUDA GPUs, or the user's own training command), how an agent
-// launches it, and what its measurements are good for. Every place that used to compare a backend's name with "cpu" or
-// "cuda" asks its capabilities here; a new backend is a new row in
-// trial_backend.cc (and its launcher and driver).
+// launches it, and what its measurements are good for. Code asks a
+// backend's capabilities here rather than comparing its name with "cpu" or
+// "cuda"; a new backend is a new row in trial_backend.cc (and its launcher
+// and driver).
 //
 //   TESSERA_ASSIGN_OR_RETURN(const TrialBackend* b, FindTrialBackend("cuda"));
 //   if (b->times_comm_apart) sample.comm_s = measured.comm_s;
@@ -22,6 +23,13 @@ enum class TrialLauncher {
   kCommand,       // the study's command template (agents/command_launch.h)
 };
 
+// What one rank of a backend's trials runs on.
+enum class RankDevice {
+  kCpuCore,      // a CPU core of the agent's host (its peak is the host's)
+  kGpu,          // a GPU
+  kHostsDevice,  // whatever the host has: GPUs, else CPU cores
+};
+
 // The training stack Tessera's own executor is (costmodel/stacks/tessera.json):
 // what its cpu and cuda trials measure.
 inline constexpr char kExecutorStack[] = "tessera";
@@ -29,6 +37,7 @@ inline constexpr char kExecutorStack[] = "tessera";
 struct TrialBackend {
   std::string name;  // "cpu", "cuda", "command"
   TrialLauncher launcher = TrialLauncher::kTesseraTrial;
+  RankDevice ranks_on = RankDevice::kCpuCore;
   // The training stack its trials measure (costmodel/stacks): "tessera" for
   // Tessera's executor; "" for the study's own stack (the user's framework
   // runs it, so its trials calibrate that stack).
@@ -66,6 +75,14 @@ const std::vector<TrialBackend>& TrialBackends();
 // The backend called `name`; INVALID_ARGUMENT "'x' is not cpu, cuda or
 // command".
 absl::StatusOr<const TrialBackend*> FindTrialBackend(absl::string_view name);
+
+// Whether the backend called `name` is one whose ranks are `device`; false
+// for a name that is no backend (what an agent or a report said is checked
+// where it arrives).
+bool BackendRanksOn(absl::string_view name, RankDevice device);
+
+// Whether the backend called `name` runs the study's own command.
+bool RunsCommand(absl::string_view name);
 
 // "cpu, cuda or command": the names for error messages.
 std::string TrialBackendNames();

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "core/model_flops.h"
 #include "core/status_macros.h"
+#include "core/trial_backend.h"
 #include "db/sqlite_trial_store.h"
 #include "costmodel/calibration/calibration_file.h"
 #include "costmodel/fit/fit_file.h"
@@ -296,7 +297,9 @@ absl::StatusOr<v1::StudySpec> StudyReplayer::Prepare(
   }
   *spec.mutable_trials() = options.trials;
   spec.mutable_trials()->set_backend(backend);
-  if (backend == "command") spec.mutable_trials()->set_command(kReplayCommand);
+  if (RunsCommand(backend)) {
+    spec.mutable_trials()->set_command(kReplayCommand);
+  }
 
   return spec;
 }

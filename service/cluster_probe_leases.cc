@@ -138,7 +138,7 @@ absl::StatusOr<Leases::ProbeLease> Leases::LeaseProbe(const db::Agent& agent,
       a.set_gang_size(job.nodes);
       a.set_ranks_per_node(job.ranks_per_node);
       a.set_time_limit_s(absl::ToDoubleSeconds(options_.probe_time_limit));
-      a.set_probe_max_bytes(job.backend == "cuda"
+      a.set_probe_max_bytes(BackendRanksOn(job.backend, RankDevice::kGpu)
                                 ? options_.probe_max_bytes_cuda
                                 : options_.probe_max_bytes_cpu);
       a.set_lease_expiry_unix_ms(UnixMillis(expires_at));

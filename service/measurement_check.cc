@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/model_flops.h"
+#include "core/trial_backend.h"
 
 namespace tessera::service {
 namespace {
@@ -154,8 +155,9 @@ absl::Status CheckMeasured(const TrialResult& r, const MeasurementBounds& b) {
   }
   // The trial's own MFU, against the peak it used (a CPU trial measures
   // its host's).
-  const double mfu_slack =
-      r.backend == "cpu" ? std::max(b.peak_slack, kCpuPeakSlack) : b.peak_slack;
+  const double mfu_slack = BackendRanksOn(r.backend, RankDevice::kCpuCore)
+                               ? std::max(b.peak_slack, kCpuPeakSlack)
+                               : b.peak_slack;
   if (r.mfu > mfu_slack) {
     return Implausible(
         absl::StrCat("mfu ", r.mfu, " (above ", mfu_slack, " of the peak)"));

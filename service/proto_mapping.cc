@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "core/status_macros.h"
+#include "core/trial_backend.h"
 #include "core/units.h"
 #include "nlohmann/json.hpp"
 #include "proto/convert.h"
@@ -74,7 +75,9 @@ db::AgentRegistration AgentRegistrationFromProto(const v1::AgentInfo& agent) {
   r.memory_bytes = agent.memory_bytes();
   r.driver = agent.driver();
   r.interconnect = agent.interconnect();
-  r.cpu_ranks = agent.backend() == "cpu" ? agent.gpu_count() : 0;
+  r.cpu_ranks = BackendRanksOn(agent.backend(), RankDevice::kCpuCore)
+                    ? agent.gpu_count()
+                    : 0;
   r.address = agent.address();
   return r;
 }

@@ -14,7 +14,8 @@ const std::vector<ExecutorBackend>& ExecutorBackends() {
   static const std::vector<ExecutorBackend> backends = {
       {.name = "cpu",
        .run_trial = &RunCpuTrial,
-       .sweep_collectives = &RunCpuCollectiveSweep},
+       .sweep_collectives = &RunCpuCollectiveSweep,
+       .run_probes = &RunCpuProbes},
 #ifdef TESSERA_HAVE_CUDA
       {.name = "cuda",
        .run_trial = &RunCudaTrial,
@@ -31,14 +32,20 @@ absl::StatusOr<const ExecutorBackend*> FindExecutorBackend(
   std::vector<std::string> names;
   for (const ExecutorBackend& b : ExecutorBackends()) {
     if (name == b.name) {
-      const bool has = capability == ExecutorCapability::kTrial
-                           ? b.run_trial != nullptr
-                           : b.sweep_collectives != nullptr;
-      if (!has) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("'", name, "' is not part of this build"));
+      switch (capability) {
+        case ExecutorCapability::kTrial:
+          if (b.run_trial != nullptr) return &b;
+          break;
+        case ExecutorCapability::kCollectiveSweep:
+          if (b.sweep_collectives != nullptr) return &b;
+          break;
+        case ExecutorCapability::kProbes:
+          if (b.run_probes != nullptr) return &b;
+          return absl::InvalidArgumentError(
+              absl::StrCat("'", name, "' probes are not part of this build"));
       }
-      return &b;
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", name, "' is not part of this build"));
     }
     names.push_back(b.name);
   }

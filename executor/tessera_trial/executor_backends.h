@@ -18,6 +18,7 @@
 #include "executor/trial/collective_probe.h"
 #include "executor/trial/collective_sweep.h"
 #include "executor/trial/trial_config.h"
+#include "executor/tessera_trial/probes.h"
 
 namespace tessera::executor {
 
@@ -28,17 +29,21 @@ struct ExecutorBackend {
   // This rank's collective sweep (collective_probe.h); null likewise.
   absl::StatusOr<std::vector<SweptCollective>> (*sweep_collectives)(
       const CollectiveProbeConfig&) = nullptr;
+  // The hardware probes of `ranks` ranks (GEMM rate, copy and link
+  // bandwidth: probes.h); null where the backend has none.
+  std::vector<ProbeResult> (*run_probes)(int ranks) = nullptr;
 };
 
 // Every backend of the executor, in a fixed order.
 const std::vector<ExecutorBackend>& ExecutorBackends();
 
 // What a caller needs of a backend.
-enum class ExecutorCapability { kTrial, kCollectiveSweep };
+enum class ExecutorCapability { kTrial, kCollectiveSweep, kProbes };
 
 // The backend called `name` that has `capability` in this build.
-// INVALID_ARGUMENT "'x' is not cpu or cuda", or "'cuda' is not part of this
-// build" when its function is null.
+// INVALID_ARGUMENT "'x' is not cpu or cuda", "'cuda' is not part of this
+// build" when its trial or sweep is null, "'cuda' probes are not part of
+// this build" when its probes are.
 absl::StatusOr<const ExecutorBackend*> FindExecutorBackend(
     absl::string_view name, ExecutorCapability capability);
 

@@ -42,6 +42,7 @@
 #include "core/trial_result.h"
 #include "core/trial_time_budget.h"
 #include "executor/tessera_trial/run_collective_probe.h"
+#include "executor/tessera_trial/executor_backends.h"
 #include "executor/tessera_trial/probes.h"
 #include "executor/tessera_trial/trial_runner.h"
 
@@ -186,13 +187,14 @@ int Main(const std::vector<std::string>& args) {
   }
   if (f.probe) {
     nlohmann::json out;
-    const std::string backend = f.backend.value_or("cpu");
-    if (backend == "cpu") {
-      out = ProbesToJson(RunCpuProbes(static_cast<int>(f.ranks.value_or(1))));
+    absl::StatusOr<const ExecutorBackend*> backend = FindExecutorBackend(
+        f.backend.value_or("cpu"), ExecutorCapability::kProbes);
+    if (backend.ok()) {
+      out = ProbesToJson(
+          (*backend)->run_probes(static_cast<int>(f.ranks.value_or(1))));
     } else {
       out = {{"probes", nlohmann::json::array()},
-             {"error", absl::StrCat("backend: '", backend,
-                                    "' probes are not part of this build")}};
+             {"error", absl::StrCat("backend: ", backend.status().message())}};
     }
     return WriteText(*f.json, out.dump(2) + "\n") ? 0 : 1;
   }

@@ -102,6 +102,13 @@ TEST(HardwareTest, BadOptionsNameTheFlag) {
   absl::StatusOr<Hardware> hw = DetectHardware(options);
   ASSERT_FALSE(hw.ok());
   EXPECT_NE(hw.status().message().find("--backend: 'tpu'"), std::string::npos);
+  // A trial backend that is not hardware (the agent's trials run the
+  // study's command on whatever the host has: auto).
+  options.backend = "command";
+  hw = DetectHardware(options);
+  ASSERT_FALSE(hw.ok());
+  EXPECT_EQ(hw.status().message(),
+            "--backend: 'command' is not auto, cuda or cpu");
   options.backend = "cpu";
   options.cpu_ranks = 0;
   hw = DetectHardware(options);

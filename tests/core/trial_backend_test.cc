@@ -46,6 +46,25 @@ TEST(TrialBackendTest, CommandRunsTheStudysOwnStackOnAnyDevice) {
   EXPECT_FALSE((*command)->measures_model_memory);
 }
 
+// What code asks instead of comparing names: what a rank runs on, whether
+// the study's command runs. A name that is no backend is neither.
+TEST(TrialBackendTest, RanksRunOnTheDeviceOfTheirRow) {
+  EXPECT_EQ((*FindTrialBackend("cpu"))->ranks_on, RankDevice::kCpuCore);
+  EXPECT_EQ((*FindTrialBackend("cuda"))->ranks_on, RankDevice::kGpu);
+  EXPECT_EQ((*FindTrialBackend("command"))->ranks_on,
+            RankDevice::kHostsDevice);
+  EXPECT_TRUE(BackendRanksOn("cpu", RankDevice::kCpuCore));
+  EXPECT_FALSE(BackendRanksOn("cuda", RankDevice::kCpuCore));
+  EXPECT_TRUE(BackendRanksOn("cuda", RankDevice::kGpu));
+  EXPECT_FALSE(BackendRanksOn("command", RankDevice::kGpu));
+  EXPECT_FALSE(BackendRanksOn("rocm", RankDevice::kGpu));
+  EXPECT_FALSE(BackendRanksOn("", RankDevice::kCpuCore));
+  EXPECT_TRUE(RunsCommand("command"));
+  EXPECT_FALSE(RunsCommand("cpu"));
+  EXPECT_FALSE(RunsCommand("cuda"));
+  EXPECT_FALSE(RunsCommand("Command"));
+}
+
 TEST(TrialBackendTest, AnUnknownNameIsAnErrorListingTheKnownOnes) {
   absl::StatusOr<const TrialBackend*> b = FindTrialBackend("rocm");
   EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument);

@@ -41,6 +41,24 @@ TEST(ExecutorBackendsTest, UnknownNamesAndMissingToolkitsSayWhich) {
   }
 }
 
+// tessera-trial --probe dispatches through the table: the CPU executor
+// probes its host; CUDA has no probes of its own in any build.
+TEST(ExecutorBackendsTest, ProbesAreARowsCapability) {
+  absl::StatusOr<const ExecutorBackend*> cpu =
+      FindExecutorBackend("cpu", ExecutorCapability::kProbes);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  const std::vector<ProbeResult> probes = (*cpu)->run_probes(1);
+  EXPECT_FALSE(probes.empty());
+  absl::StatusOr<const ExecutorBackend*> cuda =
+      FindExecutorBackend("cuda", ExecutorCapability::kProbes);
+  ASSERT_FALSE(cuda.ok());
+  EXPECT_EQ(cuda.status().message(), "'cuda' probes are not part of this build");
+  EXPECT_EQ(FindExecutorBackend("gpu", ExecutorCapability::kProbes)
+                .status()
+                .message(),
+            "'gpu' is not cpu or cuda");
+}
+
 TEST(ExecutorBackendsTest, RunTrialAndTheProbeNameABadBackend) {
   TrialConfig c;  // a valid tiny trial but for its backend
   c.model = *ModelPreset("tiny");
