@@ -266,9 +266,15 @@ absl::StatusOr<Layout> RowLayout(RowMapping& m, const Sc21Split& sc21,
     l.vpp = 2;
     m.Assume("interleaved 1F1B with 2 stages per rank (not given)");
   }
-  l.sp = l.tp > 1 && t->stack != "megatron-2021";
-  if (l.sp && t->stack == "megatron-core") {
-    m.Assume("sequence parallelism on (--tp-comm-overlap needs it)");
+  // Sequence parallelism with tensor parallelism wherever the stack has it:
+  // Megatron-Core's --tp-comm-overlap needs it, torchtitan's was always on
+  // with TP until 2026-03. An assumption where the stack makes it optional.
+  TESSERA_ASSIGN_OR_RETURN(const TrainingStack* stack, FindStack(t->stack));
+  l.sp = l.tp > 1 &&
+         stack->layouts.sequence_parallel != SequenceParallel::kNever;
+  if (l.sp && stack->layouts.sequence_parallel == SequenceParallel::kOptional) {
+    m.Assume(absl::StrCat("sequence parallelism on with tp (optional in ",
+                          stack->name, ", not given)"));
   }
   // Micro-batch and global batch.
   const std::optional<int64_t> local = Int(row, "micro_batch");
@@ -314,8 +320,9 @@ absl::StatusOr<Layout> RowLayout(RowMapping& m, const Sc21Split& sc21,
   // Recomputation.
   const std::string ac = Text(row, "recompute");
   if (ac.empty()) {
-    l.recompute = t->stack == "megatron-2021" ? Recompute::kFull
-                                              : Recompute::kNone;
+    // The SC'21 paper's runs recompute every layer.
+    l.recompute = source == "megatron-lm-a100-2021" ? Recompute::kFull
+                                                    : Recompute::kNone;
     m.Assume(absl::StrCat("recompute ", RecomputeName(l.recompute),
                           " (not given)"));
   } else if (ac == "none") {
