@@ -25,10 +25,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -168,6 +168,36 @@ bool WriteResult(const std::string& path, const TrialResult& result) {
                 "\n");
 }
 
+// The trial of `c`, with the hard stop of its time budget
+// (core/trial_time_budget.h, layer 3) for a step that never returns: a hung
+// kernel or collective cannot be interrupted. The trial runs on a worker
+// thread while this thread waits for it until TrialWatchdogAfter; past
+// that, this thread writes a timeout result (`base` with the trial's model
+// and layout) to `json_path` and ends the process with _exit, which runs
+// no destructors under the hung worker's feet. Only this thread writes the
+// result file, and the worker shares nothing with it but `c`, read by both.
+TrialResult RunWithHardStop(const TrialConfig& c, const std::string& json_path,
+                            const TrialResult& base) {
+  if (c.time_limit_s <= 0) return RunTrial(c);
+  std::packaged_task<TrialResult()> trial([&c] { return RunTrial(c); });
+  std::future<TrialResult> done = trial.get_future();
+  std::thread worker(std::move(trial));
+  const auto until =
+      std::chrono::steady_clock::now() +
+      absl::ToChronoNanoseconds(TrialWatchdogAfter(c.time_limit_s));
+  if (done.wait_until(until) == std::future_status::ready) {
+    worker.join();
+    return done.get();
+  }
+  TrialResult timeout = base;
+  timeout.model = c.model.name;
+  timeout.layout = c.layout;
+  timeout.status = TrialStatus::kTimeout;
+  timeout.reason = absl::StrCat(
+      "no step finished within the time limit of ", c.time_limit_s, " s");
+  _exit(WriteResult(json_path, timeout) ? 0 : 1);
+}
+
 int Main(const std::vector<std::string>& args) {
   FlagSet flags("tessera-trial");
   TrialFlags f;
@@ -263,45 +293,7 @@ int Main(const std::vector<std::string>& args) {
   } else {
     c.model = *model;
     c.layout = *layout;
-    // A hard stop in case a step never returns (a hung collective cannot
-    // be interrupted): past the limit plus a grace, the watchdog writes a
-    // timeout result and ends the process with _exit, which runs no
-    // destructors under the main thread's feet. Whoever claims the result
-    // first writes it: the watchdog, or the main thread when the trial
-    // returns; the watchdog reads only its own copy of what it writes.
-    std::atomic<bool> claimed{false};
-    std::atomic<bool> finished{false};
-    std::thread watchdog;
-    if (c.time_limit_s > 0) {
-      TrialResult timeout = result;
-      timeout.model = c.model.name;
-      timeout.layout = c.layout;
-      timeout.status = TrialStatus::kTimeout;
-      timeout.reason = absl::StrCat(
-          "no step finished within the time limit of ", c.time_limit_s, " s");
-      const std::string json_path = *f.json;
-      const auto until = std::chrono::steady_clock::now() +
-                         absl::ToChronoNanoseconds(
-                             TrialWatchdogAfter(c.time_limit_s));
-      watchdog = std::thread([timeout = std::move(timeout), json_path, until,
-                              &claimed, &finished] {
-        while (!finished.load()) {
-          if (std::chrono::steady_clock::now() > until) {
-            if (claimed.exchange(true)) return;  // the trial returned first
-            _exit(WriteResult(json_path, timeout) ? 0 : 1);
-          }
-          std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-      });
-    }
-    result = RunTrial(c);
-    finished = true;
-    if (claimed.exchange(true)) {
-      // The watchdog is writing the timeout result and ends the process.
-      watchdog.join();
-      return 1;  // not reached: _exit ends the process first
-    }
-    if (watchdog.joinable()) watchdog.join();
+    result = RunWithHardStop(c, *f.json, result);
   }
   if (!WriteResult(*f.json, result)) {
     std::cerr << "--json: cannot write '" << *f.json << "'\n";

@@ -37,6 +37,22 @@ field "$dir/invalid.json" reason | grep -q "layout.tp" || fail "reason names no 
 "$trial" --model llama9 --ranks 1 --global-batch 2 --seq-len 32 --json "$dir/m.json"
 field "$dir/m.json" reason | grep -q "model.preset" || fail "model error"
 
+# The hard stop (core/trial_time_budget.h, layer 3): the tiny model sets
+# up at once, within the 2 s limit, and starts a first step of 4M tokens
+# (minutes on any CPU); the watchdog abandons it at 1.1 x 2 + 5 s. The
+# result says timeout and the process ends itself, exit 0, long before the
+# step would.
+start=$(date +%s)
+"$trial" --model tiny --ranks 1 --global-batch 4096 --seq-len 1024 \
+  --layout micro_batch=1 --warmup 0 --steps 1 --time-limit-s 2 \
+  --json "$dir/hung.json" || fail "hard stop exit"
+took=$(( $(date +%s) - start ))
+[ "$(field "$dir/hung.json" status)" = timeout ] || fail "hard stop: $(cat "$dir/hung.json")"
+field "$dir/hung.json" reason | grep -q "no step finished within the time limit of 2 s" \
+  || fail "hard stop reason: $(field "$dir/hung.json" reason)"
+[ "$(field "$dir/hung.json" model)" = tiny ] || fail "hard stop model"
+[ "$took" -ge 7 ] && [ "$took" -lt 30 ] || fail "hard stop after $took s"
+
 # Usage errors: exit 2, nothing written.
 set +e
 "$trial" --model tiny --rankz 2 --json "$dir/x.json" 2> "$dir/err"; code=$?
