@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include <sqlite3.h>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -118,8 +120,37 @@ absl::StatusOr<std::unique_ptr<SqliteTrialStore>> SqliteTrialStore::Open(
     TESSERA_RETURN_IF_ERROR(
         CheckResultChecksums(*writer, path, !options.read_only));
   }
-  return std::unique_ptr<SqliteTrialStore>(new SqliteTrialStore(
+  const bool read_only = options.read_only;
+  std::unique_ptr<SqliteTrialStore> store(new SqliteTrialStore(
       std::string(path), std::move(options), std::move(writer)));
+  if (!read_only) TESSERA_RETURN_IF_ERROR(store->WatchQueuedTrials());
+  return store;
+}
+
+absl::Status SqliteTrialStore::WatchQueuedTrials() {
+  absl::MutexLock lock(&write_mu_);
+  const auto queued = [](sqlite3_context* context, int, sqlite3_value**) {
+    static_cast<SqliteTrialStore*>(sqlite3_user_data(context))
+        ->queued_in_transaction_.store(true);
+  };
+  if (sqlite3_create_function_v2(writer_->handle(), "tessera_trial_queued", 0,
+                                 SQLITE_UTF8, this, queued, nullptr, nullptr,
+                                 nullptr) != SQLITE_OK) {
+    return absl::InternalError(
+        absl::StrCat("store: cannot watch queued trials: ",
+                     sqlite3_errmsg(writer_->handle())));
+  }
+  // TEMP: this connection's own, never in the file.
+  return writer_->Exec(
+      "CREATE TEMP TRIGGER trial_added_queued AFTER INSERT ON main.trials "
+      "WHEN NEW.status = 'queued' BEGIN SELECT tessera_trial_queued(); END;"
+      "CREATE TEMP TRIGGER trial_set_queued AFTER UPDATE OF status ON "
+      "main.trials WHEN NEW.status = 'queued' "
+      "BEGIN SELECT tessera_trial_queued(); END;");
+}
+
+uint64_t SqliteTrialStore::QueuedTrialsGeneration() const {
+  return queued_generation_.load(std::memory_order_acquire);
 }
 
 SqliteTrialStore::SqliteTrialStore(std::string path,
@@ -156,7 +187,14 @@ std::vector<absl::Status> SqliteTrialStore::WriteBatch(
     if (!set.ok()) return std::vector<absl::Status>(bodies.size(), set);
     writer_synchronous_ = synchronous;
   }
-  return RunBatchInTransaction(*writer_, TransactionMode::kImmediate, bodies);
+  std::vector<absl::Status> statuses =
+      RunBatchInTransaction(*writer_, TransactionMode::kImmediate, bodies);
+  // After the commit (or the rollback: growing it then costs one more
+  // look) and before the next batch can run.
+  if (queued_in_transaction_.exchange(false)) {
+    queued_generation_.fetch_add(1, std::memory_order_release);
+  }
+  return statuses;
 }
 
 absl::Status SqliteTrialStore::Read(

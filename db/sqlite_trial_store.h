@@ -26,6 +26,8 @@
 // store closes its connections; nothing is buffered.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -122,6 +124,7 @@ class SqliteTrialStore : public TrialStore {
       absl::string_view agent_id) override;
   absl::StatusOr<std::vector<Trial>> ListQueuedTrials(
       const std::vector<int64_t>& study_ids, int64_t limit) override;
+  uint64_t QueuedTrialsGeneration() const override;
   absl::StatusOr<RequeueResult> RequeueExpiredLeases(absl::Time now) override;
   absl::StatusOr<RequeueResult> RequeueTrialsOf(
       absl::string_view agent_id) override;
@@ -205,8 +208,17 @@ class SqliteTrialStore : public TrialStore {
   absl::Status EndLostLease(Database& db, int64_t trial_id,
                             absl::string_view why, RequeueResult& result);
 
+  // Has the writer watch for trials that become queued: temporary triggers
+  // on trials call a function of this store, so that every path that
+  // queues a trial, present or future, grows QueuedTrialsGeneration.
+  absl::Status WatchQueuedTrials();
+
   const std::string path_;
   const SqliteTrialStoreOptions options_;
+  // Set by the triggers inside a write transaction; WriteBatch grows the
+  // generation after the transaction ends, still holding write_mu_.
+  std::atomic<bool> queued_in_transaction_{false};
+  std::atomic<uint64_t> queued_generation_{0};
   absl::Mutex write_mu_;
   std::unique_ptr<Database> writer_ ABSL_GUARDED_BY(write_mu_);
   // The writer's current PRAGMA synchronous.

@@ -470,6 +470,12 @@ class TrialStore {
   // predicted tokens/s first, id), at most `limit` (> 0).
   virtual absl::StatusOr<std::vector<Trial>> ListQueuedTrials(
       const std::vector<int64_t>& study_ids, int64_t limit) = 0;
+  // A number that grows after every commit that made a trial queued (trials
+  // added, a lease handed back, lost or ended by a fault; any write that
+  // sets a trial's status to queued). Grown after the commit: a reader that
+  // reads G and then finds no queued trial may answer "none" without
+  // looking again while it still reads G (an idle fleet polls often).
+  virtual uint64_t QueuedTrialsGeneration() const = 0;
   // Ends every lease that expired at or before `now`.
   virtual absl::StatusOr<RequeueResult> RequeueExpiredLeases(
       absl::Time now) = 0;

@@ -34,6 +34,12 @@ bool Holds(const db::Trial& trial, absl::string_view agent_id) {
 // first.
 constexpr int kLeaseAttempts = 4;
 
+// How long a queue read empty is believed without reading it again, while
+// the store says no trial was queued since (Leases::nothing_queued_).
+constexpr absl::Duration kNothingQueuedFor = absl::Seconds(1);
+// Distinct study sets remembered (one per kind of agent; cleared past it).
+constexpr size_t kMaxNothingQueuedSets = 64;
+
 }  // namespace
 
 Leases::Leases(db::TrialStore* store, PlannerOptions options,
@@ -385,8 +391,21 @@ absl::StatusOr<Leases::LeaseDecision> Leases::DecideLease(
   }
   std::vector<int64_t> runnable_ids;
   for (const auto& [study_id, r] : runnable) runnable_ids.push_back(study_id);
+  // An idle fleet polls often: a queue read empty stays empty until a
+  // trial is queued (2,000 idle agents read it 2,000 times a second).
+  const uint64_t generation = store_->QueuedTrialsGeneration();
+  if (auto seen = nothing_queued_.find(runnable_ids);
+      seen != nothing_queued_.end() &&
+      seen->second.generation == generation &&
+      now - seen->second.at < kNothingQueuedFor) {
+    return out;
+  }
   TESSERA_ASSIGN_OR_RETURN(std::vector<db::Trial> queued,
                            store_->ListQueuedTrials(runnable_ids, lookahead));
+  if (queued.empty()) {
+    if (nothing_queued_.size() >= kMaxNothingQueuedSets) nothing_queued_.clear();
+    nothing_queued_[runnable_ids] = NothingQueued{generation, now};
+  }
   out.expires_at = now + pace_.Current(now).lease_timeout;
   for (db::Trial& t : queued) {
     auto r = runnable.find(t.study_id);

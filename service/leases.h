@@ -287,6 +287,17 @@ class Leases {
   // Serializes lease decisions (they read the queue, then reserve; the
   // store writes the lease after).
   absl::Mutex lease_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // Study sets whose queue was read empty, with the store's
+  // QueuedTrialsGeneration read before and when: a poll of the same set
+  // answers "nothing" without reading the queue while the generation is
+  // the same and for at most kNothingQueuedFor (in case a trial became
+  // queued outside the store's writer).
+  struct NothingQueued {
+    uint64_t generation = 0;
+    absl::Time at;
+  };
+  std::map<std::vector<int64_t>, NothingQueued> nothing_queued_
+      ABSL_GUARDED_BY(lease_mu_);
 
   absl::Mutex reaper_mu_;
   absl::CondVar reaper_wake_;

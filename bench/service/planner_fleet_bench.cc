@@ -294,12 +294,14 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
       "  results: %d acknowledged (%.1f/s in the window, at most %d in one"
       " second), %d stored ok, %d"
       " duplicates, %d refused; leases lost: %d trials needed another"
-      " attempt, %d running trials cancelled: %s\n",
+      " attempt, %d running trials cancelled: %s\n"
+      "  leases: %d granted, %d polls found nothing to run\n",
       row.planner_cores, row.planner_us_per_rpc, row.rpcs_per_s,
       row.planner_rss_mib, row.agents_cores, row.acked, row.results_per_s,
       row.peak_results_per_s, stored_ok, tally.duplicate_acks,
       tally.reports_refused, row.leases_lost, row.running_cancelled,
-      row.exactly_once ? "exactly once" : "INCONSISTENT");
+      row.exactly_once ? "exactly once" : "INCONSISTENT",
+      tally.leases_granted, tally.leases_empty);
   (void)p.Stop();
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);

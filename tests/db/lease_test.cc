@@ -28,6 +28,40 @@ class LeaseTest : public StoreTest {
   int64_t study_ = 0;
 };
 
+// The generation grows after each commit that makes a trial queued, by any
+// path, and only then: a planner that read the queue empty at generation G
+// reads it again once it changes (service/leases.cc).
+TEST_F(LeaseTest, QueuedTrialsGenerationGrowsWhenATrialBecomesQueued) {
+  uint64_t g = store_->QueuedTrialsGeneration();
+  const std::vector<int64_t> ids =
+      MakeTrials(study_, {SampleTrial(), SampleTrial()});
+  EXPECT_GT(store_->QueuedTrialsGeneration(), g) << "trials added";
+  g = store_->QueuedTrialsGeneration();
+  ASSERT_TRUE(store_->LeaseTrial(ids[0], {"a"}, In(absl::Seconds(10))).ok());
+  ASSERT_TRUE(store_->LeaseTrial(ids[1], {"b"}, In(absl::Minutes(5))).ok());
+  EXPECT_EQ(store_->QueuedTrialsGeneration(), g) << "leased: none queued";
+  ASSERT_TRUE(store_->ReleaseLease(ids[1], "b", "draining").ok());
+  EXPECT_GT(store_->QueuedTrialsGeneration(), g) << "handed back";
+  g = store_->QueuedTrialsGeneration();
+  ASSERT_TRUE(store_->LeaseTrial(ids[1], {"c"}, In(absl::Minutes(5))).ok());
+  ASSERT_TRUE(store_
+                  ->ReportTrial(ids[1], "c",
+                                SampleResult(TrialStatus::kOk, 2.0, 3),
+                                clock_.Now())
+                  .ok());
+  EXPECT_EQ(store_->QueuedTrialsGeneration(), g) << "reported: none queued";
+  clock_.Advance(absl::Seconds(11));
+  absl::StatusOr<RequeueResult> lost =
+      store_->RequeueExpiredLeases(clock_.Now());
+  ASSERT_TRUE(lost.ok()) << lost.status();
+  EXPECT_GT(store_->QueuedTrialsGeneration(), g) << "lease expired";
+  g = store_->QueuedTrialsGeneration();
+  // A write that fails queues nothing that stays: growing then is allowed
+  // (one more look), never required; a read changes nothing.
+  EXPECT_TRUE(store_->ListQueuedTrials({study_}, 10).ok());
+  EXPECT_EQ(store_->QueuedTrialsGeneration(), g);
+}
+
 TEST_F(LeaseTest, LeaseReportThenReReportIsAlreadyExists) {
   const int64_t id = MakeTrials(study_, {SampleTrial()})[0];
   const absl::Time leased_at = clock_.Now();

@@ -444,11 +444,13 @@ void SimulatedFleet::Lease(int64_t i) {
           return;
         }
         me.main_failures = 0;
+        if (!r.has_assignment()) ++tally_.leases_empty;
         if (!r.has_assignment() || r.assignment().collective_probe_id() > 0) {
           BecomeIdle(i, PaceNext(me.poll_interval, absl::OkStatus(),
                                  me.slow_polls, kPollStretch));
           return;
         }
+        ++tally_.leases_granted;
         me.trial = r.assignment();
         ++me.main_generation;
         if (me.trial->gang_size() > 1) {

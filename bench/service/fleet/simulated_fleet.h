@@ -93,6 +93,8 @@ struct FleetTally {
   // its lease was lost (or its study ended).
   int64_t running_trials_cancelled = 0;
   int64_t registrations = 0;
+  int64_t leases_granted = 0;  // LeaseTrial answered with a trial
+  int64_t leases_empty = 0;    // LeaseTrial answered OK with nothing to run
   int64_t heartbeat_interval_ms = 0;  // the last the planner told
   int64_t lease_poll_interval_ms = 0;
   std::string first_error;

@@ -165,6 +165,24 @@ TEST_F(LeaseTest, AHandedBackTrialIsRequeuedWithoutAnAttempt) {
   EXPECT_TRUE(agent_->Lease().has_value());
 }
 
+// An idle poll that found the queue empty is remembered (an idle fleet
+// polls thousands of times a second), but only until a trial is queued: a
+// trial handed back is leased by the very next poll, at the same instant
+// (the test's clock stands still).
+TEST_F(LeaseTest, APollRightAfterATrialIsQueuedAgainGetsIt) {
+  Start();
+  std::optional<v1::TrialAssignment> a = agent_->Lease();
+  ASSERT_TRUE(a.has_value());
+  ScriptedAgent other(s_, "cpu-b");
+  ASSERT_TRUE(other.Register().ok());
+  EXPECT_FALSE(other.Lease().has_value());  // the only trial is running
+  EXPECT_FALSE(other.Lease().has_value());
+  ASSERT_TRUE(agent_->Release(a->trial_id(), "SIGTERM").ok());
+  std::optional<v1::TrialAssignment> again = other.Lease();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->trial_id(), a->trial_id());
+}
+
 TEST_F(LeaseTest, AnInfrastructureFailureRunsTheTrialAgainBounded) {
   // A trial process killed from outside (the OOM killer, an operator) is
   // not the layout's crash: queued again with an attempt counted and the
