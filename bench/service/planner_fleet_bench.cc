@@ -275,7 +275,13 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
     absl::StatusOr<std::vector<v1::Trial>> trials = StoredTrials(*users, id);
     if (!trials.ok()) return trials.status();
     for (const v1::Trial& t : *trials) {
-      if (t.attempts() > 0) ++row.leases_lost;
+      if (t.attempts() > 0) {
+        // Why, for the first few: a bench that loses a lease says how.
+        if (++row.leases_lost <= 3) {
+          absl::PrintF("  trial %d ran %d more time(s): %s\n", t.id(),
+                       t.attempts(), t.reason());
+        }
+      }
       if (t.state() != v1::TRIAL_OK) continue;
       ++stored_ok;
       if (tally.acked_trials.contains(t.id())) {
