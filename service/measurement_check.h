@@ -35,9 +35,13 @@ inline constexpr size_t kMaxReportTextBytes = 64 << 10;
 // this factor at most: a datasheet peak is a ceiling, with room for noise.
 inline constexpr double kPeakSlack = 1.1;
 // For CPU agents the "peak" is the agent's own GEMM probe (the host's rate
-// divided by its ranks), measured once on cores that other agents may
-// share: a trial can beat it by more.
-inline constexpr double kCpuPeakSlack = 2.0;
+// divided by its ranks), measured once on cores that other agents and other
+// work may share: a trial can beat it by more. 2.0 was not enough: a CI run
+// (ctest -j2, SystemTest.RealTrialsRunAndAreStored, 2026-11-28) probed
+// 0.031 TFLOP/s per rank beside another test and then trained the tiny
+// model at 0.063. Fabricated rates (1e308 tokens/s, TFLOP/s per CPU rank)
+// stay far above 4x.
+inline constexpr double kCpuPeakSlack = 4.0;
 
 // What the planner knows of a trial, independently of its report.
 struct MeasurementBounds {

@@ -251,7 +251,8 @@ TEST(MeasurementCheckTest, CpuAgentsAreJudgedAgainstTheirProbeWithRoom) {
     return r;
   };
   EXPECT_EQ(Refusal(at(1.5), b), "");
-  EXPECT_NE(Refusal(at(2.5), b).find("peak"), std::string::npos);
+  EXPECT_EQ(Refusal(at(3.5), b), "");  // a probe taken on busy cores
+  EXPECT_NE(Refusal(at(4.5), b).find("peak"), std::string::npos);
 }
 
 TEST(MeasurementCheckTest, WithoutTheWorkloadOnlyTheHardwareChecksAreSkipped) {
