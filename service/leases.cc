@@ -205,7 +205,10 @@ absl::StatusOr<std::vector<db::HeldLease>> Leases::EndGangsThisAgentLeft(
         store_->EndLeaseByInfrastructureFailure(
             t.trial_id, agent_id,
             absl::StrCat("gang member ", agent_id,
-                         " no longer runs it (the agent restarted)"));
+                         " no longer runs it (it registered again since the "
+                         "trial began: it restarted, or it reconnected after "
+                         "the planner's restart, which lost the gang's "
+                         "rendezvous)"));
     if (!ended.ok()) {
       kept.push_back(t);
       continue;

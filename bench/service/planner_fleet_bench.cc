@@ -66,6 +66,8 @@ struct BenchOptions {
   int64_t agents_per_channel = 1;
   double start_spread_s = 0;
   std::vector<std::string> planner_args;
+  std::string planner_log;  // kept after the run; "": in the run's folder
+  std::string planner_log_level = "warning";
   double restart_after_s = -1;  // < 0: no restart
   bool restart_clean = false;   // SIGTERM instead of SIGKILL
 };
@@ -148,6 +150,10 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
   po.binary = o.planner_binary;
   po.db_path = (dir / "tessera.db").string();
   po.cpu = o.planner_cpu;
+  if (!o.planner_log.empty()) {
+    po.log_path = absl::StrCat(o.planner_log, ".", agents);
+  }
+  po.log_level = o.planner_log_level;
   po.extra_args = {"--no-cluster-probes"};
   po.extra_args.insert(po.extra_args.end(), o.planner_args.begin(),
                        o.planner_args.end());
@@ -383,7 +389,8 @@ int Run(const BenchOptions& o) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   tessera::FlagSet flags("planner_fleet_bench");
-  std::optional<std::string> agents, planner_binary, planner_args;
+  std::optional<std::string> agents, planner_binary, planner_args,
+      planner_log, planner_log_level;
   std::optional<int64_t> planner_cpu, agents_cpu, studies, gang_studies,
       first_rung, max_trials, trial_ms, per_channel;
   std::optional<double> duration, spread, restart_after, trial_spread;
@@ -397,6 +404,14 @@ int main(int argc, char** argv) {
   flags.AddString("planner-args", "ARGS",
                   "more flags for tessera-planner, space-separated",
                   &planner_args);
+  flags.AddString("planner-log", "FILE",
+                  "keep the planner's log: FILE.<agents> for each fleet size "
+                  "(default: deleted with the run's folder)",
+                  &planner_log);
+  flags.AddString("planner-log-level", "LEVEL",
+                  "the planner's --log (default warning; info names each "
+                  "lease lost and re-queued)",
+                  &planner_log_level);
   flags.AddInt("planner-cpu", "CPU",
                "pin the planner here with taskset (default 0; -1: not pinned)",
                &planner_cpu);
@@ -468,6 +483,8 @@ int main(int argc, char** argv) {
     o.planner_args =
         absl::StrSplit(*planner_args, ' ', absl::SkipWhitespace());
   }
+  o.planner_log = planner_log.value_or("");
+  o.planner_log_level = planner_log_level.value_or(o.planner_log_level);
   o.planner_cpu = static_cast<int>(planner_cpu.value_or(o.planner_cpu));
   o.agents_cpu = static_cast<int>(agents_cpu.value_or(o.agents_cpu));
   o.studies = studies.value_or(o.studies);

@@ -54,7 +54,7 @@ absl::Status PlannerProcess::Launch(const std::string& listen) {
   args.push_back(options_.binary);
   for (const std::string& a :
        {std::string("--listen"), listen, std::string("--db"), options_.db_path,
-        std::string("--log"), std::string("warning")}) {
+        std::string("--log"), options_.log_level}) {
     args.push_back(a);
   }
   args.insert(args.end(), options_.extra_args.begin(),

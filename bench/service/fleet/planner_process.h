@@ -27,6 +27,7 @@ struct PlannerProcessOptions {
   std::string binary;   // tessera-planner
   std::string db_path;  // its --db
   std::string log_path;  // its stderr; "": <db_path>.log
+  std::string log_level = "warning";  // its --log
   int cpu = -1;  // taskset -c CPU; < 0: not pinned
   std::string listen = "127.0.0.1:0";
   std::vector<std::string> extra_args;  // e.g. --heartbeat-interval-ms 1000
