@@ -48,7 +48,8 @@ Leases::Leases(db::TrialStore* store, PlannerOptions options,
       options_(std::move(options)),
       pace_(options_),
       events_(events),
-      desk_(desk) {}
+      desk_(desk),
+      started_at_(Now()) {}
 
 Leases::~Leases() { StopReaperThread(); }
 
@@ -201,14 +202,23 @@ absl::StatusOr<std::vector<db::HeldLease>> Leases::EndGangsThisAgentLeft(
       kept.push_back(t);
       continue;
     }
-    absl::StatusOr<db::RequeueResult> ended =
-        store_->EndLeaseByInfrastructureFailure(
-            t.trial_id, agent_id,
-            absl::StrCat("gang member ", agent_id,
-                         " no longer runs it (it registered again since the "
-                         "trial began: it restarted, or it reconnected after "
-                         "the planner's restart, which lost the gang's "
-                         "rendezvous)"));
+    // A gang leased before this planner started met through the board that
+    // died with the last one: not the trial's failure, no attempt counted.
+    const absl::Status ended =
+        *t.started_at < started_at_
+            ? store_->ReleaseLease(
+                  t.trial_id, agent_id,
+                  absl::StrCat("gang member ", agent_id,
+                               " no longer runs it: it reconnected after the "
+                               "planner's restart, which lost the gang's "
+                               "rendezvous"))
+            : store_
+                  ->EndLeaseByInfrastructureFailure(
+                      t.trial_id, agent_id,
+                      absl::StrCat("gang member ", agent_id,
+                                   " no longer runs it (it registered again "
+                                   "since the trial began: it restarted)"))
+                  .status();
     if (!ended.ok()) {
       kept.push_back(t);
       continue;

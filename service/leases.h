@@ -269,6 +269,9 @@ class Leases {
   FleetPace pace_;
   StudyEvents* const events_;
   StudyDesk* const desk_;
+  // When this planner started: a gang leased before it met through the
+  // previous planner's rendezvous board, which died with it.
+  const absl::Time started_at_;
   RendezvousBoard rendezvous_;
   RendezvousBoard probe_rendezvous_;  // keyed by probe id
 

@@ -157,6 +157,50 @@ TEST_F(GangTest, AFetchWithNothingPublishedRunsOutOfTime) {
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(190));
 }
 
+// A planner killed while a gang met through its rendezvous board (kept in
+// memory): the member that had not met its peer reconnects to the new
+// planner without the trial. The gang cannot go on; it runs again, but the
+// planner's restart is not the trial's failure: no attempt is counted (the
+// 2,000-agent restart bench lost one attempt each of 2-15 gangs).
+TEST(GangRestartTest, AGangCutOffByThePlannersRestartRunsAgainWithNoAttempt) {
+  TempDir dir;
+  ManualClock clock;
+  const PlannerOptions options = TestOptions(dir.File("t.db"), clock);
+  int64_t study = 0;
+  int64_t id = 0;
+  {
+    TestServer s = StartServer(options);
+    ScriptedAgent a(s, "agent-a", "cpu", 1);
+    ScriptedAgent b(s, "agent-b", "cpu", 1);
+    ASSERT_TRUE(a.Register().ok());
+    ASSERT_TRUE(b.Register().ok());
+    study = Submit(s, TwoNodeSpec());
+    ASSERT_FALSE(a.Lease().has_value());  // waits for the gang
+    ASSERT_TRUE(b.Lease().has_value());
+    std::optional<v1::TrialAssignment> leased = a.Lease();
+    ASSERT_TRUE(leased.has_value());
+    id = leased->trial_id();
+  }
+  clock.Advance(absl::Seconds(6));  // past GangMemberSilence (5 s here)
+  TestServer s = StartServer(options);
+  ScriptedAgent a(s, "agent-a", "cpu", 1);
+  ScriptedAgent b(s, "agent-b", "cpu", 1);
+  ASSERT_TRUE(a.Heartbeat({id}).ok());  // rank 0 published and runs
+  ASSERT_TRUE(b.Register().ok());       // rank 1 never met it
+  ASSERT_TRUE(b.Heartbeat({}).ok());
+  s.core().studies().WaitForAdvances();
+  const v1::Trial t = ListTrials(s, study)[0];
+  EXPECT_EQ(t.state(), v1::TRIAL_QUEUED);
+  EXPECT_EQ(t.attempts(), 0);
+  EXPECT_NE(t.reason().find("reconnected after the planner's restart"),
+            std::string::npos)
+      << t.reason();
+  v1::HeartbeatResponse told;
+  ASSERT_TRUE(a.Heartbeat({id}, &told).ok());
+  ASSERT_EQ(told.cancel_trials_size(), 1);  // rank 0 stops
+  EXPECT_EQ(told.cancel_trials(0), id);
+}
+
 }  // namespace
 }  // namespace tessera::service::testing
 
@@ -217,6 +261,7 @@ TEST_F(GangTest, AMemberThatRestartedEndsTheGangsLease) {
   EXPECT_NE(t.reason().find("gang member agent-b no longer runs it"),
             std::string::npos)
       << t.reason();
+  EXPECT_EQ(t.attempts(), 1);  // the agent's restart, under this planner
 }
 
 }  // namespace
