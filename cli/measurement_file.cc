@@ -100,13 +100,10 @@ absl::StatusOr<LineResult> ParseLine(const Json& j, const std::string& at) {
     r.reason = std::string(w.status().message());
     return r;
   }
-  absl::StatusOr<Layout> resolved =
-      ResolveLayout(*layout, w->cluster.world_size(), w->training.global_batch);
   absl::StatusOr<costmodel::ResolvedWorkload> rw =
       costmodel::ResolveWorkload(*w);
-  absl::Status fits = resolved.status();
-  if (fits.ok()) fits = rw.status();
-  if (fits.ok()) fits = costmodel::CheckResolvedLayout(*rw, *resolved);
+  const absl::Status fits =
+      rw.ok() ? costmodel::RunnableLayout(*rw, *layout).status() : rw.status();
   if (!fits.ok()) {
     r.skipped = true;
     r.reason = std::string(fits.message());

@@ -34,4 +34,14 @@ absl::Status CheckResolvedLayout(const ResolvedWorkload& resolved,
       PipelineBlocksBesidesLayers(stack.pipeline_split));
 }
 
+absl::StatusOr<Layout> RunnableLayout(const ResolvedWorkload& resolved,
+                                      const Layout& layout) {
+  const Workload& w = resolved.workload;
+  TESSERA_ASSIGN_OR_RETURN(
+      Layout l, ResolveLayout(layout, w.cluster.world_size(),
+                              w.training.global_batch));
+  TESSERA_RETURN_IF_ERROR(CheckResolvedLayout(resolved, l));
+  return l;
+}
+
 }  // namespace tessera::costmodel

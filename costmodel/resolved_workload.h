@@ -46,4 +46,10 @@ absl::StatusOr<ResolvedWorkload> OnNodes(const ResolvedWorkload& resolved,
 absl::Status CheckResolvedLayout(const ResolvedWorkload& resolved,
                                  const Layout& layout);
 
+// `layout` resolved (ResolveLayout) and checked (CheckResolvedLayout): what
+// the fit and the measurement readers accept. PredictLayout does the two
+// steps itself, to report the resolved layout beside a refusal.
+absl::StatusOr<Layout> RunnableLayout(const ResolvedWorkload& resolved,
+                                      const Layout& layout);
+
 }  // namespace tessera::costmodel

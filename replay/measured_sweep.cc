@@ -296,13 +296,10 @@ absl::StatusOr<Layout> RowLayout(const Json& row) {
 
 // `l` resolved for the workload and checked against the rules and the
 // stack (errors: a layout that cannot run there).
-absl::StatusOr<Layout> RunnableLayout(Layout l, const Workload& w) {
-  TESSERA_ASSIGN_OR_RETURN(
-      l, ResolveLayout(l, w.cluster.world_size(), w.training.global_batch));
+absl::StatusOr<Layout> RunnableLayout(const Layout& l, const Workload& w) {
   TESSERA_ASSIGN_OR_RETURN(const costmodel::ResolvedWorkload resolved,
                            costmodel::ResolveWorkload(w));
-  TESSERA_RETURN_IF_ERROR(costmodel::CheckResolvedLayout(resolved, l));
-  return l;
+  return costmodel::RunnableLayout(resolved, l);
 }
 
 absl::StatusOr<MeasuredSweep> ParseSweepRows(const Json& file,

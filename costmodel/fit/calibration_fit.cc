@@ -182,15 +182,10 @@ absl::StatusOr<PreparedSample> PrepareSample(size_t index,
     return absl::InvalidArgumentError(
         absl::StrCat(at, ".workload: ", resolved.status().message()));
   }
-  absl::StatusOr<Layout> layout =
-      ResolveLayout(s.layout, s.workload.cluster.world_size(),
-                    s.workload.training.global_batch);
-  const absl::Status fits = layout.ok()
-                                ? CheckResolvedLayout(*resolved, *layout)
-                                : layout.status();
-  if (!fits.ok()) {
+  absl::StatusOr<Layout> layout = RunnableLayout(*resolved, s.layout);
+  if (!layout.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(at, ".layout: ", fits.message()));
+        absl::StrCat(at, ".layout: ", layout.status().message()));
   }
   TESSERA_RETURN_IF_ERROR(CheckMeasured(index, "step_time_s", s.step_time_s,
                                         /*positive=*/true));
