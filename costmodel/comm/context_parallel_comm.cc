@@ -1,6 +1,6 @@
 #include "costmodel/comm/context_parallel_comm.h"
 
-#include <algorithm>
+#include "costmodel/comm/overlap.h"
 
 namespace tessera::costmodel {
 
@@ -23,10 +23,10 @@ LayerCommTimes ContextParallelLayerComm(
   r.backward_s = 2 * pass_s + (recompute == Recompute::kFull ? pass_s : 0);
   const double attention_backward_s =
       2 * attention_forward_s + (recompute_attention ? attention_forward_s : 0);
-  r.forward_exposed_s = std::max(
-      0.0, r.forward_s - c.cp_overlap_efficiency * attention_forward_s);
-  r.backward_exposed_s = std::max(
-      0.0, r.backward_s - c.cp_overlap_efficiency * attention_backward_s);
+  r.forward_exposed_s = OverlappedCommCostS(
+      r.forward_s, attention_forward_s, c.cp_overlap_efficiency, 0.0, c);
+  r.backward_exposed_s = OverlappedCommCostS(
+      r.backward_s, attention_backward_s, c.cp_overlap_efficiency, 0.0, c);
   return r;
 }
 

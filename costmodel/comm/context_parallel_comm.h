@@ -4,7 +4,8 @@
 // travel round the ring in cp - 1 point-to-point steps; backward sends K, V and
 // their gradients (twice the steps); full recomputation repeats the forward's.
 // The exchange overlaps with block attention: exposed = max(0, comm -
-// cp_overlap_efficiency * attention time of the same pass).
+// cp_overlap_efficiency * attention time of the same pass), and the hidden
+// rest slows that attention (overlap.h; included in the exposed times).
 //
 //   LayerCommTimes cp = ContextParallelLayerComm(model, shard, recompute,
 //       placement.cp, cluster, c, attention_forward_s);

@@ -4,16 +4,9 @@
 
 #include "costmodel/comm/collectives.h"
 #include "costmodel/comm/fsdp_comm.h"
+#include "costmodel/comm/overlap.h"
 
 namespace tessera::costmodel {
-namespace {
-
-// The part of `comm_s` that `efficiency` of the compute window does not hide.
-double Exposed(double comm_s, double window_s, double efficiency) {
-  return std::max(0.0, comm_s - efficiency * window_s);
-}
-
-}  // namespace
 
 DataParallelTimes DataParallelComm(const Layout& l, const LayoutPlacement& p,
                                    const StageWork& w, const ClusterConfig& cl,
@@ -25,11 +18,14 @@ DataParallelTimes DataParallelComm(const Layout& l, const LayoutPlacement& p,
   DataParallelTimes r;
   const double grads = stack.comm_bytes.gradient_reduce * w.params;
   const double params = stack.comm_bytes.parameter_gather * w.params;
-  const double e = c.dp_overlap_efficiency;
+  const auto cost = [&](double comm_s, double window_s) {
+    return OverlappedCommCostS(comm_s, window_s, c.dp_overlap_efficiency, 0.0,
+                               c);
+  };
   if (l.zero == 0) {
     r.per_step_s =
         CollectiveTimeS(Collective::kAllReduce, grads, p.data, cl, c);
-    r.per_step_exposed_s = Exposed(r.per_step_s, w.backward_compute_s, e);
+    r.per_step_exposed_s = cost(r.per_step_s, w.backward_compute_s);
     return r;
   }
   // HSDP: replicas all-reduce their shard of the gradients once per step.
@@ -37,7 +33,7 @@ DataParallelTimes DataParallelComm(const Layout& l, const LayoutPlacement& p,
   const double replica_s =
       CollectiveTimeS(Collective::kAllReduce, grads / shards, p.replica, cl, c);
   r.per_step_s = replica_s;
-  r.per_step_exposed_s = Exposed(replica_s, w.backward_compute_s, e);
+  r.per_step_exposed_s = cost(replica_s, w.backward_compute_s);
   // zero 1 and replicated-parameter zero 2.
   const double scatter_s =
       CollectiveTimeS(Collective::kReduceScatter, grads, p.shard, cl, c);
@@ -47,13 +43,13 @@ DataParallelTimes DataParallelComm(const Layout& l, const LayoutPlacement& p,
   r.per_step_exposed_s +=
       stack.fsdp.zero_gathers_parameters_in_optimizer_step
           ? gather_s
-          : Exposed(gather_s, w.forward_compute_s, e);
+          : cost(gather_s, w.forward_compute_s);
   if (l.zero == 1) {
     r.per_step_s += scatter_s;
-    r.per_step_exposed_s += Exposed(scatter_s, w.backward_compute_s, e);
+    r.per_step_exposed_s += cost(scatter_s, w.backward_compute_s);
   } else {
     r.per_micro_batch_s = scatter_s;
-    r.per_micro_batch_exposed_s = Exposed(scatter_s, w.backward_compute_s, e);
+    r.per_micro_batch_exposed_s = cost(scatter_s, w.backward_compute_s);
   }
   return r;
 }

@@ -12,6 +12,8 @@
 //   zero 0 (DDP): AllReduce of the gradients once per step, bucketed and
 //     overlapped with the last micro-batch's backward:
 //     exposed = max(0, comm - dp_overlap_efficiency * backward).
+//     The hidden rest slows that backward (overlap.h): the exposed times
+//     returned include the slowdown.
 //   zero 1: ReduceScatter of the gradients (plus, with HSDP, an AllReduce of
 //     the shard across replicas) after the last backward, AllGather of the
 //     updated bf16 parameters before the next forward, each overlapped as

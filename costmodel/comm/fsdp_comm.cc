@@ -3,18 +3,9 @@
 #include <algorithm>
 
 #include "costmodel/comm/collectives.h"
+#include "costmodel/comm/overlap.h"
 
 namespace tessera::costmodel {
-namespace {
-
-// The part of `comm_s` that `efficiency` of the compute window does not hide;
-// at least `floor_s` (the first unit's collective, which nothing precedes).
-double Exposed(double comm_s, double window_s, double efficiency,
-               double floor_s) {
-  return std::max({0.0, floor_s, comm_s - efficiency * window_s});
-}
-
-}  // namespace
 
 DataParallelTimes FsdpComm(const Layout& l, const LayoutPlacement& p,
                            const StageWork& w, const ClusterConfig& cl,
@@ -36,17 +27,21 @@ DataParallelTimes FsdpComm(const Layout& l, const LayoutPlacement& p,
   const double replica_s =
       CollectiveTimeS(Collective::kAllReduce, grads / shards, p.replica, cl, c);
   r.per_step_s = replica_s;
-  r.per_step_exposed_s =
-      std::max(0.0, replica_s - c.dp_overlap_efficiency * w.backward_compute_s);
+  r.per_step_exposed_s = OverlappedCommCostS(
+      replica_s, w.backward_compute_s, c.dp_overlap_efficiency, 0.0, c);
 
+  // The first unit's collective, which nothing precedes, stays exposed.
+  const auto cost = [&](double comm_s, double window_s) {
+    return OverlappedCommCostS(comm_s, window_s, eta, comm_s / units, c);
+  };
   const bool once_per_step =
       l.zero == 3 && l.pp > 1 &&
       stack.fsdp.keeps_gathered_across_pipeline_micro_batches;
   if (once_per_step) {
     r.per_step_s += gather_s + scatter_s;
     r.per_step_exposed_s +=
-        Exposed(gather_s, w.forward_compute_s, eta, gather_s / units) +
-        Exposed(scatter_s, w.backward_compute_s, eta, scatter_s / units);
+        cost(gather_s, w.forward_compute_s) +
+        cost(scatter_s, w.backward_compute_s);
     return r;
   }
   // A backward gather unless the parameters stayed gathered since the
@@ -55,8 +50,8 @@ DataParallelTimes FsdpComm(const Layout& l, const LayoutPlacement& p,
   const double backward_s = (regather ? gather_s : 0) + scatter_s;
   r.per_micro_batch_s = gather_s + backward_s;
   r.per_micro_batch_exposed_s =
-      Exposed(gather_s, w.forward_compute_s, eta, gather_s / units) +
-      Exposed(backward_s, w.backward_compute_s, eta, backward_s / units);
+      cost(gather_s, w.forward_compute_s) +
+      cost(backward_s, w.backward_compute_s);
   return r;
 }
 

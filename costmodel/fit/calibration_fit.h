@@ -41,6 +41,8 @@
 //     DDP/ZeRO-1/2 traffic (dp > 1, zero <= 2); fsdp_*: only with zero-3
 //     sharded over more than one rank; cp_overlap_efficiency: only with cp > 1
 //     whose K/V ring is (partly) exposed at the prior or at half its overlap;
+//   - overlap_compute_slowdown: only with data- or context-parallel traffic
+//     that compute hides (comm/overlap.h);
 //   - power_*: only with samples that measured watts_per_gpu (power_comm_
 //     activity only if they communicate);
 //   - memory_*, saved_activation_factor, logits_bytes_per_element: only with

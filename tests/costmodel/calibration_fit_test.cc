@@ -401,12 +401,16 @@ TEST(CalibrationFitTest, LeavesTheFlatSideOfAnOverlapKink) {
   // The prior (say, a fit on one node) hides all FSDP traffic: exposed =
   // max(0, comm - overlap * compute) is 0 and flat in both FSDP coefficients
   // there. The truth, on 2 to 8 nodes, exposes it.
+  // Hidden traffic costs nothing here (no compute slowdown beside it), so
+  // that the prior is flat in the FSDP coefficients.
   Calibration prior;
   prior.fsdp_overlap_efficiency = 1.0;
   prior.fsdp_bandwidth_efficiency = 0.5;
+  prior.overlap_compute_slowdown = 0;
   Calibration truth;  // DeepSpeed-2021-like FSDP
   truth.fsdp_overlap_efficiency = 0.4;
   truth.fsdp_bandwidth_efficiency = 0.19;
+  truth.overlap_compute_slowdown = 0;
   const Workload two = H100("llama3-8b", 2, 64, 4096);
   const Workload four = H100("llama2-70b", 4, 128, 4096);
   const Workload eight = H100("llama2-70b", 8, 128, 4096);

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "costmodel/comm/context_parallel_comm.h"
 #include "costmodel/comm/data_parallel_comm.h"
+#include "costmodel/comm/overlap.h"
 #include "costmodel/comm/pipeline_comm.h"
 #include "costmodel/comm/tensor_parallel_comm.h"
 
@@ -94,14 +95,15 @@ TEST(ContextParallelCommTest, RingExchangeByHand) {
                                               PlaceGroup(2, 1, 8), cl, c, 1e-5);
   EXPECT_NEAR(t.forward_s, step, 1e-12);
   EXPECT_NEAR(t.backward_s, 2 * step, 1e-12);
-  // Attention of 10 us hides 8 us of it; backward's 20 us hides 16.
-  EXPECT_NEAR(t.forward_exposed_s, step - 8e-6, 1e-12);
-  EXPECT_NEAR(t.backward_exposed_s, 2 * step - 16e-6, 1e-12);
-  // Long attention hides it all.
+  // Attention of 10 us hides 8 us of it; backward's 20 us hides 16, and
+  // the hidden part slows the attention by 19% of it (overlap.h).
+  EXPECT_NEAR(t.forward_exposed_s, step - 8e-6 + 0.19 * 8e-6, 1e-12);
+  EXPECT_NEAR(t.backward_exposed_s, 2 * step - 16e-6 + 0.19 * 16e-6, 1e-12);
+  // Long attention hides it all: only the slowdown is left.
   t = ContextParallelLayerComm(m, shard, Recompute::kNone, PlaceGroup(2, 1, 8),
                                cl, c, 1e-3);
-  EXPECT_EQ(t.forward_exposed_s, 0);
-  EXPECT_EQ(t.backward_exposed_s, 0);
+  EXPECT_NEAR(t.forward_exposed_s, 0.19 * step, 1e-15);
+  EXPECT_NEAR(t.backward_exposed_s, 0.19 * 2 * step, 1e-15);
 }
 
 TEST(PipelineCommTest, SendByHand) {
@@ -138,9 +140,10 @@ TEST_F(DataParallelCommTest, DdpAllReduceByHand) {
   EXPECT_NEAR(t.per_step_s, 131.6e-6 + 0.0234375, 1e-12);
   EXPECT_EQ(t.per_step_exposed_s, t.per_step_s);  // default: no overlap
   EXPECT_EQ(t.per_micro_batch_s, 0);
-  c_.dp_overlap_efficiency = 0.1;  // hides 10 ms of the 100 ms backward
+  // Hides 10 ms of the 100 ms backward, which runs 19% of it slower.
+  c_.dp_overlap_efficiency = 0.1;
   EXPECT_NEAR(Run(Layout{.dp = 16, .shard_group = 1}).per_step_exposed_s,
-              131.6e-6 + 0.0234375 - 0.01, 1e-12);
+              131.6e-6 + 0.0234375 - 0.01 + 0.19 * 0.01, 1e-12);
 }
 
 TEST_F(DataParallelCommTest, FsdpByHand) {
@@ -152,22 +155,29 @@ TEST_F(DataParallelCommTest, FsdpByHand) {
   c_.fsdp_units_per_layer = 6;
   c_.fsdp_bandwidth_efficiency = 0.19;
   c_.fsdp_overlap_efficiency = 0.4;
-  const double gather = 192 * Ring(70, 44.6, 15.0 / 16 * 2e9 / 192, 320e9 * 0.19);
-  const double scatter = 192 * Ring(70, 44.6, 15.0 / 16 * 4e9 / 192, 320e9 * 0.19);
+  const double busbw = 320e9 * 0.19;
+  const double gather = 192 * Ring(70, 44.6, 15.0 / 16 * 2e9 / 192, busbw);
+  const double scatter = 192 * Ring(70, 44.6, 15.0 / 16 * 4e9 / 192, busbw);
   const DataParallelTimes t =
       Run(Layout{.dp = 16, .zero = 3, .shard_group = 16});
   EXPECT_NEAR(t.per_micro_batch_s, 2 * gather + scatter, 1e-12);
   // Exposed: forward max(0, gather - 0.4 * 50 ms), backward
-  // max(0, gather + scatter - 0.4 * 100 ms).
+  // max(0, gather + scatter - 0.4 * 100 ms); the 20 and 40 ms hidden slow
+  // the compute by 19% of them.
   EXPECT_NEAR(t.per_micro_batch_exposed_s,
-              (gather - 0.02) + (gather + scatter - 0.04), 1e-12);
+              (gather - 0.02) + (gather + scatter - 0.04) + 0.19 * 0.06,
+              1e-12);
   EXPECT_EQ(t.per_step_s, 0);  // no replicas
   // With full overlap the first unit's gather of each pass stays exposed.
   c_.fsdp_overlap_efficiency = 1.0;
+  const double forward_exposed = std::max(gather / 192, gather - 0.05);
+  const double backward_exposed =
+      std::max((gather + scatter) / 192, gather + scatter - 0.1);
   EXPECT_NEAR(Run(Layout{.dp = 16, .zero = 3, .shard_group = 16})
                   .per_micro_batch_exposed_s,
-              std::max(gather / 192, gather - 0.05) +
-                  std::max((gather + scatter) / 192, gather + scatter - 0.1),
+              forward_exposed + backward_exposed +
+                  0.19 * (2 * gather + scatter - forward_exposed -
+                          backward_exposed),
               1e-12);
 }
 
@@ -237,6 +247,9 @@ TEST_F(DataParallelCommTest, ParameterGatherInsideTheOptimizerStepIsExposed) {
   const double gather = Ring(70, 44.6, 15.0 / 16 * 2e9, 320e9);
   const Layout z1{.dp = 16, .zero = 1, .shard_group = 16};
   // Megatron-Core (--overlap-param-gather): the gather behind the forward.
+  // Without the slowdown of the compute they hide behind, to check the
+  // windows alone (OverlappedCommCostTest has the slowdown).
+  c_.overlap_compute_slowdown = 0;
   EXPECT_NEAR(Run(z1).per_step_exposed_s,
               std::max(0.0, scatter - 0.05) + std::max(0.0, gather - 0.025),
               1e-12);
@@ -253,6 +266,26 @@ TEST_F(DataParallelCommTest, ParameterGatherInsideTheOptimizerStepIsExposed) {
   const double nanotron_ddp = Run(z0).per_step_exposed_s;
   stack_ = *FindStack("megatron-core");
   EXPECT_NEAR(Run(z0).per_step_exposed_s, nanotron_ddp, 1e-12);
+}
+
+TEST(OverlappedCommCostTest, HiddenTimeSlowsTheComputeItHidesBehind) {
+  Calibration c;
+  ASSERT_EQ(c.overlap_compute_slowdown, 0.19);  // Agrawal et al. 2025
+  // 30 ms of traffic behind 100 ms of compute of which half hides it: all
+  // hidden, 19% of it added.
+  EXPECT_NEAR(OverlappedCommCostS(0.03, 0.1, 0.5, 0, c), 0.19 * 0.03, 1e-15);
+  // 80 ms: 50 hidden, 30 exposed.
+  EXPECT_NEAR(OverlappedCommCostS(0.08, 0.1, 0.5, 0, c), 0.03 + 0.19 * 0.05,
+              1e-15);
+  // The floor stays exposed; nothing hidden, nothing slowed.
+  EXPECT_NEAR(OverlappedCommCostS(0.03, 0.1, 0.5, 0.01, c), 0.01 + 0.19 * 0.02,
+              1e-15);
+  EXPECT_NEAR(OverlappedCommCostS(0.03, 0.0, 0.5, 0, c), 0.03, 1e-15);
+  // Never more than the traffic itself run blocking, never less than 0.
+  c.overlap_compute_slowdown = 1;
+  EXPECT_NEAR(OverlappedCommCostS(0.03, 0.1, 0.5, 0.04, c), 0.03, 1e-15);
+  c.overlap_compute_slowdown = 0;
+  EXPECT_EQ(OverlappedCommCostS(0.03, 0.1, 0.5, 0, c), 0);
 }
 
 }  // namespace
