@@ -43,9 +43,15 @@ std::string StepAccount(const costmodel::Prediction& p) {
     if (seconds > 1e-6)
       kinds.push_back(absl::StrFormat("%s %.4f", kind, seconds));
   }
+  // Of the compute, what the hidden collectives slowed it by.
+  const std::string slowed =
+      p.overlap_slowdown_s > 1e-6
+          ? absl::StrFormat(" (%.4f of it slowed by hidden comm)",
+                            p.overlap_slowdown_s)
+          : "";
   return absl::StrFormat(
-      "%.4f s = compute %.4f + exposed comm %.4f%s + bubble %.4f",
-      p.step_time_s, p.compute_s, p.exposed_comm_s,
+      "%.4f s = compute %.4f%s + exposed comm %.4f%s + bubble %.4f",
+      p.step_time_s, p.compute_s, slowed, p.exposed_comm_s,
       kinds.empty() ? "" : absl::StrCat(" (", absl::StrJoin(kinds, ", "), ")"),
       p.bubble_s);
 }

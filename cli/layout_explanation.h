@@ -23,7 +23,9 @@
 namespace tessera::cli {
 
 // "1.2340 s = compute 1.0000 + exposed comm 0.2000 (tp 0.1500, dp 0.0500) +
-// bubble 0.0340": the kinds with exposed time, largest first.
+// bubble 0.0340": the kinds with exposed time, largest first; the compute's
+// slowdown beside hidden collectives, when there is one, inside the compute
+// ("compute 1.0000 (0.0500 of it slowed by hidden comm)").
 std::string StepAccount(const costmodel::Prediction& p);
 
 // "61.2 GiB: weights 12.1, master weights 6.0, ..., overhead 3.1" (GiB).

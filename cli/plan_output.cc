@@ -151,6 +151,7 @@ nlohmann::json PredictionJson(const costmodel::Prediction& p) {
                    {"pp_exposed_s", p.pp_exposed_s},
                    {"dp_exposed_s", p.dp_exposed_s},
                    {"cp_exposed_s", p.cp_exposed_s},
+                   {"overlap_slowdown_s", p.overlap_slowdown_s},
                    {"watts_per_gpu", p.watts_per_gpu},
                    {"tokens_per_joule", p.tokens_per_joule}};
   if (p.full_run.has_value()) {
@@ -560,9 +561,14 @@ void PrintPrediction(const Workload& w, const costmodel::LayoutEvaluation& e,
     return;
   }
   out << absl::StrFormat(
-      "step time:      %.4f s (compute %.4f s, communication %.4f s of which "
-      "exposed %.4f s, bubble %.4f s)\n",
-      p.step_time_s, p.compute_s, p.comm_s, p.exposed_comm_s, p.bubble_s);
+      "step time:      %.4f s (compute %.4f s%s, communication %.4f s of "
+      "which exposed %.4f s, bubble %.4f s)\n",
+      p.step_time_s, p.compute_s,
+      p.overlap_slowdown_s > 1e-6
+          ? absl::StrFormat(" of which %.4f s slowed by hidden communication",
+                            p.overlap_slowdown_s)
+          : "",
+      p.comm_s, p.exposed_comm_s, p.bubble_s);
   if (interval != nullptr) {
     out << absl::StrFormat("uncertainty:    %.4f-%.4f s at +-1 sd (%s)\n",
                            interval->low_s, interval->high_s, source);

@@ -33,10 +33,12 @@ std::string ShortLayout(const Layout& l) {
   return s;
 }
 
-// The share of a step spent not computing: exposed communication and
-// pipeline waits.
-double WaitingFraction(const costmodel::Prediction& p) {
-  return p.step_time_s > 0 ? (p.exposed_comm_s + p.bubble_s) / p.step_time_s
+// The share of a step that communication costs: exposed communication,
+// pipeline waits and the compute's slowdown beside hidden collectives.
+double CommunicationCostFraction(const costmodel::Prediction& p) {
+  return p.step_time_s > 0 ? (p.exposed_comm_s + p.bubble_s +
+                              p.overlap_slowdown_s) /
+                                 p.step_time_s
                            : 0;
 }
 
@@ -83,13 +85,14 @@ void ExplainEnergy(const ScalePoint& fast, const ScalePoint& frugal,
       "(%.3f J per token); on %s GPUs %.0f "
       "tokens/s at %.0f W (%.3f J). With the global batch kept, more GPUs "
       "each hold fewer sequences per step, so the communication each step "
-      "needs hides behind less compute: exposed communication and pipeline "
-      "waits take %.0f%% of the %s-GPU step against %.0f%%, while a waiting "
-      "GPU still draws nearly its computing power.\n",
+      "needs hides behind less compute: exposed communication, pipeline "
+      "waits and compute slowed by the collectives it hides take %.0f%% of "
+      "the %s-GPU step against %.0f%%, while a waiting or slowed GPU still "
+      "draws nearly its computing power.\n",
       Grouped(fast.gpus), f.tokens_per_s_per_gpu, f.watts_per_gpu,
       fast.joules_per_token, Grouped(frugal.gpus),
       g.tokens_per_s_per_gpu, g.watts_per_gpu, frugal.joules_per_token,
-      100 * WaitingFraction(f), Grouped(fast.gpus), 100 * WaitingFraction(g));
+      100 * CommunicationCostFraction(f), Grouped(fast.gpus), 100 * CommunicationCostFraction(g));
 }
 
 }  // namespace

@@ -30,6 +30,9 @@ struct Prediction {
   double memory_gib_per_gpu = 0;
   MemoryBreakdown memory;
   double compute_s = 0;       // forward + backward + recompute + optimizer
+  // Of compute_s, the compute's slowdown beside the data- and
+  // context-parallel collectives it hides (comm/overlap.h).
+  double overlap_slowdown_s = 0;
   double comm_s = 0;          // all communication, hidden or not
   double exposed_comm_s = 0;  // communication on the critical path
   double bubble_s = 0;        // pipeline bubble

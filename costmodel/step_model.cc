@@ -25,9 +25,11 @@ namespace {
 // One stage's share of a step.
 struct StageStep {
   double micro_s = 0;          // one micro-batch, exposed comm included
-  double micro_compute_s = 0;  // of it, compute
+  double micro_compute_s = 0;  // of it, compute (slowdown included)
   double once_s = 0;           // once per step: exposed DP traffic + optimizer
-  double once_compute_s = 0;   // of it, the optimizer
+  double once_compute_s = 0;   // of it, the optimizer (slowdown included)
+  // Of the compute, the slowdown beside hidden collectives (overlap.h).
+  double micro_slowdown_s = 0, once_slowdown_s = 0;
   double tp_s = 0, cp_s = 0, pp_s = 0, dp_s = 0;  // whole step, hidden or not
   // Of micro_s, the exposed communication of each kind (dp: the rest).
   double tp_exposed_micro_s = 0, cp_exposed_micro_s = 0,
@@ -91,12 +93,19 @@ StageStep StepOfStage(const Workload& w, const TrainingStack& stack,
   // counted with compute: the rank is busy, not communicating.
   const double fixed_s =
       static_cast<double>(l.vpp) * c.micro_batch_overhead_s;
-  s.micro_compute_s =
-      work.forward_compute_s + work.backward_compute_s + fixed_s;
+  // Hidden data- and context-parallel traffic slows the compute it hides
+  // behind: compute time, not communication (comm/overlap.h).
+  s.micro_slowdown_s =
+      dp.per_micro_batch_slowdown_s +
+      layers * (lc.cp.forward_slowdown_s + lc.cp.backward_slowdown_s);
+  s.micro_compute_s = work.forward_compute_s + work.backward_compute_s +
+                      fixed_s + s.micro_slowdown_s;
   s.micro_s = s.micro_compute_s + layer_exposed_s +
               dp.per_micro_batch_exposed_s +
               (1 - pp_overlap) * sends_s;
-  s.once_compute_s = OptimizerStepTimeS(local_params, w.cluster.gpu, c);
+  s.once_slowdown_s = dp.per_step_slowdown_s;
+  s.once_compute_s =
+      OptimizerStepTimeS(local_params, w.cluster.gpu, c) + s.once_slowdown_s;
   s.once_s = s.once_compute_s + dp.per_step_exposed_s;
   s.tp_exposed_micro_s =
       layers * (lc.tp.forward_exposed_s + lc.tp.backward_exposed_s);
@@ -180,6 +189,7 @@ bool PredictStep(const Workload& w, const TrainingStack& stack,
                      (p.step_time_s * static_cast<double>(gpus)) / 1e12;
   p.mfu = p.tflops_per_gpu / gpu.peak_dense_tflops;
   p.compute_s = m * beat.micro_compute_s + beat.once_compute_s;
+  p.overlap_slowdown_s = m * beat.micro_slowdown_s + beat.once_slowdown_s;
   p.bubble_s = bubble_s;
   p.exposed_comm_s = p.step_time_s - p.compute_s - p.bubble_s;
   p.tp_exposed_s = m * beat.tp_exposed_micro_s;

@@ -120,6 +120,7 @@ v1::Prediction PredictionToProto(const costmodel::Prediction& p) {
   out.set_pp_exposed_s(p.pp_exposed_s);
   out.set_dp_exposed_s(p.dp_exposed_s);
   out.set_cp_exposed_s(p.cp_exposed_s);
+  out.set_overlap_slowdown_s(p.overlap_slowdown_s);
   out.set_watts_per_gpu(p.watts_per_gpu);
   out.set_tokens_per_joule(p.tokens_per_joule);
   if (p.full_run.has_value()) {
@@ -161,6 +162,7 @@ costmodel::Prediction PredictionFromProto(const v1::Prediction& p) {
   out.pp_exposed_s = p.pp_exposed_s();
   out.dp_exposed_s = p.dp_exposed_s();
   out.cp_exposed_s = p.cp_exposed_s();
+  out.overlap_slowdown_s = p.overlap_slowdown_s();
   out.watts_per_gpu = p.watts_per_gpu();
   out.tokens_per_joule = p.tokens_per_joule();
   if (p.has_full_run()) {

@@ -23,10 +23,14 @@ LayerCommTimes ContextParallelLayerComm(
   r.backward_s = 2 * pass_s + (recompute == Recompute::kFull ? pass_s : 0);
   const double attention_backward_s =
       2 * attention_forward_s + (recompute_attention ? attention_forward_s : 0);
-  r.forward_exposed_s = OverlappedCommCostS(
+  const OverlapCost forward = OverlappedComm(
       r.forward_s, attention_forward_s, c.cp_overlap_efficiency, 0.0, c);
-  r.backward_exposed_s = OverlappedCommCostS(
+  const OverlapCost backward = OverlappedComm(
       r.backward_s, attention_backward_s, c.cp_overlap_efficiency, 0.0, c);
+  r.forward_exposed_s = forward.exposed_s;
+  r.forward_slowdown_s = forward.slowdown_s;
+  r.backward_exposed_s = backward.exposed_s;
+  r.backward_slowdown_s = backward.slowdown_s;
   return r;
 }
 

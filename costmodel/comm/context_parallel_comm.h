@@ -5,7 +5,7 @@
 // their gradients (twice the steps); full recomputation repeats the forward's.
 // The exchange overlaps with block attention: exposed = max(0, comm -
 // cp_overlap_efficiency * attention time of the same pass), and the hidden
-// rest slows that attention (overlap.h; included in the exposed times).
+// rest slows that attention (overlap.h; the *_slowdown_s times).
 //
 //   LayerCommTimes cp = ContextParallelLayerComm(model, shard, recompute,
 //       placement.cp, cluster, c, attention_forward_s);

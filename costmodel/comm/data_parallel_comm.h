@@ -12,8 +12,8 @@
 //   zero 0 (DDP): AllReduce of the gradients once per step, bucketed and
 //     overlapped with the last micro-batch's backward:
 //     exposed = max(0, comm - dp_overlap_efficiency * backward).
-//     The hidden rest slows that backward (overlap.h): the exposed times
-//     returned include the slowdown.
+//     The hidden rest slows that backward (overlap.h): the *_slowdown_s
+//     times, compute rather than communication.
 //   zero 1: ReduceScatter of the gradients (plus, with HSDP, an AllReduce of
 //     the shard across replicas) after the last backward, AllGather of the
 //     updated bf16 parameters before the next forward, each overlapped as
@@ -34,6 +34,7 @@
 #include "core/layout.h"
 #include "core/workload.h"
 #include "costmodel/calibration/calibration.h"
+#include "costmodel/comm/overlap.h"
 #include "costmodel/comm/rank_placement.h"
 #include "costmodel/stacks/training_stack.h"
 
@@ -50,8 +51,20 @@ struct StageWork {
 struct DataParallelTimes {
   double per_micro_batch_s = 0;  // zero 2 / 3 traffic of each micro-batch
   double per_micro_batch_exposed_s = 0;  // of it, on the critical path
-  double per_step_s = 0;                 // once per optimizer step
+  // What the rest, hidden, adds to the micro-batch's compute (overlap.h).
+  double per_micro_batch_slowdown_s = 0;
+  double per_step_s = 0;  // once per optimizer step
   double per_step_exposed_s = 0;
+  double per_step_slowdown_s = 0;
+
+  void SetPerMicroBatch(const OverlapCost& o) {
+    per_micro_batch_exposed_s = o.exposed_s;
+    per_micro_batch_slowdown_s = o.slowdown_s;
+  }
+  void SetPerStep(const OverlapCost& o) {
+    per_step_exposed_s = o.exposed_s;
+    per_step_slowdown_s = o.slowdown_s;
+  }
 };
 
 // `layout` resolved; `work` of the stage in question.

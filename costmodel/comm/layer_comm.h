@@ -11,6 +11,9 @@ struct LayerCommTimes {
   double backward_s = 0;          // during backward, recomputation included
   double forward_exposed_s = 0;   // of forward_s, not hidden by compute
   double backward_exposed_s = 0;  // of backward_s, not hidden by compute
+  // What the hidden rest adds to the pass's compute (overlap.h).
+  double forward_slowdown_s = 0;
+  double backward_slowdown_s = 0;
 };
 
 }  // namespace tessera::costmodel

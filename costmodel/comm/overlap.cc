@@ -4,12 +4,13 @@
 
 namespace tessera::costmodel {
 
-double OverlappedCommCostS(double comm_s, double window_s, double efficiency,
+OverlapCost OverlappedComm(double comm_s, double window_s, double efficiency,
                            double floor_s, const Calibration& c) {
-  const double exposed_s = std::min(
+  OverlapCost r;
+  r.exposed_s = std::min(
       comm_s, std::max({0.0, floor_s, comm_s - efficiency * window_s}));
-  const double hidden_s = comm_s - exposed_s;
-  return exposed_s + c.overlap_compute_slowdown * hidden_s;
+  r.slowdown_s = c.overlap_compute_slowdown * (comm_s - r.exposed_s);
+  return r;
 }
 
 }  // namespace tessera::costmodel

@@ -742,11 +742,35 @@ std::vector<size_t> Outliers(const std::vector<size_t>& kept,
   return worst;
 }
 
+// The fit of `samples` without those in `excluded` (sorted); `kept` gets
+// the indices of the others.
+absl::StatusOr<CalibrationFit> FitWithout(
+    const std::vector<CalibrationSample>& samples,
+    const std::vector<size_t>& excluded, const Calibration& prior,
+    const CalibrationFitOptions& options, std::vector<size_t>* kept) {
+  std::vector<CalibrationSample> rest;
+  kept->clear();
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (!std::binary_search(excluded.begin(), excluded.end(), i)) {
+      kept->push_back(i), rest.push_back(samples[i]);
+    }
+  }
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<PreparedSample> prepared,
+                           PrepareSamples(rest, options));
+  CalibrationFit fit = FitAll(rest, prepared, prior, options);
+  fit.excluded = excluded;
+  return fit;
+}
+
 // `fit` (of every sample) made again without the outliers, up to
 // kOutlierRounds times and at most options.max_outlier_fraction of the
-// samples; `excluded` lists them. `fit` itself when there are none.
+// samples; `excluded` lists them. `fit` itself when there are none. A
+// round's fit is dragged by the outliers it still holds, so it may call a
+// good sample an outlier too: those the final fit of the rest explains
+// (within the same rule) are taken back and the fit made once more.
 absl::StatusOr<CalibrationFit> LeaveOutOutliers(
-    const std::vector<CalibrationSample>& samples, const Calibration& prior,
+    const std::vector<CalibrationSample>& samples,
+    const std::vector<PreparedSample>& prepared, const Calibration& prior,
     const CalibrationFitOptions& options, CalibrationFit fit) {
   if (options.outlier_log_sds == 0) return fit;
   const size_t max_left_out = static_cast<size_t>(
@@ -760,19 +784,28 @@ absl::StatusOr<CalibrationFit> LeaveOutOutliers(
     if (worst.empty()) break;
     excluded.insert(excluded.end(), worst.begin(), worst.end());
     std::sort(excluded.begin(), excluded.end());
-    std::vector<CalibrationSample> rest;
-    kept.clear();
-    for (size_t i = 0; i < samples.size(); ++i) {
-      if (!std::binary_search(excluded.begin(), excluded.end(), i)) {
-        kept.push_back(i), rest.push_back(samples[i]);
-      }
-    }
-    TESSERA_ASSIGN_OR_RETURN(const std::vector<PreparedSample> prepared,
-                             PrepareSamples(rest, options));
-    fit = FitAll(rest, prepared, prior, options);
-    fit.excluded = excluded;
+    TESSERA_ASSIGN_OR_RETURN(
+        fit, FitWithout(samples, excluded, prior, options, &kept));
   }
-  return fit;
+  if (excluded.empty()) return fit;
+  // Each left-out sample judged beside the kept ones' errors under the
+  // final fit: Outliers over all of them, with room for every one.
+  std::vector<size_t> all(kept);
+  CalibrationFit judged = fit;
+  for (size_t i : excluded) {
+    all.push_back(i);
+    judged.residuals.push_back(
+        ResidualOf(samples[i], prepared[i], prior, fit.calibration));
+  }
+  std::vector<size_t> still;
+  for (size_t i : Outliers(all, judged, options, all.size())) {
+    if (std::binary_search(excluded.begin(), excluded.end(), i)) {
+      still.push_back(i);
+    }
+  }
+  std::sort(still.begin(), still.end());
+  if (still.size() == excluded.size()) return fit;
+  return FitWithout(samples, still, prior, options, &kept);
 }
 
 }  // namespace
@@ -791,8 +824,9 @@ absl::StatusOr<CalibrationFit> FitCalibration(
   CalibrationFit fit = FitAll(samples, prepared, prior, options);
 
   // Outliers: fit, leave out the samples the fit cannot explain, fit again.
-  TESSERA_ASSIGN_OR_RETURN(CalibrationFit trimmed,
-                           LeaveOutOutliers(samples, prior, options, fit));
+  TESSERA_ASSIGN_OR_RETURN(
+      CalibrationFit trimmed,
+      LeaveOutOutliers(samples, prepared, prior, options, fit));
   // Undone when the rest still need a coefficient pushed onto its bound,
   // and far (more than the prior's spread) from the prior: then the ranges
   // cannot explain the samples (wrong hardware figures), not just the ones

@@ -57,7 +57,10 @@
 // standard deviations from the median error are left out and the fit is
 // made again without them, up to three rounds and at most
 // options.max_outlier_fraction of the samples (so none with fewer than
-// 1 / max_outlier_fraction samples). The robust standard deviation is
+// 1 / max_outlier_fraction samples). A round's fit is dragged by the
+// outliers still in it, so a left-out sample that the final fit of the rest
+// explains (the same rule, beside the kept samples' errors) is taken back
+// and the fit made once more. The robust standard deviation is
 // 1.4826 times the median absolute deviation of the errors (a normal's sd
 // when there are no outliers), never below options.measurement_log_sd; with
 // the defaults a sample must be off by more than 4 of them, at least a

@@ -37,6 +37,12 @@ TEST(LayoutExplanationTest, StepAccountNamesEachExposedKindLargestFirst) {
             "0.0500) + bubble 0.0340");
   EXPECT_EQ(StepAccount(Step(1.0, 0, 0, 0, 0)),
             "1.0000 s = compute 1.0000 + exposed comm 0.0000 + bubble 0.0000");
+  // The compute's slowdown beside hidden collectives is said within it.
+  costmodel::Prediction slowed = Step(1.0, 0, 0.01, 0, 0);
+  slowed.overlap_slowdown_s = 0.05;
+  EXPECT_EQ(StepAccount(slowed),
+            "1.0100 s = compute 1.0000 (0.0500 of it slowed by hidden comm) "
+            "+ exposed comm 0.0100 (dp 0.0100) + bubble 0.0000");
 }
 
 TEST(LayoutExplanationTest, WhatSeparatesGivesTheDifferencesLargestFirst) {

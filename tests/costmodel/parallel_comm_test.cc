@@ -97,13 +97,17 @@ TEST(ContextParallelCommTest, RingExchangeByHand) {
   EXPECT_NEAR(t.backward_s, 2 * step, 1e-12);
   // Attention of 10 us hides 8 us of it; backward's 20 us hides 16, and
   // the hidden part slows the attention by 19% of it (overlap.h).
-  EXPECT_NEAR(t.forward_exposed_s, step - 8e-6 + 0.19 * 8e-6, 1e-12);
-  EXPECT_NEAR(t.backward_exposed_s, 2 * step - 16e-6 + 0.19 * 16e-6, 1e-12);
+  EXPECT_NEAR(t.forward_exposed_s, step - 8e-6, 1e-12);
+  EXPECT_NEAR(t.backward_exposed_s, 2 * step - 16e-6, 1e-12);
+  EXPECT_NEAR(t.forward_slowdown_s, 0.19 * 8e-6, 1e-15);
+  EXPECT_NEAR(t.backward_slowdown_s, 0.19 * 16e-6, 1e-15);
   // Long attention hides it all: only the slowdown is left.
   t = ContextParallelLayerComm(m, shard, Recompute::kNone, PlaceGroup(2, 1, 8),
                                cl, c, 1e-3);
-  EXPECT_NEAR(t.forward_exposed_s, 0.19 * step, 1e-15);
-  EXPECT_NEAR(t.backward_exposed_s, 0.19 * 2 * step, 1e-15);
+  EXPECT_EQ(t.forward_exposed_s, 0);
+  EXPECT_EQ(t.backward_exposed_s, 0);
+  EXPECT_NEAR(t.forward_slowdown_s, 0.19 * step, 1e-15);
+  EXPECT_NEAR(t.backward_slowdown_s, 0.19 * 2 * step, 1e-15);
 }
 
 TEST(PipelineCommTest, SendByHand) {
@@ -139,11 +143,13 @@ TEST_F(DataParallelCommTest, DdpAllReduceByHand) {
   const DataParallelTimes t = Run(Layout{.dp = 16, .shard_group = 1});
   EXPECT_NEAR(t.per_step_s, 131.6e-6 + 0.0234375, 1e-12);
   EXPECT_EQ(t.per_step_exposed_s, t.per_step_s);  // default: no overlap
+  EXPECT_EQ(t.per_step_slowdown_s, 0);
   EXPECT_EQ(t.per_micro_batch_s, 0);
   // Hides 10 ms of the 100 ms backward, which runs 19% of it slower.
   c_.dp_overlap_efficiency = 0.1;
-  EXPECT_NEAR(Run(Layout{.dp = 16, .shard_group = 1}).per_step_exposed_s,
-              131.6e-6 + 0.0234375 - 0.01 + 0.19 * 0.01, 1e-12);
+  const DataParallelTimes hidden = Run(Layout{.dp = 16, .shard_group = 1});
+  EXPECT_NEAR(hidden.per_step_exposed_s, 131.6e-6 + 0.0234375 - 0.01, 1e-12);
+  EXPECT_NEAR(hidden.per_step_slowdown_s, 0.19 * 0.01, 1e-15);
 }
 
 TEST_F(DataParallelCommTest, FsdpByHand) {
@@ -165,19 +171,21 @@ TEST_F(DataParallelCommTest, FsdpByHand) {
   // max(0, gather + scatter - 0.4 * 100 ms); the 20 and 40 ms hidden slow
   // the compute by 19% of them.
   EXPECT_NEAR(t.per_micro_batch_exposed_s,
-              (gather - 0.02) + (gather + scatter - 0.04) + 0.19 * 0.06,
-              1e-12);
+              (gather - 0.02) + (gather + scatter - 0.04), 1e-12);
+  EXPECT_NEAR(t.per_micro_batch_slowdown_s, 0.19 * 0.06, 1e-15);
   EXPECT_EQ(t.per_step_s, 0);  // no replicas
   // With full overlap the first unit's gather of each pass stays exposed.
   c_.fsdp_overlap_efficiency = 1.0;
   const double forward_exposed = std::max(gather / 192, gather - 0.05);
   const double backward_exposed =
       std::max((gather + scatter) / 192, gather + scatter - 0.1);
-  EXPECT_NEAR(Run(Layout{.dp = 16, .zero = 3, .shard_group = 16})
-                  .per_micro_batch_exposed_s,
-              forward_exposed + backward_exposed +
-                  0.19 * (2 * gather + scatter - forward_exposed -
-                          backward_exposed),
+  const DataParallelTimes full =
+      Run(Layout{.dp = 16, .zero = 3, .shard_group = 16});
+  EXPECT_NEAR(full.per_micro_batch_exposed_s,
+              forward_exposed + backward_exposed, 1e-12);
+  EXPECT_NEAR(full.per_micro_batch_slowdown_s,
+              0.19 * (2 * gather + scatter - forward_exposed -
+                      backward_exposed),
               1e-12);
 }
 
@@ -247,11 +255,13 @@ TEST_F(DataParallelCommTest, ParameterGatherInsideTheOptimizerStepIsExposed) {
   const double gather = Ring(70, 44.6, 15.0 / 16 * 2e9, 320e9);
   const Layout z1{.dp = 16, .zero = 1, .shard_group = 16};
   // Megatron-Core (--overlap-param-gather): the gather behind the forward.
-  // Without the slowdown of the compute they hide behind, to check the
-  // windows alone (OverlappedCommCostTest has the slowdown).
-  c_.overlap_compute_slowdown = 0;
   EXPECT_NEAR(Run(z1).per_step_exposed_s,
               std::max(0.0, scatter - 0.05) + std::max(0.0, gather - 0.025),
+              1e-12);
+  const double scatter_hidden = scatter - std::max(0.0, scatter - 0.05);
+  EXPECT_NEAR(Run(z1).per_step_slowdown_s,
+              0.19 * (scatter_hidden + gather -
+                      std::max(0.0, gather - 0.025)),
               1e-12);
   // nanotron: ZeroDistributedOptimizer.step() gathers before returning;
   // the gradients' ReduceScatter still rides the last backward.
@@ -261,6 +271,7 @@ TEST_F(DataParallelCommTest, ParameterGatherInsideTheOptimizerStepIsExposed) {
   EXPECT_NEAR(t.per_step_s, scatter + gather, 1e-12);
   EXPECT_NEAR(t.per_step_exposed_s, std::max(0.0, scatter - 0.05) + gather,
               1e-12);
+  EXPECT_NEAR(t.per_step_slowdown_s, 0.19 * scatter_hidden, 1e-12);
   // DDP (zero 0) has no parameter gather: the same under both stacks.
   const Layout z0{.dp = 16, .shard_group = 1};
   const double nanotron_ddp = Run(z0).per_step_exposed_s;
@@ -268,24 +279,26 @@ TEST_F(DataParallelCommTest, ParameterGatherInsideTheOptimizerStepIsExposed) {
   EXPECT_NEAR(Run(z0).per_step_exposed_s, nanotron_ddp, 1e-12);
 }
 
-TEST(OverlappedCommCostTest, HiddenTimeSlowsTheComputeItHidesBehind) {
+TEST(OverlappedCommTest, HiddenTimeSlowsTheComputeItHidesBehind) {
   Calibration c;
   ASSERT_EQ(c.overlap_compute_slowdown, 0.19);  // Agrawal et al. 2025
+  const auto expect = [](const OverlapCost& o, double exposed,
+                         double slowdown) {
+    EXPECT_NEAR(o.exposed_s, exposed, 1e-15);
+    EXPECT_NEAR(o.slowdown_s, slowdown, 1e-15);
+  };
   // 30 ms of traffic behind 100 ms of compute of which half hides it: all
-  // hidden, 19% of it added.
-  EXPECT_NEAR(OverlappedCommCostS(0.03, 0.1, 0.5, 0, c), 0.19 * 0.03, 1e-15);
+  // hidden, 19% of it added to the compute.
+  expect(OverlappedComm(0.03, 0.1, 0.5, 0, c), 0, 0.19 * 0.03);
   // 80 ms: 50 hidden, 30 exposed.
-  EXPECT_NEAR(OverlappedCommCostS(0.08, 0.1, 0.5, 0, c), 0.03 + 0.19 * 0.05,
-              1e-15);
-  // The floor stays exposed; nothing hidden, nothing slowed.
-  EXPECT_NEAR(OverlappedCommCostS(0.03, 0.1, 0.5, 0.01, c), 0.01 + 0.19 * 0.02,
-              1e-15);
-  EXPECT_NEAR(OverlappedCommCostS(0.03, 0.0, 0.5, 0, c), 0.03, 1e-15);
-  // Never more than the traffic itself run blocking, never less than 0.
-  c.overlap_compute_slowdown = 1;
-  EXPECT_NEAR(OverlappedCommCostS(0.03, 0.1, 0.5, 0.04, c), 0.03, 1e-15);
+  expect(OverlappedComm(0.08, 0.1, 0.5, 0, c), 0.03, 0.19 * 0.05);
+  // The floor stays exposed; nothing to hide behind, nothing slowed.
+  expect(OverlappedComm(0.03, 0.1, 0.5, 0.01, c), 0.01, 0.19 * 0.02);
+  expect(OverlappedComm(0.03, 0.0, 0.5, 0, c), 0.03, 0);
+  // Never more exposed than the traffic itself.
+  expect(OverlappedComm(0.03, 0.1, 0.5, 0.04, c), 0.03, 0);
   c.overlap_compute_slowdown = 0;
-  EXPECT_EQ(OverlappedCommCostS(0.03, 0.1, 0.5, 0, c), 0);
+  expect(OverlappedComm(0.03, 0.1, 0.5, 0, c), 0, 0);
 }
 
 }  // namespace

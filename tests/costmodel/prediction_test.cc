@@ -112,8 +112,11 @@ TEST(PredictionTest, ComputeIsThreeForwardsPlusOptimizer) {
   const double logits = LogitsForwardTimeS(w.model, w.cluster.gpu, c, shard);
   const double optimizer = OptimizerStepTimeS(
       static_cast<double>(w.model.ParamCount()), w.cluster.gpu, c);
-  EXPECT_NEAR(e.prediction.compute_s, 4 * 3 * (32 * layer + logits) + optimizer,
-              1e-9);
+  // Besides the slowdown of the last backward beside the gradients'
+  // AllReduce it hides (comm/overlap.h), counted as compute.
+  EXPECT_GT(e.prediction.overlap_slowdown_s, 0);
+  EXPECT_NEAR(e.prediction.compute_s - e.prediction.overlap_slowdown_s,
+              4 * 3 * (32 * layer + logits) + optimizer, 1e-9);
   EXPECT_EQ(e.prediction.bubble_s, 0);
   EXPECT_EQ(e.prediction.tp_comm_s, 0);
   EXPECT_GT(e.prediction.dp_comm_s, 0);

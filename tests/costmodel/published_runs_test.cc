@@ -13,6 +13,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "costmodel/fit/prediction_uncertainty.h"
 #include "costmodel/search/search.h"
 #include "costmodel/stacks/stack_calibration.h"
 #include "costmodel/published/published_runs.h"
@@ -102,6 +103,23 @@ TEST(PublishedRunsTest, RankingWithinGroups) {
   EXPECT_EQ(s.groups, 9);
   EXPECT_GE(s.best_matches, 7);
   EXPECT_GE(s.mean_spearman, 0.55);
+}
+
+// The model error a prediction with the stack defaults is quoted with
+// (prediction_uncertainty.h: MAPE * sqrt(pi/2) as a log sd) is this bench's,
+// to the second decimal: a change of the model that moves the MAPE must move
+// the quoted error too.
+TEST(PublishedRunsTest, TheQuotedModelErrorIsThisOnes) {
+  const double sd_per_mape = std::sqrt(std::acos(-1.0) / 2);
+  const ValidationReport& r = Report();
+  EXPECT_NEAR(r.all_bf16.mape * sd_per_mape,
+              DefaultPredictionUncertainty(Precision::kBf16).model_log_sd,
+              0.005);
+  EXPECT_NEAR(r.all_fp8.mape * sd_per_mape,
+              DefaultPredictionUncertainty(Precision::kFp8).model_log_sd,
+              0.005);
+  EXPECT_EQ(r.all_bf16.rows, 251);
+  EXPECT_EQ(r.all_fp8.rows, 46);
 }
 
 // The two reference points.
