@@ -249,6 +249,7 @@ std::string StudyPageSections(const StudyReport& report) {
       StudySection(report.study, report.recommendation, report.generated),
       RecommendationSection(report.recommendation, has_full_run),
       ParetoSection(report.recommendation),
+      ScaleSection(report.recommendation),
       ErrorSection(report.trials, report.recommendation),
       ParallelCoordinatesSection(report.trials),
       StepCurvesSection(report.trials, StepSeries::kLoss),

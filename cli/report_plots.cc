@@ -11,6 +11,7 @@
 #include "cli/svg_chart.h"
 #include "cli/text_table.h"
 #include "cli/time_text.h"
+#include "costmodel/search/scale_front.h"
 
 namespace tessera::cli {
 namespace {
@@ -112,6 +113,84 @@ std::string ParetoSection(const v1::Recommendation& r) {
       "<table><tr><th>layout</th><th>tokens/s</th><th></th><th>tokens/J</th>"
       "<th></th><th>trial</th></tr>\n",
       rows, "</table>\n");
+  return html;
+}
+
+std::string ScaleSection(const v1::Recommendation& r) {
+  if (!r.has_scale() || r.scale().counts().empty()) return "";
+  const v1::RecommendationScale& scale = r.scale();
+  const bool budget = std::any_of(
+      scale.counts().begin(), scale.counts().end(),
+      [](const v1::ScaleSearchCount& c) { return c.has_full_run(); });
+  // Days and MWh of the run, or hours and kWh per 1e9 tokens.
+  const auto time_of = [&](const v1::ScaleSearchCount& c) {
+    return budget ? c.full_run().days() : c.seconds_per_token() * 1e9 / 3600;
+  };
+  const auto energy_of = [&](const v1::ScaleSearchCount& c) {
+    return budget ? c.full_run().energy_mwh()
+                  : c.joules_per_token() * 1e9 / 3.6e6;
+  };
+  std::string html = absl::StrCat(
+      "<h2>GPU count: time to train against energy</h2>\n"
+      "<p class=\"muted\">each whole-node count searched of the cluster's ",
+      costmodel::GroupedCount(scale.cluster_gpus()),
+      " GPUs, at its best layout for the objective (", scale.objective(),
+      "), predicted when the study chose its count; filled: on the front of "
+      "time, energy and GPU-hours; the study's trials run at the chosen "
+      "count (",
+      costmodel::GroupedCount(scale.gpus()),
+      " GPUs). The time axis is logarithmic.</p>\n");
+  ChartSeries front{.name = "on the front", .color = "#1f5fa8"};
+  ChartSeries others{.name = "other counts", .color = "#a3abb4", .line = false};
+  std::vector<const v1::ScaleSearchCount*> by_time;
+  for (const v1::ScaleSearchCount& c : scale.counts()) {
+    if (c.skipped().empty()) by_time.push_back(&c);
+  }
+  std::stable_sort(by_time.begin(), by_time.end(),
+                   [&](auto* a, auto* b) { return time_of(*a) < time_of(*b); });
+  for (const v1::ScaleSearchCount* c : by_time) {
+    const std::string gpus =
+        absl::StrCat(costmodel::GroupedCount(c->gpus()), " GPUs");
+    ChartPoint point{
+        .x = time_of(*c),
+        .y = energy_of(*c),
+        .title = absl::StrCat(gpus, ", ", CompactLayout(c->layout())),
+        .label = c->chosen() ? absl::StrCat(gpus, " (chosen)") : gpus,
+        .filled = c->on_front(),
+        .data = {{"gpus", absl::StrCat(c->gpus())},
+                 {"on-front", c->on_front() ? "1" : "0"},
+                 {"chosen", c->chosen() ? "1" : "0"}}};
+    (c->on_front() ? front : others).points.push_back(std::move(point));
+  }
+  absl::StrAppend(
+      &html,
+      LineChartSvg(
+          {front, others},
+          {.x_label = budget ? "days to train" : "hours per 1e9 tokens",
+           .y_label = budget ? "MWh" : "kWh per 1e9 tokens",
+           .css_class = "plot scale",
+           .x_log = true}),
+      "<table><tr><th>nodes</th><th>GPUs</th><th>layout</th>"
+      "<th>tokens/s per GPU</th><th>W per GPU</th><th>",
+      budget ? "days" : "h per 1e9 tokens", "</th><th>",
+      budget ? "MWh" : "kWh per 1e9 tokens", "</th><th></th></tr>\n");
+  for (const v1::ScaleSearchCount& c : scale.counts()) {
+    if (!c.skipped().empty()) {
+      absl::StrAppend(&html, "<tr>", Cell(absl::StrCat(c.nodes())),
+                      Cell(costmodel::GroupedCount(c.gpus())),
+                      "<td colspan=\"6\">", HtmlEscape(c.skipped()),
+                      "</td></tr>\n");
+      continue;
+    }
+    absl::StrAppend(
+        &html, "<tr>", Cell(absl::StrCat(c.nodes())),
+        Cell(costmodel::GroupedCount(c.gpus())), "<td><code>",
+        HtmlEscape(CompactLayout(c.layout())), "</code></td>",
+        Cell(Value(c.tokens_per_s_per_gpu())), Cell(Value(c.watts_per_gpu())),
+        Cell(Value(time_of(c))), Cell(Value(energy_of(c))), "<td>",
+        c.chosen() ? "chosen" : (c.on_front() ? "front" : ""), "</td></tr>\n");
+  }
+  absl::StrAppend(&html, "</table>\n");
   return html;
 }
 

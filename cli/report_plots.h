@@ -23,6 +23,13 @@ namespace tessera::cli {
 // hollow: predicted), axes fitted to the points; then a table of the front.
 std::string ParetoSection(const v1::Recommendation& recommendation);
 
+// For a study that chose its GPU count (Recommendation.scale): each count
+// searched at its best layout, time to train against energy (per 1e9 tokens
+// without a token budget) on a log time axis, each point labelled with its
+// GPUs (filled: on the front of time, energy and GPU-hours; the chosen count
+// said so); then a table of every count. "" for other studies.
+std::string ScaleSection(const v1::Recommendation& recommendation);
+
 // Each ok trial's measured tokens/s against the prediction stored when it
 // was queued, as the error measured / predicted - 1 in % (0: the model was
 // exact) over the predicted tokens/s, with the calibration's step-time

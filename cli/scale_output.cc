@@ -197,11 +197,7 @@ void PrintScale(const Workload& w, const costmodel::ScaleResult& r,
       continue;
     }
     const costmodel::Prediction& p = best->evaluation.prediction;
-    const bool on_front = std::any_of(
-        r.front.begin(), r.front.end(), [&](const ScalePoint& f) {
-          return f.gpus == c.gpus &&
-                 f.evaluation.layout == best->evaluation.layout;
-        });
+    const bool on_front = costmodel::IsOnScaleFront(r, *best);
     const bool is_chosen = chosen.gpus == c.gpus &&
                            chosen.evaluation.layout == best->evaluation.layout;
     const bool budget = best->full_run.has_value();

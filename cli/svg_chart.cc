@@ -122,6 +122,34 @@ std::string XAxis(const Scale& sx, double y_px, absl::string_view label) {
   return svg;
 }
 
+// The x axis of a log10 scale (sx's range in log10 units): ticks at 1, 2
+// and 5 times the powers of ten inside it, labelled with their values.
+std::string LogXAxis(const Scale& sx, double y_px, absl::string_view label) {
+  std::string svg = absl::StrFormat(
+      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+      "stroke=\"#555\"/>\n",
+      sx.from_px, y_px, sx.to_px, y_px);
+  for (double decade = std::floor(sx.axis.low); decade <= sx.axis.high;
+       ++decade) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double t = decade + std::log10(m);
+      if (t < sx.axis.low - 1e-9 || t > sx.axis.high + 1e-9) continue;
+      absl::StrAppendFormat(&svg,
+                            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                            "y2=\"%.1f\" stroke=\"#555\"/><text x=\"%.1f\" "
+                            "y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                            sx(t), y_px, sx(t), y_px + 4, sx(t), y_px + 16,
+                            TickText(std::pow(10.0, t)));
+    }
+  }
+  absl::StrAppendFormat(&svg,
+                        "<text x=\"%.1f\" y=\"%.1f\" "
+                        "text-anchor=\"middle\">%s</text>\n",
+                        (sx.from_px + sx.to_px) / 2, y_px + 34,
+                        HtmlEscape(label));
+  return svg;
+}
+
 std::string YAxis(const Scale& sy, double x_px, absl::string_view label) {
   std::string svg = absl::StrFormat(
       "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
@@ -198,8 +226,21 @@ AxisRange NiceAxis(double min_value, double max_value, bool from_zero) {
   return axis;
 }
 
-std::string LineChartSvg(const std::vector<ChartSeries>& series,
-                         const ChartOptions& options) {
+std::string LineChartSvg(const std::vector<ChartSeries>& given,
+                         const ChartOptions& given_options) {
+  // A log x axis draws log10(x) on a linear one; x <= 0 has no place.
+  std::vector<ChartSeries> series = given;
+  ChartOptions options = given_options;
+  if (options.x_log) {
+    const auto log_x = [](double x) {
+      return x > 0 ? std::log10(x) : std::numeric_limits<double>::quiet_NaN();
+    };
+    for (ChartSeries& s : series) {
+      for (ChartPoint& p : s.points) p.x = log_x(p.x);
+    }
+    for (double& r : options.x_rules) r = log_x(r);
+    std::erase_if(options.x_rules, [](double r) { return !std::isfinite(r); });
+  }
   double x_min = std::numeric_limits<double>::infinity();
   double x_max = -x_min, y_min = x_min, y_max = -x_min;
   for (const ChartSeries& s : series) {
@@ -252,7 +293,9 @@ std::string LineChartSvg(const std::vector<ChartSeries>& series,
                           sx.from_px, top, sx.to_px - sx.from_px, bottom - top,
                           HtmlEscape(options.band_title));
   }
-  absl::StrAppend(&svg, XAxis(sx, sy.from_px, options.x_label),
+  absl::StrAppend(&svg,
+                  options.x_log ? LogXAxis(sx, sy.from_px, options.x_label)
+                                : XAxis(sx, sy.from_px, options.x_label),
                   YAxis(sy, sx.from_px, options.y_label));
   for (double r : options.y_rules) {
     absl::StrAppendFormat(&svg,

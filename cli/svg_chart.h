@@ -78,6 +78,9 @@ struct ChartOptions {
   std::string band_title = {};
   std::string css_class = {};  // on the <svg>, for the page and for tests
   bool legend = true;
+  // x on a log10 scale, ticked at 1, 2 and 5 times powers of ten (points
+  // with x <= 0 are not drawn): for figures that span decades.
+  bool x_log = false;
 };
 
 // Points with finite coordinates on axes fitted to them (and to the rules

@@ -36,10 +36,49 @@ absl::Status ChooseStudyScale(const costmodel::Calibration& calibration,
   const costmodel::ScalePoint* chosen = result.chosen();
   const int64_t nodes =
       chosen == nullptr ? checked->workload.cluster.nodes : chosen->nodes;
+  scale.clear_counts();
+  for (size_t i = 0; i < result.counts.size(); ++i) {
+    *scale.add_counts() =
+        ScaleCountToProto(checked->workload, result, i, options);
+  }
   scale.set_cluster_nodes(checked->workload.cluster.nodes);
   spec.mutable_cluster()->set_nodes(nodes);
   checked->workload = costmodel::WorkloadOnNodes(checked->workload, nodes);
   return absl::OkStatus();
+}
+
+v1::ScaleSearchCount ScaleCountToProto(const Workload& workload,
+                                       const costmodel::ScaleResult& result,
+                                       size_t index,
+                                       const costmodel::ScaleOptions& options) {
+  const costmodel::ScaleCount& c = result.counts[index];
+  v1::ScaleSearchCount out;
+  out.set_nodes(c.nodes);
+  out.set_gpus(c.gpus);
+  const std::optional<costmodel::ScalePoint> best =
+      costmodel::BestOfCount(workload, result, index, options);
+  if (!best.has_value()) {
+    out.set_skipped(c.skipped.empty() ? "no feasible layout" : c.skipped);
+    return out;
+  }
+  const costmodel::Prediction& p = best->evaluation.prediction;
+  *out.mutable_layout() = LayoutToProto(best->evaluation.layout);
+  out.set_tokens_per_s_per_gpu(p.tokens_per_s_per_gpu);
+  out.set_watts_per_gpu(p.watts_per_gpu);
+  out.set_seconds_per_token(best->seconds_per_token);
+  out.set_joules_per_token(best->joules_per_token);
+  out.set_gpu_seconds_per_token(best->gpu_seconds_per_token);
+  if (best->full_run.has_value()) {
+    v1::FullRun* run = out.mutable_full_run();
+    run->set_days(best->full_run->days);
+    run->set_energy_mwh(best->full_run->energy_mwh);
+    run->set_gpu_hours(best->full_run->gpu_hours);
+  }
+  out.set_on_front(costmodel::IsOnScaleFront(result, *best));
+  const costmodel::ScalePoint* chosen = result.chosen();
+  out.set_chosen(chosen != nullptr && chosen->gpus == best->gpus &&
+                 chosen->evaluation.layout == best->evaluation.layout);
+  return out;
 }
 
 std::optional<v1::RecommendationScale> RecommendationScaleOf(
@@ -60,6 +99,7 @@ std::optional<v1::RecommendationScale> RecommendationScaleOf(
       options.ok() ? options->objective : costmodel::RunObjective::kTime)));
   out.set_deadline_days(scale.deadline_days());
   out.set_charge_idle_gpus(scale.charge_idle_gpus());
+  *out.mutable_counts() = scale.counts();
   return out;
 }
 

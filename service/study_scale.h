@@ -2,7 +2,8 @@
 // submitted, the planner runs the count search (costmodel/search/
 // scale_search.h) with the study's calibration and the objective's count
 // becomes the study's cluster (spec cluster.nodes), the cluster's nodes kept
-// in search.scale.cluster_nodes. Its candidates, trials and recommendation
+// in search.scale.cluster_nodes and every count searched in
+// search.scale.counts. Its candidates, trials and recommendation
 // are then for that count: the trials run the chosen layouts at the chosen
 // count (cheaper than the whole cluster), and the recommendation says which
 // count its figures are for (Recommendation.scale).
@@ -16,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "costmodel/calibration/calibration.h"
+#include "costmodel/search/scale_search.h"
 #include "service/study_spec.h"
 #include "tessera/v1/service.pb.h"
 
@@ -29,6 +31,14 @@ namespace tessera::service {
 // leaves the whole cluster.
 absl::Status ChooseStudyScale(const costmodel::Calibration& calibration,
                               CheckedStudy* checked);
+
+// counts[index] of `result` (searched on `workload`, the whole cluster,
+// with `options`) as the spec and the recommendation keep it: its best
+// layout for the objective, or why it has none.
+v1::ScaleSearchCount ScaleCountToProto(const Workload& workload,
+                                       const costmodel::ScaleResult& result,
+                                       size_t index,
+                                       const costmodel::ScaleOptions& options);
 
 // The scale of a study whose count was chosen (search.scale.cluster_nodes
 // set), for its recommendation; nullopt otherwise.

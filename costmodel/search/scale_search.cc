@@ -153,6 +153,14 @@ absl::StatusOr<ScaleResult> SearchScale(const Workload& workload,
   return AssembleScale(workload, options, nodes, std::move(searched), start);
 }
 
+bool IsOnScaleFront(const ScaleResult& result, const ScalePoint& point) {
+  return std::any_of(result.front.begin(), result.front.end(),
+                     [&](const ScalePoint& f) {
+                       return f.gpus == point.gpus &&
+                              f.evaluation.layout == point.evaluation.layout;
+                     });
+}
+
 std::optional<ScalePoint> BestOfCount(const Workload& workload,
                                       const ScaleResult& result, size_t index,
                                       const ScaleOptions& options) {

@@ -244,6 +244,67 @@ TEST(StudyReportHtmlTest, StepCurvesCarryEachStepAndBreakWhereNoneWasKept) {
       << times;
 }
 
+// A study that chose 2 of 4 nodes: 1, 2 and 4 nodes on the front, 3 off
+// it, 2 chosen.
+StudyReport ScaledReport() {
+  StudyReport r = TwoTrialReport();
+  v1::RecommendationScale* scale = r.recommendation.mutable_scale();
+  scale->set_nodes(2);
+  scale->set_gpus(16);
+  scale->set_cluster_nodes(4);
+  scale->set_cluster_gpus(32);
+  scale->set_objective("energy");
+  const struct {
+    int64_t nodes;
+    double days, mwh;
+    bool front;
+  } counts[] = {{1, 40, 10.0, true},
+                {2, 20.5, 10.2, true},
+                {3, 16, 12.0, false},
+                {4, 10.5, 10.8, true}};
+  for (const auto& c : counts) {
+    v1::ScaleSearchCount* x = scale->add_counts();
+    x->set_nodes(c.nodes);
+    x->set_gpus(8 * c.nodes);
+    *x->mutable_layout() = Dp(8 * c.nodes, 0);
+    x->set_tokens_per_s_per_gpu(1000);
+    x->set_watts_per_gpu(600);
+    x->mutable_full_run()->set_days(c.days);
+    x->mutable_full_run()->set_energy_mwh(c.mwh);
+    x->set_on_front(c.front);
+    x->set_chosen(c.nodes == 2);
+  }
+  v1::ScaleSearchCount* none = scale->add_counts();
+  none->set_nodes(8);
+  none->set_gpus(64);
+  none->set_skipped("training.global_batch: 16 sequences on 64 GPUs");
+  return r;
+}
+
+TEST(StudyReportHtmlTest, GpuCountsPlotTimeAgainstEnergyLabelled) {
+  const std::string html = RenderStudyReportHtml(ScaledReport());
+  const std::string scale = Plot(html, "scale");
+  ASSERT_NE(scale, "") << html;
+  // The front as a line through its 3 counts, the 4th hollow beside it.
+  EXPECT_EQ(Count(scale, "<polyline"), 1);
+  EXPECT_EQ(Count(scale, "<circle "), 4);
+  EXPECT_EQ(Count(scale, "data-on-front=\"1\""), 3);
+  EXPECT_NE(scale.find(">16 GPUs (chosen)</text>"), std::string::npos)
+      << scale;
+  for (const char* label : {">8 GPUs</text>", ">24 GPUs</text>",
+                            ">32 GPUs</text>", "days to train", "MWh"}) {
+    EXPECT_NE(scale.find(label), std::string::npos) << label;
+  }
+  // The table names every count, the one with no layout with its reason.
+  EXPECT_NE(html.find("16 sequences on 64 GPUs"), std::string::npos);
+  EXPECT_NE(html.find("GPU count: time to train against energy"),
+            std::string::npos);
+  // A study on its whole cluster has no such section.
+  EXPECT_EQ(Plot(RenderStudyReportHtml(FullReport()), "scale"), "");
+  EXPECT_EQ(RenderStudyReportHtml(FullReport()).find("GPU count:"),
+            std::string::npos);
+}
+
 TEST(StudyReportHtmlTest, ParetoFrontIsALineThroughLabelledPoints) {
   const std::string pareto =
       Plot(RenderStudyReportHtml(FullReport()), "pareto");
@@ -349,6 +410,38 @@ TEST(SvgChartTest, NiceAxisStartsNearTheDataUnlessZeroIsClose) {
   AxisRange negative = NiceAxis(-30, 12, false);
   EXPECT_LE(negative.low, -30);
   EXPECT_GE(negative.high, 12);
+}
+
+TEST(SvgChartTest, ALogAxisSpacesDecadesEvenlyAndLeavesOutXAtOrBelowZero) {
+  ChartSeries s;
+  s.color = "#000";
+  for (double x : {0.5, 5.0, 50.0, 0.0, -1.0}) {
+    ChartPoint p;
+    p.x = x;
+    p.y = 1;
+    p.data = {{"x", ExactNumber(x)}};
+    s.points.push_back(p);
+  }
+  ChartOptions options;
+  options.x_log = true;
+  const std::string svg = LineChartSvg({s}, options);
+  EXPECT_EQ(Count(svg, "<circle "), 3);  // 0 and -1 have no log
+  // Ticks at 1, 2 and 5 x 10^k, labelled with their values.
+  for (const char* tick : {">0.5</text>", ">1</text>", ">2</text>",
+                           ">5</text>", ">10</text>", ">20</text>",
+                           ">50</text>"}) {
+    EXPECT_NE(svg.find(tick), std::string::npos) << tick << "\n" << svg;
+  }
+  // Each decade takes the same width: 0.5 -> 5 as 5 -> 50.
+  const std::regex circle("cx=\"([0-9.]+)\"");
+  std::vector<double> cx;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), circle);
+       it != std::sregex_iterator(); ++it) {
+    cx.push_back(std::stod((*it)[1]));
+  }
+  ASSERT_EQ(cx.size(), 3u);
+  EXPECT_NEAR(cx[1] - cx[0], cx[2] - cx[1], 0.2);
+  EXPECT_GT(cx[1] - cx[0], 50);
 }
 
 TEST(SvgChartTest, ExactNumbersReadBackToTheSameDouble) {

@@ -55,6 +55,9 @@ TEST(StudyScaleTest, TheStudyRunsAtTheChosenCount) {
   spec.mutable_trials()->set_max_trials(1);
   const int64_t chosen = ChosenNodes(spec);
   ASSERT_LT(chosen, 4) << "the toy's least energy uses part of the cluster";
+  // Counts given with a spec whose count is not chosen yet are the
+  // planner's to set: replaced.
+  spec.mutable_search()->mutable_scale()->add_counts()->set_nodes(99);
   int64_t id = 0;
   ASSERT_TRUE(SubmitStatus(s, spec, &id).ok());
   // The stored spec is the chosen count's, the cluster kept beside it.
@@ -64,6 +67,27 @@ TEST(StudyScaleTest, TheStudyRunsAtTheChosenCount) {
   ASSERT_TRUE(s.planner->GetStudy(Context().get(), get, &study).ok());
   EXPECT_EQ(study.spec().cluster().nodes(), chosen);
   EXPECT_EQ(study.spec().search().scale().cluster_nodes(), 4);
+  // Every count searched (the ladder 1, 2, 3, 4) is kept with the spec: the
+  // chosen one on the front, each with its best layout on its own GPUs.
+  const auto& counts = study.spec().search().scale().counts();
+  ASSERT_EQ(counts.size(), 4);
+  int chosen_counts = 0;
+  for (int i = 0; i < counts.size(); ++i) {
+    const v1::ScaleSearchCount& c = counts[i];
+    EXPECT_EQ(c.nodes(), i + 1);
+    EXPECT_EQ(c.gpus(), 2 * (i + 1));
+    if (!c.skipped().empty()) continue;
+    EXPECT_EQ(LayoutFromProto(c.layout())->world_size(), c.gpus());
+    EXPECT_GT(c.joules_per_token(), 0);
+    EXPECT_GT(c.seconds_per_token(), 0);
+    EXPECT_TRUE(c.has_full_run());
+    if (c.chosen()) {
+      ++chosen_counts;
+      EXPECT_EQ(c.nodes(), chosen);
+      EXPECT_TRUE(c.on_front());
+    }
+  }
+  EXPECT_EQ(chosen_counts, 1);
   // Its trial runs a layout of the chosen count's world.
   std::optional<v1::TrialAssignment> a = agent.Lease();
   ASSERT_TRUE(a.has_value());
@@ -78,6 +102,12 @@ TEST(StudyScaleTest, TheStudyRunsAtTheChosenCount) {
   EXPECT_EQ(r.scale().cluster_gpus(), 8);
   EXPECT_EQ(r.scale().objective(), "energy");
   EXPECT_FALSE(r.scale().charge_idle_gpus());
+  // The recommendation carries the counts for the report's plot.
+  ASSERT_EQ(r.scale().counts().size(), counts.size());
+  for (int i = 0; i < counts.size(); ++i) {
+    EXPECT_EQ(r.scale().counts()[i].SerializeAsString(),
+              counts[i].SerializeAsString());
+  }
   // Every figure is for the chosen count: the layouts span its GPUs.
   EXPECT_EQ(LayoutFromProto(r.best_throughput().layout())->world_size(),
             chosen * 2);
