@@ -122,6 +122,33 @@ std::string XAxis(const Scale& sx, double y_px, absl::string_view label) {
   return svg;
 }
 
+// A log10 axis over [min_log, max_log] (log10 units) from the 1, 2 or 5
+// times a power of ten at or below the least value to the one at or above
+// the greatest.
+AxisRange LogAxis(double min_log, double max_log) {
+  const auto tick_at_or_below = [](double v) {
+    const double decade = std::floor(v);
+    double best = decade;
+    for (double m : {2.0, 5.0}) {
+      if (decade + std::log10(m) <= v + 1e-9) best = decade + std::log10(m);
+    }
+    return best;
+  };
+  const auto tick_at_or_above = [](double v) {
+    const double decade = std::floor(v);
+    for (double m : {1.0, 2.0, 5.0, 10.0}) {
+      if (decade + std::log10(m) >= v - 1e-9) return decade + std::log10(m);
+    }
+    return decade + 1;
+  };
+  AxisRange axis;
+  axis.low = tick_at_or_below(min_log);
+  axis.high = tick_at_or_above(max_log);
+  if (axis.high <= axis.low) axis.high = axis.low + std::log10(2.0);
+  axis.step = 1;  // ticks: LogXAxis's, not the step's
+  return axis;
+}
+
 // The x axis of a log10 scale (sx's range in log10 units): ticks at 1, 2
 // and 5 times the powers of ten inside it, labelled with their values.
 std::string LogXAxis(const Scale& sx, double y_px, absl::string_view label) {
@@ -278,8 +305,9 @@ std::string LineChartSvg(const std::vector<ChartSeries>& given,
   const double plot_height = 300;
   const double height =
       kTop + plot_height + kBottom + 15.0 * LegendRows(legend) + 4;
-  const Scale sx{NiceAxis(x_min, x_max, options.x_from_zero), kMarginLeft,
-                 kWidth - kMarginRight};
+  const Scale sx{options.x_log ? LogAxis(x_min, x_max)
+                               : NiceAxis(x_min, x_max, options.x_from_zero),
+                 kMarginLeft, kWidth - kMarginRight};
   const Scale sy{NiceAxis(y_min, y_max, options.y_from_zero),
                  kTop + plot_height, kTop};
   std::string svg = SvgOpen(options.css_class, height);

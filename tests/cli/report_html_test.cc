@@ -432,6 +432,10 @@ TEST(SvgChartTest, ALogAxisSpacesDecadesEvenlyAndLeavesOutXAtOrBelowZero) {
                            ">50</text>"}) {
     EXPECT_NE(svg.find(tick), std::string::npos) << tick << "\n" << svg;
   }
+  // The axis ends at the ticks around the data, not a decade beyond.
+  for (const char* beyond : {">0.2</text>", ">100</text>"}) {
+    EXPECT_EQ(svg.find(beyond), std::string::npos) << beyond;
+  }
   // Each decade takes the same width: 0.5 -> 5 as 5 -> 50.
   const std::regex circle("cx=\"([0-9.]+)\"");
   std::vector<double> cx;
