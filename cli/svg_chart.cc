@@ -206,6 +206,14 @@ std::string SvgOpen(absl::string_view css_class, double height) {
       HtmlEscape(css_class), kWidth, height, kWidth, height);
 }
 
+// The pixels a point's label covers (text of 6.5 px per character).
+struct LabelBox {
+  double x0 = 0, x1 = 0, y0 = 0, y1 = 0;
+  bool Meets(const LabelBox& o) const {
+    return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1;
+  }
+};
+
 bool Finite(const ChartPoint& p) {
   return std::isfinite(p.x) && std::isfinite(p.y);
 }
@@ -339,6 +347,7 @@ std::string LineChartSvg(const std::vector<ChartSeries>& given,
                           "stroke-dasharray=\"4 3\"/>\n",
                           sx(r), sy.from_px, sx(r), sy.to_px);
   }
+  std::vector<LabelBox> labels;  // drawn so far, across series
   for (const ChartSeries& s : series) {
     absl::StrAppend(&svg, "<g class=\"series\"", Attributes(s.data), ">\n");
     if (!s.name.empty()) {
@@ -381,15 +390,32 @@ std::string LineChartSvg(const std::vector<ChartSeries>& given,
         // Inside the plot area, so that it never meets the axes' titles:
         // above the point in the lower half, below it in the upper, toward
         // the middle horizontally.
+        // A label that would cover one already drawn moves a line further
+        // from its point (up to three lines), then stays.
         const bool right_half = sx(p.x) > (sx.from_px + sx.to_px) / 2;
         const bool lower_half = sy(p.y) > (sy.from_px + sy.to_px) / 2;
-        const double y = std::clamp(sy(p.y) + (lower_half ? -8 : 16),
-                                    sy.to_px + 10, sy.from_px - 4);
+        const double x = sx(p.x) + (right_half ? -8 : 8);
+        const double width = 6.5 * static_cast<double>(p.label.size());
+        const LabelBox box_x{right_half ? x - width : x,
+                             right_half ? x : x + width, 0, 0};
+        double y = 0;
+        for (int line = 0; line < 4; ++line) {
+          const double away = 14.0 * line;
+          y = std::clamp(sy(p.y) + (lower_half ? -8 - away : 16 + away),
+                         sy.to_px + 10, sy.from_px - 4);
+          LabelBox box = box_x;
+          box.y0 = y - 11, box.y1 = y + 2;
+          if (std::none_of(labels.begin(), labels.end(),
+                           [&](const LabelBox& b) { return b.Meets(box); })) {
+            break;
+          }
+        }
+        labels.push_back(LabelBox{box_x.x0, box_x.x1, y - 11, y + 2});
         absl::StrAppendFormat(
             &svg,
             "<text class=\"point-label\" x=\"%.1f\" y=\"%.1f\"%s>%s</text>\n",
-            sx(p.x) + (right_half ? -8 : 8), y,
-            right_half ? " text-anchor=\"end\"" : "", HtmlEscape(p.label));
+            x, y, right_half ? " text-anchor=\"end\"" : "",
+            HtmlEscape(p.label));
       }
     }
     absl::StrAppend(&svg, "</g>\n");

@@ -448,6 +448,30 @@ TEST(SvgChartTest, ALogAxisSpacesDecadesEvenlyAndLeavesOutXAtOrBelowZero) {
   EXPECT_GT(cx[1] - cx[0], 50);
 }
 
+TEST(SvgChartTest, ALabelThatWouldCoverAnotherMovesAway) {
+  ChartSeries s;
+  s.color = "#000";
+  for (double x : {1.0, 1.01, 9.0}) {
+    ChartPoint p;
+    p.x = x;
+    p.y = 1;
+    p.label = "a long label";
+    s.points.push_back(p);
+  }
+  s.points.back().y = 0;  // a point far off: the axis spans something
+  const std::string svg = LineChartSvg({s}, {});
+  const std::regex label("class=\"point-label\" x=\"([0-9.]+)\" "
+                         "y=\"([0-9.]+)\"");
+  std::vector<double> ys;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label);
+       it != std::sregex_iterator(); ++it) {
+    ys.push_back(std::stod((*it)[2]));
+  }
+  ASSERT_EQ(ys.size(), 3u) << svg;
+  // The first two points nearly coincide: their labels a line apart.
+  EXPECT_GE(std::abs(ys[1] - ys[0]), 13) << svg;
+}
+
 TEST(SvgChartTest, ExactNumbersReadBackToTheSameDouble) {
   EXPECT_EQ(ExactNumber(0.1), "0.1");
   EXPECT_EQ(ExactNumber(52000), "52000");
