@@ -100,19 +100,35 @@ int LegendRows(const std::vector<std::pair<std::string, std::string>>& items) {
   return places.empty() ? 0 : 1 + static_cast<int>(places.back().second / 15);
 }
 
-// The x axis along `y_px` with its ticks and label.
-std::string XAxis(const Scale& sx, double y_px, absl::string_view label) {
+// Log10 values of the 1, 2 and 5 times powers of ten within `axis` (in
+// log10 units).
+std::vector<double> LogTicks(const AxisRange& axis) {
+  std::vector<double> ticks;
+  for (double decade = std::floor(axis.low); decade <= axis.high; ++decade) {
+    for (double m : {1.0, 2.0, 5.0}) {
+      const double t = decade + std::log10(m);
+      if (t >= axis.low - 1e-9 && t <= axis.high + 1e-9) ticks.push_back(t);
+    }
+  }
+  return ticks;
+}
+
+// The x axis along `y_px` with its ticks and label; on a log10 scale (sx's
+// range in log10 units) ticked at 1, 2 and 5 times the powers of ten and
+// labelled with their values.
+std::string XAxis(const Scale& sx, double y_px, absl::string_view label,
+                  bool log = false) {
   std::string svg = absl::StrFormat(
       "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
       "stroke=\"#555\"/>\n",
       sx.from_px, y_px, sx.to_px, y_px);
-  for (double t : Ticks(sx.axis)) {
+  for (double t : log ? LogTicks(sx.axis) : Ticks(sx.axis)) {
     absl::StrAppendFormat(&svg,
                           "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
                           "y2=\"%.1f\" stroke=\"#555\"/><text x=\"%.1f\" "
                           "y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
                           sx(t), y_px, sx(t), y_px + 4, sx(t), y_px + 16,
-                          TickText(t));
+                          TickText(log ? std::pow(10.0, t) : t));
   }
   absl::StrAppendFormat(&svg,
                         "<text x=\"%.1f\" y=\"%.1f\" "
@@ -145,36 +161,8 @@ AxisRange LogAxis(double min_log, double max_log) {
   axis.low = tick_at_or_below(min_log);
   axis.high = tick_at_or_above(max_log);
   if (axis.high <= axis.low) axis.high = axis.low + std::log10(2.0);
-  axis.step = 1;  // ticks: LogXAxis's, not the step's
+  axis.step = 1;  // ticks: LogTicks', not the step's
   return axis;
-}
-
-// The x axis of a log10 scale (sx's range in log10 units): ticks at 1, 2
-// and 5 times the powers of ten inside it, labelled with their values.
-std::string LogXAxis(const Scale& sx, double y_px, absl::string_view label) {
-  std::string svg = absl::StrFormat(
-      "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-      "stroke=\"#555\"/>\n",
-      sx.from_px, y_px, sx.to_px, y_px);
-  for (double decade = std::floor(sx.axis.low); decade <= sx.axis.high;
-       ++decade) {
-    for (double m : {1.0, 2.0, 5.0}) {
-      const double t = decade + std::log10(m);
-      if (t < sx.axis.low - 1e-9 || t > sx.axis.high + 1e-9) continue;
-      absl::StrAppendFormat(&svg,
-                            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
-                            "y2=\"%.1f\" stroke=\"#555\"/><text x=\"%.1f\" "
-                            "y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-                            sx(t), y_px, sx(t), y_px + 4, sx(t), y_px + 16,
-                            TickText(std::pow(10.0, t)));
-    }
-  }
-  absl::StrAppendFormat(&svg,
-                        "<text x=\"%.1f\" y=\"%.1f\" "
-                        "text-anchor=\"middle\">%s</text>\n",
-                        (sx.from_px + sx.to_px) / 2, y_px + 34,
-                        HtmlEscape(label));
-  return svg;
 }
 
 std::string YAxis(const Scale& sy, double x_px, absl::string_view label) {
@@ -329,9 +317,7 @@ std::string LineChartSvg(const std::vector<ChartSeries>& given,
                           sx.from_px, top, sx.to_px - sx.from_px, bottom - top,
                           HtmlEscape(options.band_title));
   }
-  absl::StrAppend(&svg,
-                  options.x_log ? LogXAxis(sx, sy.from_px, options.x_label)
-                                : XAxis(sx, sy.from_px, options.x_label),
+  absl::StrAppend(&svg, XAxis(sx, sy.from_px, options.x_label, options.x_log),
                   YAxis(sy, sx.from_px, options.y_label));
   for (double r : options.y_rules) {
     absl::StrAppendFormat(&svg,
