@@ -90,9 +90,10 @@ void ExplainEnergy(const ScalePoint& fast, const ScalePoint& frugal,
       "the %s-GPU step against %.0f%%, while a waiting or slowed GPU still "
       "draws nearly its computing power.\n",
       Grouped(fast.gpus), f.tokens_per_s_per_gpu, f.watts_per_gpu,
-      fast.joules_per_token, Grouped(frugal.gpus),
-      g.tokens_per_s_per_gpu, g.watts_per_gpu, frugal.joules_per_token,
-      100 * CommunicationCostFraction(f), Grouped(fast.gpus), 100 * CommunicationCostFraction(g));
+      fast.joules_per_token, Grouped(frugal.gpus), g.tokens_per_s_per_gpu,
+      g.watts_per_gpu, frugal.joules_per_token,
+      100 * CommunicationCostFraction(f), Grouped(fast.gpus),
+      100 * CommunicationCostFraction(g));
 }
 
 }  // namespace
@@ -198,8 +199,7 @@ void PrintScale(const Workload& w, const costmodel::ScaleResult& r,
     }
     const costmodel::Prediction& p = best->evaluation.prediction;
     const bool on_front = costmodel::IsOnScaleFront(r, *best);
-    const bool is_chosen = chosen.gpus == c.gpus &&
-                           chosen.evaluation.layout == best->evaluation.layout;
+    const bool is_chosen = costmodel::IsScaleChoice(r, *best);
     const bool budget = best->full_run.has_value();
     table.AddRow(
         {absl::StrCat(c.nodes), Grouped(c.gpus),

@@ -96,17 +96,16 @@ StageStep StepOfStage(const Workload& w, const TrainingStack& stack,
   // Hidden data- and context-parallel traffic slows the compute it hides
   // behind: compute time, not communication (comm/overlap.h).
   s.micro_slowdown_s =
-      dp.per_micro_batch_slowdown_s +
+      dp.per_micro_batch.slowdown_s +
       layers * (lc.cp.forward_slowdown_s + lc.cp.backward_slowdown_s);
   s.micro_compute_s = work.forward_compute_s + work.backward_compute_s +
                       fixed_s + s.micro_slowdown_s;
   s.micro_s = s.micro_compute_s + layer_exposed_s +
-              dp.per_micro_batch_exposed_s +
-              (1 - pp_overlap) * sends_s;
-  s.once_slowdown_s = dp.per_step_slowdown_s;
+              dp.per_micro_batch.exposed_s + (1 - pp_overlap) * sends_s;
+  s.once_slowdown_s = dp.per_step.slowdown_s;
   s.once_compute_s =
       OptimizerStepTimeS(local_params, w.cluster.gpu, c) + s.once_slowdown_s;
-  s.once_s = s.once_compute_s + dp.per_step_exposed_s;
+  s.once_s = s.once_compute_s + dp.per_step.exposed_s;
   s.tp_exposed_micro_s =
       layers * (lc.tp.forward_exposed_s + lc.tp.backward_exposed_s);
   s.cp_exposed_micro_s =

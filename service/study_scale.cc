@@ -75,9 +75,7 @@ v1::ScaleSearchCount ScaleCountToProto(const Workload& workload,
     run->set_gpu_hours(best->full_run->gpu_hours);
   }
   out.set_on_front(costmodel::IsOnScaleFront(result, *best));
-  const costmodel::ScalePoint* chosen = result.chosen();
-  out.set_chosen(chosen != nullptr && chosen->gpus == best->gpus &&
-                 chosen->evaluation.layout == best->evaluation.layout);
+  out.set_chosen(costmodel::IsScaleChoice(result, *best));
   return out;
 }
 

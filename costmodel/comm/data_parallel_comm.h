@@ -12,8 +12,8 @@
 //   zero 0 (DDP): AllReduce of the gradients once per step, bucketed and
 //     overlapped with the last micro-batch's backward:
 //     exposed = max(0, comm - dp_overlap_efficiency * backward).
-//     The hidden rest slows that backward (overlap.h): the *_slowdown_s
-//     times, compute rather than communication.
+//     The hidden rest slows that backward (overlap.h): the OverlapCosts'
+//     slowdown_s, compute rather than communication.
 //   zero 1: ReduceScatter of the gradients (plus, with HSDP, an AllReduce of
 //     the shard across replicas) after the last backward, AllGather of the
 //     updated bf16 parameters before the next forward, each overlapped as
@@ -50,21 +50,11 @@ struct StageWork {
 
 struct DataParallelTimes {
   double per_micro_batch_s = 0;  // zero 2 / 3 traffic of each micro-batch
-  double per_micro_batch_exposed_s = 0;  // of it, on the critical path
-  // What the rest, hidden, adds to the micro-batch's compute (overlap.h).
-  double per_micro_batch_slowdown_s = 0;
+  // Of it, what is on the critical path and what the hidden rest adds to
+  // the micro-batch's compute (overlap.h).
+  OverlapCost per_micro_batch;
   double per_step_s = 0;  // once per optimizer step
-  double per_step_exposed_s = 0;
-  double per_step_slowdown_s = 0;
-
-  void SetPerMicroBatch(const OverlapCost& o) {
-    per_micro_batch_exposed_s = o.exposed_s;
-    per_micro_batch_slowdown_s = o.slowdown_s;
-  }
-  void SetPerStep(const OverlapCost& o) {
-    per_step_exposed_s = o.exposed_s;
-    per_step_slowdown_s = o.slowdown_s;
-  }
+  OverlapCost per_step;
 };
 
 // `layout` resolved; `work` of the stage in question.

@@ -26,8 +26,8 @@ DataParallelTimes FsdpComm(const Layout& l, const LayoutPlacement& p,
   const double replica_s =
       CollectiveTimeS(Collective::kAllReduce, grads / shards, p.replica, cl, c);
   r.per_step_s = replica_s;
-  OverlapCost per_step = OverlappedComm(
-      replica_s, w.backward_compute_s, c.dp_overlap_efficiency, 0.0, c);
+  r.per_step = OverlappedComm(replica_s, w.backward_compute_s,
+                              c.dp_overlap_efficiency, 0.0, c);
 
   // The first unit's collective, which nothing precedes, stays exposed.
   const auto hide = [&](double comm_s, double window_s) {
@@ -38,20 +38,17 @@ DataParallelTimes FsdpComm(const Layout& l, const LayoutPlacement& p,
       stack.fsdp.keeps_gathered_across_pipeline_micro_batches;
   if (once_per_step) {
     r.per_step_s += gather_s + scatter_s;
-    per_step += hide(gather_s, w.forward_compute_s);
-    per_step += hide(scatter_s, w.backward_compute_s);
-    r.SetPerStep(per_step);
+    r.per_step += hide(gather_s, w.forward_compute_s);
+    r.per_step += hide(scatter_s, w.backward_compute_s);
     return r;
   }
-  r.SetPerStep(per_step);
   // A backward gather unless the parameters stayed gathered since the
   // forward (SHARD_GRAD_OP, reshard_after_forward=False).
   const bool regather = l.zero == 3 && stack.fsdp.reshard_after_forward;
   const double backward_s = (regather ? gather_s : 0) + scatter_s;
   r.per_micro_batch_s = gather_s + backward_s;
-  OverlapCost per_micro_batch = hide(gather_s, w.forward_compute_s);
-  per_micro_batch += hide(backward_s, w.backward_compute_s);
-  r.SetPerMicroBatch(per_micro_batch);
+  r.per_micro_batch = hide(gather_s, w.forward_compute_s);
+  r.per_micro_batch += hide(backward_s, w.backward_compute_s);
   return r;
 }
 

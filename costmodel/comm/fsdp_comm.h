@@ -16,8 +16,8 @@
 // step instead. Prefetching hides them behind the neighbouring units'
 // compute of the same pass, except the first unit's gather:
 //   exposed = max(one unit's comm, comm - fsdp_overlap_efficiency * compute).
-// and the hidden rest slows that compute (overlap.h; the *_slowdown_s
-// times).
+// and the hidden rest slows that compute (overlap.h: each OverlapCost's
+// slowdown_s).
 // HSDP adds the replicas' AllReduce of the gradient shard once per step.
 //
 //   DataParallelTimes t = FsdpComm(layout, placement, work, cluster, stack, c);

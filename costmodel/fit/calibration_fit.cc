@@ -707,19 +707,19 @@ double Median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-// The samples of `kept` (indices into the caller's samples; `fit` is the fit
-// of exactly these, residuals in the same order) whose log step-time error
-// under the fit lies more than options.outlier_log_sds robust standard
+// The samples of `kept` (indices into the caller's samples; `residuals` of
+// exactly these under one fit, in the same order) whose log step-time error
+// under that fit lies more than options.outlier_log_sds robust standard
 // deviations from the median error, worst first, at most `room` of them.
 // The robust standard deviation is 1.4826 times the median absolute
 // deviation, never below options.measurement_log_sd (identical errors do
 // not make every other sample an outlier).
-std::vector<size_t> Outliers(const std::vector<size_t>& kept,
-                             const CalibrationFit& fit,
-                             const CalibrationFitOptions& options,
-                             size_t room) {
+std::vector<size_t> Outliers(
+    const std::vector<size_t>& kept,
+    const std::vector<CalibrationSampleResidual>& residuals,
+    const CalibrationFitOptions& options, size_t room) {
   std::vector<double> errors;
-  for (const CalibrationSampleResidual& r : fit.residuals) {
+  for (const CalibrationSampleResidual& r : residuals) {
     errors.push_back(std::log(r.fitted_step_time_s / r.measured_step_time_s));
   }
   const double center = Median(errors);
@@ -780,7 +780,7 @@ absl::StatusOr<CalibrationFit> LeaveOutOutliers(
   std::vector<size_t> excluded;
   for (int round = 0; round < kOutlierRounds; ++round) {
     const std::vector<size_t> worst =
-        Outliers(kept, fit, options, max_left_out - excluded.size());
+        Outliers(kept, fit.residuals, options, max_left_out - excluded.size());
     if (worst.empty()) break;
     excluded.insert(excluded.end(), worst.begin(), worst.end());
     std::sort(excluded.begin(), excluded.end());
@@ -791,14 +791,14 @@ absl::StatusOr<CalibrationFit> LeaveOutOutliers(
   // Each left-out sample judged beside the kept ones' errors under the
   // final fit: Outliers over all of them, with room for every one.
   std::vector<size_t> all(kept);
-  CalibrationFit judged = fit;
+  std::vector<CalibrationSampleResidual> residuals = fit.residuals;
   for (size_t i : excluded) {
     all.push_back(i);
-    judged.residuals.push_back(
+    residuals.push_back(
         ResidualOf(samples[i], prepared[i], prior, fit.calibration));
   }
   std::vector<size_t> still;
-  for (size_t i : Outliers(all, judged, options, all.size())) {
+  for (size_t i : Outliers(all, residuals, options, all.size())) {
     if (std::binary_search(excluded.begin(), excluded.end(), i)) {
       still.push_back(i);
     }

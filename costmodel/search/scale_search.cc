@@ -153,12 +153,22 @@ absl::StatusOr<ScaleResult> SearchScale(const Workload& workload,
   return AssembleScale(workload, options, nodes, std::move(searched), start);
 }
 
+namespace {
+
+bool SamePoint(const ScalePoint& a, const ScalePoint& b) {
+  return a.gpus == b.gpus && a.evaluation.layout == b.evaluation.layout;
+}
+
+}  // namespace
+
 bool IsOnScaleFront(const ScaleResult& result, const ScalePoint& point) {
   return std::any_of(result.front.begin(), result.front.end(),
-                     [&](const ScalePoint& f) {
-                       return f.gpus == point.gpus &&
-                              f.evaluation.layout == point.evaluation.layout;
-                     });
+                     [&](const ScalePoint& f) { return SamePoint(f, point); });
+}
+
+bool IsScaleChoice(const ScaleResult& result, const ScalePoint& point) {
+  const ScalePoint* chosen = result.chosen();
+  return chosen != nullptr && SamePoint(*chosen, point);
 }
 
 std::optional<ScalePoint> BestOfCount(const Workload& workload,

@@ -72,9 +72,10 @@ struct ScaleResult {
   }
 };
 
-// Whether `point` (a count's best) is a point of `result`'s front: the same
-// GPUs and layout.
+// Whether `point` (a count's best) is a point of `result`'s front, or its
+// chosen point: the same GPUs and layout.
 bool IsOnScaleFront(const ScaleResult& result, const ScalePoint& point);
+bool IsScaleChoice(const ScaleResult& result, const ScalePoint& point);
 
 // The best point of counts[index] for `options.objective` (no deadline),
 // among its front of tokens/s against tokens/J; nullopt when the count has

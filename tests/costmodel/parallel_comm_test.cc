@@ -142,14 +142,14 @@ TEST_F(DataParallelCommTest, DdpAllReduceByHand) {
   // 23.4375 ms (LL128's and the tree's bandwidth are slower at this size).
   const DataParallelTimes t = Run(Layout{.dp = 16, .shard_group = 1});
   EXPECT_NEAR(t.per_step_s, 131.6e-6 + 0.0234375, 1e-12);
-  EXPECT_EQ(t.per_step_exposed_s, t.per_step_s);  // default: no overlap
-  EXPECT_EQ(t.per_step_slowdown_s, 0);
+  EXPECT_EQ(t.per_step.exposed_s, t.per_step_s);  // default: no overlap
+  EXPECT_EQ(t.per_step.slowdown_s, 0);
   EXPECT_EQ(t.per_micro_batch_s, 0);
   // Hides 10 ms of the 100 ms backward, which runs 19% of it slower.
   c_.dp_overlap_efficiency = 0.1;
   const DataParallelTimes hidden = Run(Layout{.dp = 16, .shard_group = 1});
-  EXPECT_NEAR(hidden.per_step_exposed_s, 131.6e-6 + 0.0234375 - 0.01, 1e-12);
-  EXPECT_NEAR(hidden.per_step_slowdown_s, 0.19 * 0.01, 1e-15);
+  EXPECT_NEAR(hidden.per_step.exposed_s, 131.6e-6 + 0.0234375 - 0.01, 1e-12);
+  EXPECT_NEAR(hidden.per_step.slowdown_s, 0.19 * 0.01, 1e-15);
 }
 
 TEST_F(DataParallelCommTest, FsdpByHand) {
@@ -170,9 +170,9 @@ TEST_F(DataParallelCommTest, FsdpByHand) {
   // Exposed: forward max(0, gather - 0.4 * 50 ms), backward
   // max(0, gather + scatter - 0.4 * 100 ms); the 20 and 40 ms hidden slow
   // the compute by 19% of them.
-  EXPECT_NEAR(t.per_micro_batch_exposed_s,
+  EXPECT_NEAR(t.per_micro_batch.exposed_s,
               (gather - 0.02) + (gather + scatter - 0.04), 1e-12);
-  EXPECT_NEAR(t.per_micro_batch_slowdown_s, 0.19 * 0.06, 1e-15);
+  EXPECT_NEAR(t.per_micro_batch.slowdown_s, 0.19 * 0.06, 1e-15);
   EXPECT_EQ(t.per_step_s, 0);  // no replicas
   // With full overlap the first unit's gather of each pass stays exposed.
   c_.fsdp_overlap_efficiency = 1.0;
@@ -181,12 +181,12 @@ TEST_F(DataParallelCommTest, FsdpByHand) {
       std::max((gather + scatter) / 192, gather + scatter - 0.1);
   const DataParallelTimes full =
       Run(Layout{.dp = 16, .zero = 3, .shard_group = 16});
-  EXPECT_NEAR(full.per_micro_batch_exposed_s,
+  EXPECT_NEAR(full.per_micro_batch.exposed_s,
               forward_exposed + backward_exposed, 1e-12);
-  EXPECT_NEAR(full.per_micro_batch_slowdown_s,
-              0.19 * (2 * gather + scatter - forward_exposed -
-                      backward_exposed),
-              1e-12);
+  EXPECT_NEAR(
+      full.per_micro_batch.slowdown_s,
+      0.19 * (2 * gather + scatter - forward_exposed - backward_exposed),
+      1e-12);
 }
 
 TEST_F(DataParallelCommTest, FsdpPoliciesOfStacks) {
@@ -255,13 +255,12 @@ TEST_F(DataParallelCommTest, ParameterGatherInsideTheOptimizerStepIsExposed) {
   const double gather = Ring(70, 44.6, 15.0 / 16 * 2e9, 320e9);
   const Layout z1{.dp = 16, .zero = 1, .shard_group = 16};
   // Megatron-Core (--overlap-param-gather): the gather behind the forward.
-  EXPECT_NEAR(Run(z1).per_step_exposed_s,
+  EXPECT_NEAR(Run(z1).per_step.exposed_s,
               std::max(0.0, scatter - 0.05) + std::max(0.0, gather - 0.025),
               1e-12);
   const double scatter_hidden = scatter - std::max(0.0, scatter - 0.05);
-  EXPECT_NEAR(Run(z1).per_step_slowdown_s,
-              0.19 * (scatter_hidden + gather -
-                      std::max(0.0, gather - 0.025)),
+  EXPECT_NEAR(Run(z1).per_step.slowdown_s,
+              0.19 * (scatter_hidden + gather - std::max(0.0, gather - 0.025)),
               1e-12);
   // nanotron: ZeroDistributedOptimizer.step() gathers before returning;
   // the gradients' ReduceScatter still rides the last backward.
@@ -269,14 +268,14 @@ TEST_F(DataParallelCommTest, ParameterGatherInsideTheOptimizerStepIsExposed) {
   ASSERT_TRUE(stack_->fsdp.zero_gathers_parameters_in_optimizer_step);
   const DataParallelTimes t = Run(z1);
   EXPECT_NEAR(t.per_step_s, scatter + gather, 1e-12);
-  EXPECT_NEAR(t.per_step_exposed_s, std::max(0.0, scatter - 0.05) + gather,
+  EXPECT_NEAR(t.per_step.exposed_s, std::max(0.0, scatter - 0.05) + gather,
               1e-12);
-  EXPECT_NEAR(t.per_step_slowdown_s, 0.19 * scatter_hidden, 1e-12);
+  EXPECT_NEAR(t.per_step.slowdown_s, 0.19 * scatter_hidden, 1e-12);
   // DDP (zero 0) has no parameter gather: the same under both stacks.
   const Layout z0{.dp = 16, .shard_group = 1};
-  const double nanotron_ddp = Run(z0).per_step_exposed_s;
+  const double nanotron_ddp = Run(z0).per_step.exposed_s;
   stack_ = *FindStack("megatron-core");
-  EXPECT_NEAR(Run(z0).per_step_exposed_s, nanotron_ddp, 1e-12);
+  EXPECT_NEAR(Run(z0).per_step.exposed_s, nanotron_ddp, 1e-12);
 }
 
 TEST(OverlappedCommTest, HiddenTimeSlowsTheComputeItHidesBehind) {
