@@ -16,6 +16,9 @@
 //
 //   build/bench/service/planner_fleet_bench                  # 50..10000
 //   build/bench/service/planner_fleet_bench --agents 2000 --trial-ms 0
+//   build/bench/service/planner_fleet_bench --agents 2000 --trial-ms 0
+//       --backlog --studies 200 --gang-studies 0 --first-rung 512
+//       --max-trials 512 --duration-s 20      # ingestion from a full queue
 //   build/bench/service/planner_fleet_bench --agents 2000 --restart-after-s 20
 //   build/bench/service/planner_fleet_bench --agents 500
 //       --planner-args "--heartbeat-interval-ms 1000"
@@ -69,6 +72,9 @@ struct BenchOptions {
   std::string planner_log;  // kept after the run; "": in the run's folder
   std::string planner_log_level = "warning";
   double restart_after_s = -1;  // < 0: no restart
+  // Agents hold their polls until the studies have queued their first
+  // rungs (SimulatedFleet::ReleaseLeases): ingestion from a full queue.
+  bool backlog = false;
   bool restart_clean = false;   // SIGTERM instead of SIGKILL
 };
 
@@ -124,6 +130,12 @@ struct Row {
   int64_t running_cancelled = 0;
   int64_t acked = 0;
   bool exactly_once = false;
+  int64_t backlog = 0;  // trials held when the agents began to lease
+  // Seconds of the window until a lease poll first found nothing to run,
+  // and results acknowledged per second until then (with --backlog: the
+  // rate at which the planner ingests from a full queue).
+  double full_queue_s = 0;
+  double full_queue_results_per_s = 0;
 };
 
 absl::StatusOr<std::vector<v1::Trial>> StoredTrials(
@@ -139,6 +151,37 @@ absl::StatusOr<std::vector<v1::Trial>> StoredTrials(
         absl::StrCat("ListTrials: ", s.error_message()));
   }
   return std::vector<v1::Trial>(out.trials().begin(), out.trials().end());
+}
+
+// The trials the studies hold (any state), once the count has stopped
+// growing for two seconds (the studies have queued what the idle fleet can
+// take); at most two minutes.
+absl::StatusOr<int64_t> AwaitQueuedTrials(v1::PlannerService::Stub& stub,
+                                          int64_t studies) {
+  int64_t last = -1;
+  int64_t still = 0;
+  const absl::Time give_up = absl::Now() + absl::Minutes(2);
+  while (absl::Now() < give_up) {
+    v1::ListStudiesRequest r;
+    r.set_limit(studies);
+    v1::ListStudiesResponse out;
+    const grpc::Status s =
+        stub.ListStudies(Deadline(absl::Seconds(60)).get(), r, &out);
+    if (!s.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat("ListStudies: ", s.error_message()));
+    }
+    int64_t total = 0;
+    for (const v1::StudySummary& study : out.studies()) {
+      total += study.trials_total();
+    }
+    still = total == last && total > 0 ? still + 1 : 0;
+    if (still >= 2) return total;
+    last = total;
+    absl::SleepFor(absl::Seconds(1));
+  }
+  return absl::DeadlineExceededError(
+      "--backlog: the studies' trials still grew after two minutes");
 }
 
 absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
@@ -164,17 +207,24 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
   auto users = v1::PlannerService::NewStub(
       grpc::CreateChannel(p.address(), grpc::InsecureChannelCredentials()));
   std::vector<int64_t> studies;
-  for (int64_t i = 0; i < o.studies; ++i) {
-    v1::SubmitStudyRequest r;
-    *r.mutable_spec() = FleetStudy(i, i < o.gang_studies, o);
-    v1::SubmitStudyResponse out;
-    const grpc::Status s =
-        users->SubmitStudy(Deadline(absl::Seconds(60)).get(), r, &out);
-    if (!s.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("SubmitStudy: ", s.error_message()));
+  auto submit_studies = [&]() -> absl::Status {
+    for (int64_t i = 0; i < o.studies; ++i) {
+      v1::SubmitStudyRequest r;
+      *r.mutable_spec() = FleetStudy(i, i < o.gang_studies, o);
+      v1::SubmitStudyResponse out;
+      const grpc::Status s =
+          users->SubmitStudy(Deadline(absl::Seconds(60)).get(), r, &out);
+      if (!s.ok()) {
+        return absl::UnavailableError(
+            absl::StrCat("SubmitStudy: ", s.error_message()));
+      }
+      studies.push_back(out.study_id());
     }
-    studies.push_back(out.study_id());
+    return absl::OkStatus();
+  };
+  // Without --backlog the studies come first and queue as agents appear.
+  if (!o.backlog) {
+    if (absl::Status s = submit_studies(); !s.ok()) return s;
   }
 
   FleetOptions fo;
@@ -183,6 +233,7 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
   fo.trial = absl::Milliseconds(o.trial_ms);
   fo.trial_spread = o.trial_spread;
   fo.start_spread = absl::Seconds(o.start_spread_s);
+  fo.hold_leases = o.backlog;
   SimulatedFleet fleet(p.address(), fo);
   Row row;
   row.agents = agents;
@@ -195,6 +246,16 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
     absl::SleepFor(absl::Milliseconds(100));
   }
   absl::SleepFor(absl::Seconds(2));
+  if (o.backlog) {
+    // Every agent registered and idle, none polling: the studies see the
+    // whole fleet and queue their first rungs; the window starts when the
+    // agents may lease, from that backlog.
+    if (absl::Status s = submit_studies(); !s.ok()) return s;
+    absl::StatusOr<int64_t> queued = AwaitQueuedTrials(*users, o.studies);
+    if (!queued.ok()) return queued.status();
+    row.backlog = *queued;
+    fleet.ReleaseLeases();
+  }
   const int64_t steady_ns = SteadyNs();
   row.startup_s = 1e-9 * static_cast<double>(steady_ns - start_ns);
   absl::StatusOr<ProcessCpu> planner_before = ReadProcessCpu(p.pid());
@@ -268,6 +329,19 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
   for (const auto& [second, n] : per_second) {
     row.peak_results_per_s = std::max(row.peak_results_per_s, n);
   }
+  // The queue ran dry at the first poll that found nothing to run.
+  int64_t dry_ns = end_ns;
+  for (int64_t t : tally.empty_lease_ns) {
+    if (t >= steady_ns) dry_ns = std::min(dry_ns, t);
+  }
+  int64_t acked_full = 0;
+  for (int64_t t : tally.ack_ns) {
+    acked_full += t >= steady_ns && t < dry_ns ? 1 : 0;
+  }
+  row.full_queue_s = 1e-9 * static_cast<double>(dry_ns - steady_ns);
+  row.full_queue_results_per_s =
+      row.full_queue_s > 0 ? static_cast<double>(acked_full) / row.full_queue_s
+                           : 0;
   row.running_cancelled = tally.running_trials_cancelled;
   row.acked = static_cast<int64_t>(tally.acked_trials.size());
   if (!tally.first_error.empty()) {
@@ -307,13 +381,20 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
       " second), %d stored ok, %d"
       " duplicates, %d refused; leases lost: %d trials needed another"
       " attempt, %d running trials cancelled: %s\n"
-      "  leases: %d granted, %d polls found nothing to run\n",
+      "  leases: %d granted, %d polls found nothing to run; %s\n",
       row.planner_cores, row.planner_us_per_rpc, row.rpcs_per_s,
       row.planner_rss_mib, row.agents_cores, row.acked, row.results_per_s,
       row.peak_results_per_s, stored_ok, tally.duplicate_acks,
       tally.reports_refused, row.leases_lost, row.running_cancelled,
       row.exactly_once ? "exactly once" : "INCONSISTENT",
-      tally.leases_granted, tally.leases_empty);
+      tally.leases_granted, tally.leases_empty,
+      absl::StrFormat(
+          "%s%.1f s of the window before a poll first found nothing: %.1f"
+          " results/s", o.backlog ? absl::StrFormat("%d trials queued at "
+                                                    "the first lease; ",
+                                                    row.backlog)
+                                  : "",
+          row.full_queue_s, row.full_queue_results_per_s));
   (void)p.Stop();
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
@@ -324,17 +405,18 @@ void PrintSummary(const std::vector<Row>& rows) {
   absl::PrintF(
       "\n| agents | heartbeat / poll (ms) | Heartbeat p50 / p99 (ms) | "
       "LeaseTrial p50 / p99 (ms) | ReportTrial p50 / p99 (ms) | results/s "
-      "(peak) | "
+      "(peak) | results/s until the queue ran dry (s) | "
       "planner cores | planner us/RPC | RPCs/s | agents' cores | leases lost "
       "| exactly once |\n"
-      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+      "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   for (const Row& r : rows) {
     absl::PrintF(
         "| %d | %d / %d | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.0f (%d) "
-        "| %.2f | %.0f | %.0f | %.2f | %d | %s |\n",
+        "| %.0f (%.1f) | %.2f | %.0f | %.0f | %.2f | %d | %s |\n",
         r.agents, r.heartbeat_ms, r.poll_ms, r.heartbeat.p50_ms,
         r.heartbeat.p99_ms, r.lease.p50_ms, r.lease.p99_ms, r.report.p50_ms,
-        r.report.p99_ms, r.results_per_s, r.peak_results_per_s, r.planner_cores,
+        r.report.p99_ms, r.results_per_s, r.peak_results_per_s,
+        r.full_queue_results_per_s, r.full_queue_s, r.planner_cores,
         r.planner_us_per_rpc, r.rpcs_per_s, r.agents_cores, r.leases_lost,
         r.exactly_once ? "yes" : "NO");
   }
@@ -394,7 +476,7 @@ int main(int argc, char** argv) {
   std::optional<int64_t> planner_cpu, agents_cpu, studies, gang_studies,
       first_rung, max_trials, trial_ms, per_channel;
   std::optional<double> duration, spread, restart_after, trial_spread;
-  bool restart_clean = false;
+  bool restart_clean = false, backlog = false;
   flags.AddString("agents", "N[,N...]",
                   "fleet sizes, one run each (default 50,500,2000,10000)",
                   &agents);
@@ -452,6 +534,12 @@ int main(int argc, char** argv) {
   flags.AddSwitch("restart-clean",
                   "stop the planner with SIGTERM instead of SIGKILL",
                   &restart_clean);
+  flags.AddSwitch("backlog",
+                  "agents register, then the studies are submitted and queue"
+                  " their first rungs for the idle fleet, then the agents"
+                  " lease: with --trial-ms 0, the rate the planner ingests"
+                  " results from a full queue",
+                  &backlog);
   if (tessera::FlagSet::WantsHelp(args)) {
     std::cout << flags.Help();
     return 0;
@@ -498,6 +586,7 @@ int main(int argc, char** argv) {
   o.start_spread_s = spread.value_or(o.start_spread_s);
   o.restart_after_s = restart_after.value_or(-1);
   o.restart_clean = restart_clean;
+  o.backlog = backlog;
   if (o.studies < 1 || o.gang_studies < 0 || o.gang_studies > o.studies ||
       o.first_rung < 1 || o.max_trials < o.first_rung || o.trial_ms < 0 ||
       !(o.duration_s > 0) || o.agents_per_channel < 1 ||

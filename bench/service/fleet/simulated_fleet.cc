@@ -53,6 +53,7 @@ absl::Duration Took(int64_t start_ns) {
 SimulatedFleet::SimulatedFleet(std::string address, FleetOptions options)
     : address_(std::move(address)),
       options_(std::move(options)),
+      holding_leases_(options_.hold_leases),
       rng_(options_.seed) {}
 
 SimulatedFleet::~SimulatedFleet() { Stop(); }
@@ -92,6 +93,10 @@ void SimulatedFleet::Stop() {
     stopping_ = true;
   }
   if (scheduler_.joinable()) scheduler_.join();
+}
+
+void SimulatedFleet::ReleaseLeases() {
+  Post([this] { holding_leases_ = false; });
 }
 
 int64_t SimulatedFleet::registered() const {
@@ -267,7 +272,11 @@ void SimulatedFleet::Fire(const Due& due) {
       if (due.generation != a.main_generation) return;  // superseded
       switch (a.main) {
         case Main::kIdle:
-          if (a.registered) Lease(due.agent);
+          if (holding_leases_) {
+            Schedule(due.agent, Timer::kMain, a.poll_interval);
+          } else if (a.registered) {
+            Lease(due.agent);
+          }
           return;
         case Main::kRunning:
           if (a.trial->node_rank() == 0) {
@@ -444,7 +453,10 @@ void SimulatedFleet::Lease(int64_t i) {
           return;
         }
         me.main_failures = 0;
-        if (!r.has_assignment()) ++tally_.leases_empty;
+        if (!r.has_assignment()) {
+          ++tally_.leases_empty;
+          tally_.empty_lease_ns.push_back(SteadyNs());
+        }
         if (!r.has_assignment() || r.assignment().collective_probe_id() > 0) {
           BecomeIdle(i, PaceNext(me.poll_interval, absl::OkStatus(),
                                  me.slow_polls, kPollStretch));

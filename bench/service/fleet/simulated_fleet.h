@@ -71,6 +71,11 @@ struct FleetOptions {
   absl::Duration backoff_initial = absl::Milliseconds(100);
   absl::Duration backoff_max = absl::Seconds(5);
   uint64_t seed = 1;
+  // Agents register and heartbeat but poll for no trial until
+  // ReleaseLeases: the studies see every agent and queue a whole rung
+  // before the first lease (a backlog, to measure ingestion from a full
+  // queue).
+  bool hold_leases = false;
 };
 
 // One call as the agent saw it.
@@ -95,6 +100,7 @@ struct FleetTally {
   int64_t registrations = 0;
   int64_t leases_granted = 0;  // LeaseTrial answered with a trial
   int64_t leases_empty = 0;    // LeaseTrial answered OK with nothing to run
+  std::vector<int64_t> empty_lease_ns;  // when each of those was answered
   int64_t heartbeat_interval_ms = 0;  // the last the planner told
   int64_t lease_poll_interval_ms = 0;
   std::string first_error;
@@ -113,6 +119,9 @@ class SimulatedFleet {
   // No new calls; calls in flight are awaited (cancelled past the RPC
   // deadline), rendezvous fetches cancelled at once. Idempotent.
   void Stop();
+  // With FleetOptions::hold_leases: from now on idle agents poll for
+  // trials (each at its next poll, within a poll interval).
+  void ReleaseLeases();
   // Agents registered at least once so far.
   int64_t registered() const;
   // The agents' steady-clock time of the last registration so far.
@@ -187,6 +196,7 @@ class SimulatedFleet {
   std::vector<std::unique_ptr<v1::AgentService::Stub>> stubs_;
 
   // Scheduler thread only.
+  bool holding_leases_ = false;
   std::vector<Agent> agents_;
   std::priority_queue<Due, std::vector<Due>, std::greater<Due>> timers_;
   std::mt19937_64 rng_;
