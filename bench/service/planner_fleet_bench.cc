@@ -405,18 +405,22 @@ void PrintSummary(const std::vector<Row>& rows) {
   absl::PrintF(
       "\n| agents | heartbeat / poll (ms) | Heartbeat p50 / p99 (ms) | "
       "LeaseTrial p50 / p99 (ms) | ReportTrial p50 / p99 (ms) | results/s "
-      "(peak) | results/s until the queue ran dry (s) | "
+      "(peak) | --backlog: results/s until the queue ran dry (s) | "
       "planner cores | planner us/RPC | RPCs/s | agents' cores | leases lost "
       "| exactly once |\n"
       "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   for (const Row& r : rows) {
     absl::PrintF(
         "| %d | %d / %d | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f | %.0f (%d) "
-        "| %.0f (%.1f) | %.2f | %.0f | %.0f | %.2f | %d | %s |\n",
+        "| %s | %.2f | %.0f | %.0f | %.2f | %d | %s |\n",
         r.agents, r.heartbeat_ms, r.poll_ms, r.heartbeat.p50_ms,
         r.heartbeat.p99_ms, r.lease.p50_ms, r.lease.p99_ms, r.report.p50_ms,
         r.report.p99_ms, r.results_per_s, r.peak_results_per_s,
-        r.full_queue_results_per_s, r.full_queue_s, r.planner_cores,
+        r.backlog > 0 ? absl::StrFormat("%.0f (%.1f)",
+                                        r.full_queue_results_per_s,
+                                        r.full_queue_s)
+                      : std::string("-"),
+        r.planner_cores,
         r.planner_us_per_rpc, r.rpcs_per_s, r.agents_cores, r.leases_lost,
         r.exactly_once ? "yes" : "NO");
   }
