@@ -337,10 +337,12 @@ absl::StatusOr<std::vector<std::string>> SqliteTrialStore::ExplainListTrials(
 }
 
 absl::StatusOr<std::vector<std::string>>
-SqliteTrialStore::ExplainListQueuedTrials(const std::vector<int64_t>& study_ids,
-                                          int64_t limit) {
-  TESSERA_ASSIGN_OR_RETURN(const internal::SqlQuery query,
-                           internal::QueuedTrialsQuery(study_ids, limit));
+SqliteTrialStore::ExplainListQueuedTrials(
+    const std::vector<int64_t>& study_ids, int64_t limit,
+    const std::vector<int64_t>& passed_over) {
+  TESSERA_ASSIGN_OR_RETURN(
+      const internal::SqlQuery query,
+      internal::QueuedTrialsQuery(study_ids, limit, passed_over));
   return Explain(query);
 }
 

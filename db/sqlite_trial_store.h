@@ -123,7 +123,8 @@ class SqliteTrialStore : public TrialStore {
   absl::StatusOr<std::vector<HeldLease>> ListLeasesHeldBy(
       absl::string_view agent_id) override;
   absl::StatusOr<std::vector<Trial>> ListQueuedTrials(
-      const std::vector<int64_t>& study_ids, int64_t limit) override;
+      const std::vector<int64_t>& study_ids, int64_t limit,
+      const std::vector<int64_t>& passed_over) override;
   uint64_t QueuedTrialsGeneration() const override;
   absl::StatusOr<RequeueResult> RequeueExpiredLeases(absl::Time now) override;
   absl::StatusOr<RequeueResult> RequeueTrialsOf(
@@ -170,9 +171,10 @@ class SqliteTrialStore : public TrialStore {
   // that a history query is served by an index.
   absl::StatusOr<std::vector<std::string>> ExplainListTrials(
       const TrialFilter& filter);
-  // The same for ListQueuedTrials(study_ids, limit): the lease poll's read.
+  // The same for ListQueuedTrials: the lease poll's read.
   absl::StatusOr<std::vector<std::string>> ExplainListQueuedTrials(
-      const std::vector<int64_t>& study_ids, int64_t limit);
+      const std::vector<int64_t>& study_ids, int64_t limit,
+      const std::vector<int64_t>& passed_over);
 
   const std::string& path() const { return path_; }
   // Group commits so far: transactions and the writes they held.

@@ -423,9 +423,11 @@ absl::StatusOr<std::vector<HeldLease>> SqliteTrialStore::ListLeasesHeldBy(
 }
 
 absl::StatusOr<std::vector<Trial>> SqliteTrialStore::ListQueuedTrials(
-    const std::vector<int64_t>& study_ids, int64_t limit) {
-  TESSERA_ASSIGN_OR_RETURN(const internal::SqlQuery query,
-                           internal::QueuedTrialsQuery(study_ids, limit));
+    const std::vector<int64_t>& study_ids, int64_t limit,
+    const std::vector<int64_t>& passed_over) {
+  TESSERA_ASSIGN_OR_RETURN(
+      const internal::SqlQuery query,
+      internal::QueuedTrialsQuery(study_ids, limit, passed_over));
   if (study_ids.empty()) return std::vector<Trial>{};
   return ReadTrials(query);
 }

@@ -467,9 +467,12 @@ class TrialStore {
   virtual absl::StatusOr<std::vector<HeldLease>> ListLeasesHeldBy(
       absl::string_view agent_id) = 0;
   // Queued trials of `study_ids` in lease order (study id, rung, the higher
-  // predicted tokens/s first, id), at most `limit` (> 0).
+  // predicted tokens/s first, id), at most `limit` (> 0), passing over
+  // `passed_over` (the trials whose leases are being written: a poll reads
+  // the one trial it can take, not those rows too).
   virtual absl::StatusOr<std::vector<Trial>> ListQueuedTrials(
-      const std::vector<int64_t>& study_ids, int64_t limit) = 0;
+      const std::vector<int64_t>& study_ids, int64_t limit,
+      const std::vector<int64_t>& passed_over) = 0;
   // A number that grows after every commit that made a trial queued (trials
   // added, a lease handed back, lost or ended by a fault; any write that
   // sets a trial's status to queued). Grown after the commit: a reader that

@@ -387,20 +387,21 @@ absl::StatusOr<Leases::LeaseDecision> Leases::DecideLease(
   }
   // The started studies this agent can serve, oldest first.
   std::map<int64_t, LeasableStudy> runnable;
-  // Their queued trials in lease order (studies oldest first, then rung,
-  // then the higher predicted tokens/s, then id), read once: an idle fleet
-  // polls often. The first of them that no other lease is writing decides
-  // this poll (it is leased, or its gang waited for), and reservations are
-  // only added under lease_mu_, which this decision holds: the reserved
-  // ones and one more are every row it can need. (It read 64 full rows per
-  // poll; at 2,000 agents that was 16% of the planner's CPU.)
-  int64_t lookahead = 1;
+  // Their first queued trial in lease order (studies oldest first, then
+  // rung, then the higher predicted tokens/s, then id) that no other lease
+  // is writing decides this poll (it is leased, or its gang waited for).
+  // Reservations are only added under lease_mu_, which this decision holds,
+  // so the store passes over the reserved trials and one row is all it
+  // reads. (It read 64 full rows per poll, 16% of the planner's CPU at 2,000
+  // agents; then the reserved rows and one more, which a full queue's lease
+  // writes waiting for their group commit made dozens.)
+  std::vector<int64_t> passed_over;
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, r] : open_) {
       if (Fits(agent, r)) runnable.emplace(id, r);
     }
-    lookahead += static_cast<int64_t>(reserved_trials_.size());
+    passed_over.assign(reserved_trials_.begin(), reserved_trials_.end());
   }
   std::vector<int64_t> runnable_ids;
   for (const auto& [study_id, r] : runnable) runnable_ids.push_back(study_id);
@@ -414,7 +415,8 @@ absl::StatusOr<Leases::LeaseDecision> Leases::DecideLease(
     return out;
   }
   TESSERA_ASSIGN_OR_RETURN(std::vector<db::Trial> queued,
-                           store_->ListQueuedTrials(runnable_ids, lookahead));
+                           store_->ListQueuedTrials(runnable_ids, 1,
+                                                    passed_over));
   if (queued.empty()) {
     if (nothing_queued_.size() >= kMaxNothingQueuedSets) nothing_queued_.clear();
     nothing_queued_[runnable_ids] = NothingQueued{generation, now};

@@ -165,8 +165,9 @@ absl::StatusOr<SqlQuery> TrialListQuery(const TrialFilter& f) {
   return q;
 }
 
-absl::StatusOr<SqlQuery> QueuedTrialsQuery(const std::vector<int64_t>& study_ids,
-                                           int64_t limit) {
+absl::StatusOr<SqlQuery> QueuedTrialsQuery(
+    const std::vector<int64_t>& study_ids, int64_t limit,
+    const std::vector<int64_t>& passed_over) {
   if (limit < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("queued.limit: must be positive, got ", limit));
@@ -175,9 +176,11 @@ absl::StatusOr<SqlQuery> QueuedTrialsQuery(const std::vector<int64_t>& study_ids
   q.sql = absl::StrCat(
       "SELECT ", kTrialColumns,
       " FROM trials t WHERE t.status = 'queued' AND t.study_id IN "
-      "(SELECT value FROM json_each(?1)) ORDER BY t.study_id, t.rung, "
+      "(SELECT value FROM json_each(?1)) AND t.id NOT IN "
+      "(SELECT value FROM json_each(?3)) ORDER BY t.study_id, t.rung, "
       "t.predicted_tokens_per_s DESC, t.id LIMIT ?2");
-  q.params = {absl::StrCat("[", absl::StrJoin(study_ids, ","), "]"), limit};
+  q.params = {absl::StrCat("[", absl::StrJoin(study_ids, ","), "]"), limit,
+              absl::StrCat("[", absl::StrJoin(passed_over, ","), "]")};
   return q;
 }
 

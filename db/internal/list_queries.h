@@ -42,10 +42,13 @@ absl::StatusOr<SqlQuery> TrialListQuery(const TrialFilter& filter);
 
 // SELECT kTrialColumns of the queued trials of `study_ids`, in the order
 // leases take them (study, rung, predicted tokens/s best first, unpredicted
-// last, id), at most `limit` (checked first: InvalidArgument when < 1).
-// Served in that order by the index trials_queued_in_lease_order.
-absl::StatusOr<SqlQuery> QueuedTrialsQuery(const std::vector<int64_t>& study_ids,
-                                           int64_t limit);
+// last, id), at most `limit` (checked first: InvalidArgument when < 1),
+// without the trials `passed_over`. Served in that order by the index
+// trials_by_study_in_lease_order, whose last column (id) rules out a passed
+// over trial before its row is read.
+absl::StatusOr<SqlQuery> QueuedTrialsQuery(
+    const std::vector<int64_t>& study_ids, int64_t limit,
+    const std::vector<int64_t>& passed_over);
 
 // SELECT kStudyColumns FROM studies ... newest first.
 absl::StatusOr<SqlQuery> StudyListQuery(const StudyFilter& filter);

@@ -58,7 +58,7 @@ TEST_F(LeaseTest, QueuedTrialsGenerationGrowsWhenATrialBecomesQueued) {
   g = store_->QueuedTrialsGeneration();
   // A write that fails queues nothing that stays: growing then is allowed
   // (one more look), never required; a read changes nothing.
-  EXPECT_TRUE(store_->ListQueuedTrials({study_}, 10).ok());
+  EXPECT_TRUE(store_->ListQueuedTrials({study_}, 10, {}).ok());
   EXPECT_EQ(store_->QueuedTrialsGeneration(), g);
 }
 

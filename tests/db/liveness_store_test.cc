@@ -105,7 +105,7 @@ TEST_F(LivenessStoreTest, QueuedTrialsComeInLeaseOrder) {
                                                       absl::Seconds(9))
                   .ok());
   absl::StatusOr<std::vector<Trial>> queued =
-      store_->ListQueuedTrials({later, study_}, 10);
+      store_->ListQueuedTrials({later, study_}, 10, {});
   ASSERT_TRUE(queued.ok()) << queued.status();
   std::vector<int64_t> order;
   for (const Trial& t : *queued) order.push_back(t.id);
@@ -113,9 +113,16 @@ TEST_F(LivenessStoreTest, QueuedTrialsComeInLeaseOrder) {
   // none last; the leased trial not at all.
   EXPECT_EQ(order, (std::vector<int64_t>{first[1], first[2], first[0],
                                          second[0]}));
-  EXPECT_EQ(store_->ListQueuedTrials({study_}, 2)->size(), 2u);
-  EXPECT_TRUE(store_->ListQueuedTrials({}, 5)->empty());
-  EXPECT_EQ(store_->ListQueuedTrials({study_}, 0).status().code(),
+  // Trials whose leases are being written are passed over: the limit counts
+  // the trials a poll can take.
+  queued = store_->ListQueuedTrials({later, study_}, 2, {first[1], first[0]});
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  order.clear();
+  for (const Trial& t : *queued) order.push_back(t.id);
+  EXPECT_EQ(order, (std::vector<int64_t>{first[2], second[0]}));
+  EXPECT_EQ(store_->ListQueuedTrials({study_}, 2, {})->size(), 2u);
+  EXPECT_TRUE(store_->ListQueuedTrials({}, 5, {})->empty());
+  EXPECT_EQ(store_->ListQueuedTrials({study_}, 0, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -125,12 +132,12 @@ TEST_F(LivenessStoreTest, QueuedTrialsComeInLeaseOrder) {
 TEST_F(LivenessStoreTest, TheLeasePollReadsQueuedTrialsFromAnIndexInOrder) {
   const int64_t later = MakeStudy();
   absl::StatusOr<std::vector<std::string>> plan =
-      store_->ExplainListQueuedTrials({study_, later}, 64);
+      store_->ExplainListQueuedTrials({study_, later}, 1, {3, 5});
   ASSERT_TRUE(plan.ok()) << plan.status();
   const std::string text = absl::StrJoin(*plan, "\n");
   EXPECT_TRUE(absl::StrContains(text, "trials_by_study_in_lease_order")) << text;
   EXPECT_FALSE(absl::StrContains(text, "TEMP B-TREE")) << text;
-  EXPECT_EQ(store_->ExplainListQueuedTrials({study_}, 0).status().code(),
+  EXPECT_EQ(store_->ExplainListQueuedTrials({study_}, 0, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
