@@ -47,6 +47,7 @@
 #include "bench/service/fleet/process_cpu.h"
 #include "bench/service/fleet/simulated_fleet.h"
 #include "core/flags.h"
+#include "core/status_macros.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "tessera/v1/service.grpc.pb.h"
@@ -130,26 +131,40 @@ struct Row {
   int64_t running_cancelled = 0;
   int64_t acked = 0;
   bool exactly_once = false;
-  int64_t backlog = 0;  // trials held when the agents began to lease
-  // Seconds of the window until a lease poll first found nothing to run,
-  // and results acknowledged per second until then (with --backlog: the
-  // rate at which the planner ingests from a full queue).
-  double full_queue_s = 0;
-  double full_queue_results_per_s = 0;
+  // With --backlog: the trials the studies held when the agents began to
+  // lease, and those of them not yet acknowledged when the window ended
+  // (more than 0: the queue never ran dry, so results/s is the rate the
+  // planner ingests from a full queue; a gang trial's wait for its gang is
+  // also a poll that finds nothing, so the empty polls do not tell).
+  int64_t backlog = 0;
+  int64_t backlog_left = 0;
 };
+
+// The answer of the planner's `rpc`, which `call(context, &response)`
+// makes within `deadline`; UNAVAILABLE naming the rpc when it fails.
+template <typename Response, typename Call>
+absl::StatusOr<Response> Ask(absl::string_view rpc, absl::Duration deadline,
+                             Call call) {
+  Response out;
+  const grpc::Status s = call(Deadline(deadline).get(), &out);
+  if (!s.ok()) {
+    return absl::UnavailableError(absl::StrCat(rpc, ": ", s.error_message()));
+  }
+  return out;
+}
 
 absl::StatusOr<std::vector<v1::Trial>> StoredTrials(
     v1::PlannerService::Stub& stub, int64_t study) {
   v1::ListTrialsRequest r;
   r.set_study_id(study);
   r.set_limit(100000);
-  v1::ListTrialsResponse out;
-  const grpc::Status s =
-      stub.ListTrials(Deadline(absl::Seconds(120)).get(), r, &out);
-  if (!s.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("ListTrials: ", s.error_message()));
-  }
+  TESSERA_ASSIGN_OR_RETURN(
+      const v1::ListTrialsResponse out,
+      Ask<v1::ListTrialsResponse>(
+          "ListTrials", absl::Seconds(120),
+          [&](grpc::ClientContext* c, v1::ListTrialsResponse* answer) {
+            return stub.ListTrials(c, r, answer);
+          }));
   return std::vector<v1::Trial>(out.trials().begin(), out.trials().end());
 }
 
@@ -164,13 +179,13 @@ absl::StatusOr<int64_t> AwaitQueuedTrials(v1::PlannerService::Stub& stub,
   while (absl::Now() < give_up) {
     v1::ListStudiesRequest r;
     r.set_limit(studies);
-    v1::ListStudiesResponse out;
-    const grpc::Status s =
-        stub.ListStudies(Deadline(absl::Seconds(60)).get(), r, &out);
-    if (!s.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("ListStudies: ", s.error_message()));
-    }
+    TESSERA_ASSIGN_OR_RETURN(
+        const v1::ListStudiesResponse out,
+        Ask<v1::ListStudiesResponse>(
+            "ListStudies", absl::Seconds(60),
+            [&](grpc::ClientContext* c, v1::ListStudiesResponse* answer) {
+              return stub.ListStudies(c, r, answer);
+            }));
     int64_t total = 0;
     for (const v1::StudySummary& study : out.studies()) {
       total += study.trials_total();
@@ -211,13 +226,13 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
     for (int64_t i = 0; i < o.studies; ++i) {
       v1::SubmitStudyRequest r;
       *r.mutable_spec() = FleetStudy(i, i < o.gang_studies, o);
-      v1::SubmitStudyResponse out;
-      const grpc::Status s =
-          users->SubmitStudy(Deadline(absl::Seconds(60)).get(), r, &out);
-      if (!s.ok()) {
-        return absl::UnavailableError(
-            absl::StrCat("SubmitStudy: ", s.error_message()));
-      }
+      TESSERA_ASSIGN_OR_RETURN(
+          const v1::SubmitStudyResponse out,
+          Ask<v1::SubmitStudyResponse>(
+              "SubmitStudy", absl::Seconds(60),
+              [&](grpc::ClientContext* c, v1::SubmitStudyResponse* answer) {
+                return users->SubmitStudy(c, r, answer);
+              }));
       studies.push_back(out.study_id());
     }
     return absl::OkStatus();
@@ -329,19 +344,7 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
   for (const auto& [second, n] : per_second) {
     row.peak_results_per_s = std::max(row.peak_results_per_s, n);
   }
-  // The queue ran dry at the first poll that found nothing to run.
-  int64_t dry_ns = end_ns;
-  for (int64_t t : tally.empty_lease_ns) {
-    if (t >= steady_ns) dry_ns = std::min(dry_ns, t);
-  }
-  int64_t acked_full = 0;
-  for (int64_t t : tally.ack_ns) {
-    acked_full += t >= steady_ns && t < dry_ns ? 1 : 0;
-  }
-  row.full_queue_s = 1e-9 * static_cast<double>(dry_ns - steady_ns);
-  row.full_queue_results_per_s =
-      row.full_queue_s > 0 ? static_cast<double>(acked_full) / row.full_queue_s
-                           : 0;
+  row.backlog_left = std::max<int64_t>(row.backlog - acked_in_window, 0);
   row.running_cancelled = tally.running_trials_cancelled;
   row.acked = static_cast<int64_t>(tally.acked_trials.size());
   if (!tally.first_error.empty()) {
@@ -381,20 +384,20 @@ absl::StatusOr<Row> RunFleet(const BenchOptions& o, int64_t agents) {
       " second), %d stored ok, %d"
       " duplicates, %d refused; leases lost: %d trials needed another"
       " attempt, %d running trials cancelled: %s\n"
-      "  leases: %d granted, %d polls found nothing to run; %s\n",
+      "  leases: %d granted, %d polls found nothing to run%s\n",
       row.planner_cores, row.planner_us_per_rpc, row.rpcs_per_s,
       row.planner_rss_mib, row.agents_cores, row.acked, row.results_per_s,
       row.peak_results_per_s, stored_ok, tally.duplicate_acks,
       tally.reports_refused, row.leases_lost, row.running_cancelled,
       row.exactly_once ? "exactly once" : "INCONSISTENT",
       tally.leases_granted, tally.leases_empty,
-      absl::StrFormat(
-          "%s%.1f s of the window before a poll first found nothing: %.1f"
-          " results/s", o.backlog ? absl::StrFormat("%d trials queued at "
-                                                    "the first lease; ",
-                                                    row.backlog)
-                                  : "",
-          row.full_queue_s, row.full_queue_results_per_s));
+      o.backlog ? absl::StrFormat("; backlog: %d trials queued at the first"
+                                  " lease, %d of them left at the end%s",
+                                  row.backlog, row.backlog_left,
+                                  row.backlog_left > 0
+                                      ? " (the queue never ran dry)"
+                                      : " (it ran dry: results/s understates)")
+                : std::string());
   (void)p.Stop();
   std::error_code ignored;
   std::filesystem::remove_all(dir, ignored);
@@ -405,7 +408,7 @@ void PrintSummary(const std::vector<Row>& rows) {
   absl::PrintF(
       "\n| agents | heartbeat / poll (ms) | Heartbeat p50 / p99 (ms) | "
       "LeaseTrial p50 / p99 (ms) | ReportTrial p50 / p99 (ms) | results/s "
-      "(peak) | --backlog: results/s until the queue ran dry (s) | "
+      "(peak) | --backlog: trials queued / left | "
       "planner cores | planner us/RPC | RPCs/s | agents' cores | leases lost "
       "| exactly once |\n"
       "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
@@ -416,9 +419,7 @@ void PrintSummary(const std::vector<Row>& rows) {
         r.agents, r.heartbeat_ms, r.poll_ms, r.heartbeat.p50_ms,
         r.heartbeat.p99_ms, r.lease.p50_ms, r.lease.p99_ms, r.report.p50_ms,
         r.report.p99_ms, r.results_per_s, r.peak_results_per_s,
-        r.backlog > 0 ? absl::StrFormat("%.0f (%.1f)",
-                                        r.full_queue_results_per_s,
-                                        r.full_queue_s)
+        r.backlog > 0 ? absl::StrFormat("%d / %d", r.backlog, r.backlog_left)
                       : std::string("-"),
         r.planner_cores,
         r.planner_us_per_rpc, r.rpcs_per_s, r.agents_cores, r.leases_lost,

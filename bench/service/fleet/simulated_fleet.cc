@@ -453,10 +453,7 @@ void SimulatedFleet::Lease(int64_t i) {
           return;
         }
         me.main_failures = 0;
-        if (!r.has_assignment()) {
-          ++tally_.leases_empty;
-          tally_.empty_lease_ns.push_back(SteadyNs());
-        }
+        if (!r.has_assignment()) ++tally_.leases_empty;
         if (!r.has_assignment() || r.assignment().collective_probe_id() > 0) {
           BecomeIdle(i, PaceNext(me.poll_interval, absl::OkStatus(),
                                  me.slow_polls, kPollStretch));

@@ -100,7 +100,6 @@ struct FleetTally {
   int64_t registrations = 0;
   int64_t leases_granted = 0;  // LeaseTrial answered with a trial
   int64_t leases_empty = 0;    // LeaseTrial answered OK with nothing to run
-  std::vector<int64_t> empty_lease_ns;  // when each of those was answered
   int64_t heartbeat_interval_ms = 0;  // the last the planner told
   int64_t lease_poll_interval_ms = 0;
   std::string first_error;
