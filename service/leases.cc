@@ -93,8 +93,9 @@ void Leases::OpenStudy(int64_t study_id, LeasableStudy study) {
                      " ranks (run before the trials; every later plan on "
                      "this cluster uses it)"));
   }
+  auto shared = std::make_shared<const LeasableStudy>(std::move(study));
   absl::MutexLock lock(&mu_);
-  open_[study_id] = std::move(study);
+  open_[study_id] = std::move(shared);
 }
 
 void Leases::CloseStudy(int64_t study_id) {
@@ -304,7 +305,7 @@ absl::StatusOr<std::optional<v1::TrialAssignment>> Leases::LeaseTrial(
       for (const std::string& id : ids) reserved_agents_.erase(id);
       if (leased.ok()) {
         for (size_t rank = 0; rank < d.gang.size(); ++rank) {
-          v1::TrialAssignment a = Assignment(*d.trial, d.study, d.gang[rank],
+          v1::TrialAssignment a = Assignment(*d.trial, *d.study, d.gang[rank],
                                              static_cast<int64_t>(rank),
                                              d.expires_at);
           idle_since_poll_.erase(d.gang[rank].info.id);
@@ -386,7 +387,7 @@ absl::StatusOr<Leases::LeaseDecision> Leases::DecideLease(
     return out;
   }
   // The started studies this agent can serve, oldest first.
-  std::map<int64_t, LeasableStudy> runnable;
+  std::map<int64_t, std::shared_ptr<const LeasableStudy>> runnable;
   // Their first queued trial in lease order (studies oldest first, then
   // rung, then the higher predicted tokens/s, then id) that no other lease
   // is writing decides this poll (it is leased, or its gang waited for).
@@ -399,7 +400,7 @@ absl::StatusOr<Leases::LeaseDecision> Leases::DecideLease(
   {
     absl::MutexLock lock(&mu_);
     for (const auto& [id, r] : open_) {
-      if (Fits(agent, r)) runnable.emplace(id, r);
+      if (Fits(agent, *r)) runnable.emplace(id, r);
     }
     passed_over.assign(reserved_trials_.begin(), reserved_trials_.end());
   }
@@ -424,7 +425,7 @@ absl::StatusOr<Leases::LeaseDecision> Leases::DecideLease(
   out.expires_at = now + pace_.Current(now).lease_timeout;
   for (db::Trial& t : queued) {
     auto r = runnable.find(t.study_id);
-    if (r == runnable.end() || !Fits(agent, r->second)) continue;
+    if (r == runnable.end() || !Fits(agent, *r->second)) continue;
     {
       absl::MutexLock lock(&mu_);
       if (reserved_trials_.count(t.id) > 0) continue;  // being written
@@ -433,7 +434,7 @@ absl::StatusOr<Leases::LeaseDecision> Leases::DecideLease(
     if (t.gang_size > 1) {
       // This agent and other idle agents that fit, polled recently.
       gang = IdleGang(agent, t.gang_size, now, [&](const db::Agent& other) {
-        return Fits(other, r->second);
+        return Fits(other, *r->second);
       });
       // The agent waits for this trial's gang (no trial behind it jumps the
       // queue).
@@ -560,7 +561,7 @@ std::optional<Leases::AgentsCeiling> Leases::AgentsGpuCeiling(
   {
     absl::MutexLock lock(&mu_);
     const auto it = open_.find(trial.study_id);
-    if (it == open_.end() || !it->second.agents_gpu) return std::nullopt;
+    if (it == open_.end() || !it->second->agents_gpu) return std::nullopt;
   }
   // The gang that holds (or held, for a late report) its lease.
   const std::vector<std::string>& holders = trial.lease_agent_ids.empty()

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -236,7 +237,7 @@ class Leases {
   struct LeaseDecision {
     std::optional<v1::TrialAssignment> ready;
     std::optional<db::Trial> trial;
-    LeasableStudy study;
+    std::shared_ptr<const LeasableStudy> study;
     std::vector<db::Agent> gang;  // node ranks in order
     absl::Time expires_at;
   };
@@ -276,7 +277,11 @@ class Leases {
   RendezvousBoard probe_rendezvous_;  // keyed by probe id
 
   absl::Mutex mu_;
-  std::map<int64_t, LeasableStudy> open_ ABSL_GUARDED_BY(mu_);
+  // Shared with the polls that read them: a poll takes the studies it can
+  // serve without copying each (200 open studies' copies were 6% of the
+  // planner's CPU under a full queue).
+  std::map<int64_t, std::shared_ptr<const LeasableStudy>> open_
+      ABSL_GUARDED_BY(mu_);
   // Idle agents: the time of their last LeaseTrial poll.
   std::map<std::string, absl::Time> idle_since_poll_ ABSL_GUARDED_BY(mu_);
   // Gang leases formed while the agent was away, delivered at its next poll.
