@@ -337,6 +337,11 @@ absl::StatusOr<std::vector<std::string>> SqliteTrialStore::ExplainListTrials(
 }
 
 absl::StatusOr<std::vector<std::string>>
+SqliteTrialStore::ExplainListLeasesHeldBy(absl::string_view agent_id) {
+  return Explain(internal::LeasesHeldByQuery(agent_id));
+}
+
+absl::StatusOr<std::vector<std::string>>
 SqliteTrialStore::ExplainListQueuedTrials(
     const std::vector<int64_t>& study_ids, int64_t limit,
     const std::vector<int64_t>& passed_over) {

@@ -171,6 +171,9 @@ class SqliteTrialStore : public TrialStore {
   // that a history query is served by an index.
   absl::StatusOr<std::vector<std::string>> ExplainListTrials(
       const TrialFilter& filter);
+  // The same for ListLeasesHeldBy(agent_id): every heartbeat's read.
+  absl::StatusOr<std::vector<std::string>> ExplainListLeasesHeldBy(
+      absl::string_view agent_id);
   // The same for ListQueuedTrials: the lease poll's read.
   absl::StatusOr<std::vector<std::string>> ExplainListQueuedTrials(
       const std::vector<int64_t>& study_ids, int64_t limit,

@@ -395,13 +395,9 @@ absl::StatusOr<std::vector<HeldLease>> SqliteTrialStore::ListLeasesHeldBy(
   std::vector<HeldLease> held;
   const absl::Status done = Read([&](Database& db) -> absl::Status {
     held.clear();
-    TESSERA_ASSIGN_OR_RETURN(
-        Statement select,
-        db.Prepare("SELECT t.id, t.study_id, t.gang_size, t.started_at_us, "
-                   "t.lease_expires_at_us FROM trial_leases l JOIN trials t "
-                   "ON t.id = l.trial_id WHERE l.agent_id = ? AND "
-                   "t.status = 'leased' ORDER BY t.id"));
-    select.BindText(1, agent_id);
+    const internal::SqlQuery query = internal::LeasesHeldByQuery(agent_id);
+    TESSERA_ASSIGN_OR_RETURN(Statement select, db.Prepare(query.sql));
+    internal::BindAll(query.params, select);
     while (true) {
       TESSERA_ASSIGN_OR_RETURN(const bool row, select.Step());
       if (!row) return absl::OkStatus();

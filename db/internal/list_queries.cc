@@ -184,6 +184,17 @@ absl::StatusOr<SqlQuery> QueuedTrialsQuery(
   return q;
 }
 
+SqlQuery LeasesHeldByQuery(absl::string_view agent_id) {
+  SqlQuery q;
+  q.sql =
+      "SELECT t.id, t.study_id, t.gang_size, t.started_at_us, "
+      "t.lease_expires_at_us FROM trial_leases l JOIN trials t ON t.id = "
+      "l.trial_id WHERE l.agent_id = ?1 AND +t.status = 'leased' ORDER BY "
+      "t.id";
+  q.params = {std::string(agent_id)};
+  return q;
+}
+
 absl::StatusOr<SqlQuery> StudyListQuery(const StudyFilter& f) {
   TESSERA_RETURN_IF_ERROR(ValidateStudyFilter(f));
   Conditions where;

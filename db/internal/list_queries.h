@@ -50,6 +50,14 @@ absl::StatusOr<SqlQuery> QueuedTrialsQuery(
     const std::vector<int64_t>& study_ids, int64_t limit,
     const std::vector<int64_t>& passed_over);
 
+// The leases `agent_id` holds (trial id, study id, gang size, started and
+// expiry, in trial id order): every heartbeat runs it. Driven from the
+// agent's leases (trial_leases_by_agent), never from trials by status:
+// the status term is kept off the indexes (unary +), so that an index on
+// trials by status can never make a heartbeat walk every leased trial of
+// the fleet.
+SqlQuery LeasesHeldByQuery(absl::string_view agent_id);
+
 // SELECT kStudyColumns FROM studies ... newest first.
 absl::StatusOr<SqlQuery> StudyListQuery(const StudyFilter& filter);
 

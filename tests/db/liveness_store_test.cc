@@ -4,6 +4,7 @@
 // a heartbeat and a lease poll with one read each.
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
+#include "db/sqlite.h"
 #include "db/sqlite_trial_store.h"
 #include "gtest/gtest.h"
 #include "tests/db/test_util.h"
@@ -139,6 +140,30 @@ TEST_F(LivenessStoreTest, TheLeasePollReadsQueuedTrialsFromAnIndexInOrder) {
   EXPECT_FALSE(absl::StrContains(text, "TEMP B-TREE")) << text;
   EXPECT_EQ(store_->ExplainListQueuedTrials({study_}, 0, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// Every heartbeat reads the leases its agent holds: from the agent's
+// leases, never by walking trials by status. An index on trials by status
+// (tried once for a refit's read) made SQLite, which has no statistics,
+// walk every leased trial of the fleet on each heartbeat; the query keeps
+// its status term off the indexes, so even with such an index it cannot.
+TEST_F(LivenessStoreTest, AHeartbeatReadsItsAgentsLeasesNotEveryLeasedTrial) {
+  {
+    absl::StatusOr<std::unique_ptr<Database>> db =
+        Database::Open(path_, DatabaseOptions{});
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE(
+        (*db)->Exec("CREATE INDEX trials_by_status ON trials (status)").ok());
+  }
+  absl::StatusOr<std::vector<std::string>> plan =
+      store_->ExplainListLeasesHeldBy("a");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string text = absl::StrJoin(*plan, "\n");
+  ASSERT_FALSE(plan->empty());
+  EXPECT_TRUE(absl::StrContains(plan->front(), "trial_leases_by_agent"))
+      << text;
+  EXPECT_FALSE(absl::StrContains(text, "trials_by_status")) << text;
+  EXPECT_FALSE(absl::StrContains(text, "trials_by_lease")) << text;
 }
 
 }  // namespace
