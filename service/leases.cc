@@ -421,36 +421,35 @@ absl::StatusOr<Leases::LeaseDecision> Leases::DecideLease(
   if (queued.empty()) {
     if (nothing_queued_.size() >= kMaxNothingQueuedSets) nothing_queued_.clear();
     nothing_queued_[runnable_ids] = NothingQueued{generation, now};
-  }
-  out.expires_at = now + pace_.Current(now).lease_timeout;
-  for (db::Trial& t : queued) {
-    auto r = runnable.find(t.study_id);
-    if (r == runnable.end() || !Fits(agent, *r->second)) continue;
-    {
-      absl::MutexLock lock(&mu_);
-      if (reserved_trials_.count(t.id) > 0) continue;  // being written
-    }
-    std::vector<db::Agent> gang = {agent};
-    if (t.gang_size > 1) {
-      // This agent and other idle agents that fit, polled recently.
-      gang = IdleGang(agent, t.gang_size, now, [&](const db::Agent& other) {
-        return Fits(other, *r->second);
-      });
-      // The agent waits for this trial's gang (no trial behind it jumps the
-      // queue).
-      if (static_cast<int64_t>(gang.size()) < t.gang_size) return out;
-    }
-    absl::MutexLock lock(&mu_);
-    reserved_trials_.insert(t.id);
-    for (const db::Agent& g : gang) {
-      reserved_agents_.insert(g.info.id);
-      idle_since_poll_.erase(g.info.id);
-    }
-    out.study = r->second;
-    out.gang = std::move(gang);
-    out.trial = std::move(t);
     return out;
   }
+  // Of a study this agent fits (only those were asked for) and not being
+  // written (the reserved ones were passed over, and none is added while
+  // this decision holds lease_mu_).
+  db::Trial& t = queued.front();
+  const auto it = runnable.find(t.study_id);
+  if (it == runnable.end()) return out;
+  const std::shared_ptr<const LeasableStudy>& study = it->second;
+  out.expires_at = now + pace_.Current(now).lease_timeout;
+  std::vector<db::Agent> gang = {agent};
+  if (t.gang_size > 1) {
+    // This agent and other idle agents that fit, polled recently.
+    gang = IdleGang(agent, t.gang_size, now, [&](const db::Agent& other) {
+      return Fits(other, *study);
+    });
+    // The agent waits for this trial's gang (no trial behind it jumps the
+    // queue).
+    if (static_cast<int64_t>(gang.size()) < t.gang_size) return out;
+  }
+  absl::MutexLock lock(&mu_);
+  reserved_trials_.insert(t.id);
+  for (const db::Agent& g : gang) {
+    reserved_agents_.insert(g.info.id);
+    idle_since_poll_.erase(g.info.id);
+  }
+  out.study = study;
+  out.gang = std::move(gang);
+  out.trial = std::move(t);
   return out;
 }
 
