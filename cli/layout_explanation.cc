@@ -43,12 +43,21 @@ std::string StepAccount(const costmodel::Prediction& p) {
     if (seconds > 1e-6)
       kinds.push_back(absl::StrFormat("%s %.4f", kind, seconds));
   }
-  // Of the compute, what the hidden collectives slowed it by.
+  // Of the compute, what the hidden collectives slowed it by and how long
+  // the GPU waited for its host.
+  std::vector<std::string> of_compute;
+  if (p.overlap_slowdown_s > 1e-6) {
+    of_compute.push_back(absl::StrFormat("%.4f of it slowed by hidden comm",
+                                         p.overlap_slowdown_s));
+  }
+  if (p.host_wait_s > 1e-6) {
+    of_compute.push_back(
+        absl::StrFormat("%.4f of it waiting for the host", p.host_wait_s));
+  }
   const std::string slowed =
-      p.overlap_slowdown_s > 1e-6
-          ? absl::StrFormat(" (%.4f of it slowed by hidden comm)",
-                            p.overlap_slowdown_s)
-          : "";
+      of_compute.empty()
+          ? ""
+          : absl::StrCat(" (", absl::StrJoin(of_compute, ", "), ")");
   return absl::StrFormat(
       "%.4f s = compute %.4f%s + exposed comm %.4f%s + bubble %.4f",
       p.step_time_s, p.compute_s, slowed, p.exposed_comm_s,

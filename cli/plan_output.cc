@@ -152,6 +152,7 @@ nlohmann::json PredictionJson(const costmodel::Prediction& p) {
                    {"dp_exposed_s", p.dp_exposed_s},
                    {"cp_exposed_s", p.cp_exposed_s},
                    {"overlap_slowdown_s", p.overlap_slowdown_s},
+                   {"host_wait_s", p.host_wait_s},
                    {"watts_per_gpu", p.watts_per_gpu},
                    {"tokens_per_joule", p.tokens_per_joule}};
   if (p.full_run.has_value()) {
@@ -561,12 +562,17 @@ void PrintPrediction(const Workload& w, const costmodel::LayoutEvaluation& e,
     return;
   }
   out << absl::StrFormat(
-      "step time:      %.4f s (compute %.4f s%s, communication %.4f s of "
+      "step time:      %.4f s (compute %.4f s%s%s, communication %.4f s of "
       "which exposed %.4f s, bubble %.4f s)\n",
       p.step_time_s, p.compute_s,
       p.overlap_slowdown_s > 1e-6
           ? absl::StrFormat(" of which %.4f s slowed by hidden communication",
                             p.overlap_slowdown_s)
+          : "",
+      p.host_wait_s > 1e-6
+          ? absl::StrFormat(" %s %.4f s waiting for the host",
+                            p.overlap_slowdown_s > 1e-6 ? "and" : "of which",
+                            p.host_wait_s)
           : "",
       p.comm_s, p.exposed_comm_s, p.bubble_s);
   if (interval != nullptr) {

@@ -33,6 +33,10 @@ struct Prediction {
   // Of compute_s, the compute's slowdown beside the data- and
   // context-parallel collectives it hides (comm/overlap.h).
   double overlap_slowdown_s = 0;
+  // Of compute_s, the GPU's wait for the host to issue its micro-batches
+  // (host_dispatch_s_per_layer, cross_node_pipeline_tp_stall_s): the
+  // host-bound part of a small micro-batch.
+  double host_wait_s = 0;
   double comm_s = 0;          // all communication, hidden or not
   double exposed_comm_s = 0;  // communication on the critical path
   double bubble_s = 0;        // pipeline bubble

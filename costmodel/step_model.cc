@@ -30,6 +30,8 @@ struct StageStep {
   double once_compute_s = 0;   // of it, the optimizer (slowdown included)
   // Of the compute, the slowdown beside hidden collectives (overlap.h).
   double micro_slowdown_s = 0, once_slowdown_s = 0;
+  // Of the compute, the GPU's wait for the host to issue the micro-batch.
+  double micro_host_wait_s = 0;
   double tp_s = 0, cp_s = 0, pp_s = 0, dp_s = 0;  // whole step, hidden or not
   // Of micro_s, the exposed communication of each kind (dp: the rest).
   double tp_exposed_micro_s = 0, cp_exposed_micro_s = 0,
@@ -102,6 +104,22 @@ StageStep StepOfStage(const Workload& w, const TrainingStack& stack,
                       fixed_s + s.micro_slowdown_s;
   s.micro_s = s.micro_compute_s + layer_exposed_s +
               dp.per_micro_batch.exposed_s + (1 - pp_overlap) * sends_s;
+  // The host issues the micro-batch's kernels layer by layer; the GPU can
+  // run ahead of it only while its work outlasts the host's, so the
+  // micro-batch takes at least the host's time (with a pipeline across
+  // nodes and tp > 1, more per TP rank: cross_node_pipeline_tp_stall_s).
+  // The GPU's wait for the host counts with compute: the rank is not
+  // communicating.
+  const double stall_s = place.pp_crosses_nodes && l.tp > 1
+                             ? static_cast<double>(l.tp) *
+                                   c.cross_node_pipeline_tp_stall_s
+                             : 0.0;
+  const double host_s = layers * (c.host_dispatch_s_per_layer + stall_s);
+  if (host_s > s.micro_s) {
+    s.micro_host_wait_s = host_s - s.micro_s;
+    s.micro_compute_s += s.micro_host_wait_s;
+    s.micro_s = host_s;
+  }
   s.once_slowdown_s = dp.per_step.slowdown_s;
   s.once_compute_s =
       OptimizerStepTimeS(local_params, w.cluster.gpu, c) + s.once_slowdown_s;
@@ -189,6 +207,8 @@ bool PredictStep(const Workload& w, const TrainingStack& stack,
   p.mfu = p.tflops_per_gpu / gpu.peak_dense_tflops;
   p.compute_s = m * beat.micro_compute_s + beat.once_compute_s;
   p.overlap_slowdown_s = m * beat.micro_slowdown_s + beat.once_slowdown_s;
+  // The bubble's share of the host wait stays in the bubble.
+  p.host_wait_s = m * beat.micro_host_wait_s;
   p.bubble_s = bubble_s;
   p.exposed_comm_s = p.step_time_s - p.compute_s - p.bubble_s;
   p.tp_exposed_s = m * beat.tp_exposed_micro_s;
@@ -201,10 +221,11 @@ bool PredictStep(const Workload& w, const TrainingStack& stack,
   p.pp_comm_s = beat.pp_s;
   p.dp_comm_s = beat.dp_s;
   p.comm_s = beat.tp_s + beat.cp_s + beat.pp_s + beat.dp_s;
+  // A GPU waiting for its host draws what one waiting in the bubble does.
   p.watts_per_gpu =
-      WattsPerGpu(gpu, p.compute_s / p.step_time_s,
+      WattsPerGpu(gpu, (p.compute_s - p.host_wait_s) / p.step_time_s,
                   p.exposed_comm_s / p.step_time_s,
-                  p.bubble_s / p.step_time_s, c);
+                  (p.bubble_s + p.host_wait_s) / p.step_time_s, c);
   p.tokens_per_joule =
       TokensPerJoule(tokens, p.watts_per_gpu, p.step_time_s, gpus);
   if (w.training.total_tokens > 0) {

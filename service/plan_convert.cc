@@ -121,6 +121,7 @@ v1::Prediction PredictionToProto(const costmodel::Prediction& p) {
   out.set_dp_exposed_s(p.dp_exposed_s);
   out.set_cp_exposed_s(p.cp_exposed_s);
   out.set_overlap_slowdown_s(p.overlap_slowdown_s);
+  out.set_host_wait_s(p.host_wait_s);
   out.set_watts_per_gpu(p.watts_per_gpu);
   out.set_tokens_per_joule(p.tokens_per_joule);
   if (p.full_run.has_value()) {
@@ -163,6 +164,7 @@ costmodel::Prediction PredictionFromProto(const v1::Prediction& p) {
   out.dp_exposed_s = p.dp_exposed_s();
   out.cp_exposed_s = p.cp_exposed_s();
   out.overlap_slowdown_s = p.overlap_slowdown_s();
+  out.host_wait_s = p.host_wait_s();
   out.watts_per_gpu = p.watts_per_gpu();
   out.tokens_per_joule = p.tokens_per_joule();
   if (p.has_full_run()) {

@@ -117,8 +117,10 @@ int Run(int argc, char** argv) {
   }
   CalibrationFitOptions options;
   options.prior_log_sd = 0.3;
-  // The sweep's runs span micro-batches of 1 to 256 sequences: the fixed
-  // cost per micro-batch is identified, so it is fitted too.
+  // The sweep's runs span micro-batches of 1 to 256 sequences, from
+  // compute-bound to host-bound: the fixed cost per micro-batch and the host
+  // floor (host_dispatch_s_per_layer, cross_node_pipeline_tp_stall_s) are
+  // identified, so they are fitted too.
   options.fixed = {};
   absl::StatusOr<CalibrationFit> fit =
       FitCalibration(samples, with_collectives(sweep->rows.front()), options);

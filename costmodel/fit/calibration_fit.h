@@ -147,11 +147,16 @@ struct CalibrationFitOptions {
   // with any confidence).
   double max_outlier_fraction = 0.25;
   // Coefficients kept at the prior whatever the samples identify. By default
-  // micro_batch_overhead_s: every sample moves it (it adds to every
-  // micro-batch), so a few trials would trade it against the compute
-  // coefficients; a fit that has runs of many micro-batch sizes frees it
-  // (usp_sweep_bench does).
-  std::vector<std::string> fixed = {"micro_batch_overhead_s"};
+  // the fixed costs per micro-batch: micro_batch_overhead_s (every sample
+  // moves it: it adds to every micro-batch) and the host floor,
+  // host_dispatch_s_per_layer and cross_node_pipeline_tp_stall_s (a floor
+  // that binds at small micro-batches explains a slow trial as well as
+  // slower compute does). A few trials would trade them against the compute
+  // coefficients; a fit that has runs of many micro-batch sizes, from
+  // compute-bound to host-bound, frees them (usp_sweep_bench does).
+  std::vector<std::string> fixed = {"micro_batch_overhead_s",
+                                    "host_dispatch_s_per_layer",
+                                    "cross_node_pipeline_tp_stall_s"};
 };
 
 // How one sample's step time (and power, when measured) compares.

@@ -43,6 +43,12 @@ TEST(LayoutExplanationTest, StepAccountNamesEachExposedKindLargestFirst) {
   EXPECT_EQ(StepAccount(slowed),
             "1.0100 s = compute 1.0000 (0.0500 of it slowed by hidden comm) "
             "+ exposed comm 0.0100 (dp 0.0100) + bubble 0.0000");
+  // So is the GPU's wait for its host.
+  slowed.host_wait_s = 0.2;
+  EXPECT_EQ(StepAccount(slowed),
+            "1.0100 s = compute 1.0000 (0.0500 of it slowed by hidden comm, "
+            "0.2000 of it waiting for the host) + exposed comm 0.0100 (dp "
+            "0.0100) + bubble 0.0000");
 }
 
 TEST(LayoutExplanationTest, WhatSeparatesGivesTheDifferencesLargestFirst) {

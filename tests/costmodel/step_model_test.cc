@@ -220,3 +220,83 @@ TEST(MicroBatchOverheadTest, AFixedCostPerMicroBatchAndModelChunk) {
 
 }  // namespace
 }  // namespace tessera::costmodel
+
+namespace tessera::costmodel {
+namespace {
+
+// llama2-7b (32 layers) on 4 nodes of 8 H100, global batch 512 x 4096.
+Workload HostFloorWorkload(int64_t nodes) {
+  return Workload{*ModelPreset("llama2-7b"),
+                  MakeCluster(*GpuPreset("h100-sxm"), nodes, 8),
+                  TrainingConfig{.global_batch = 512, .seq_len = 4096}};
+}
+
+Prediction PredictWithHost(const Workload& w, const Layout& l,
+                           double dispatch_s_per_layer, double stall_s) {
+  Calibration c = *DefaultCalibration(w);
+  c.host_dispatch_s_per_layer = dispatch_s_per_layer;
+  c.cross_node_pipeline_tp_stall_s = stall_s;
+  const LayoutEvaluation e = PredictLayout(w, l, c);
+  EXPECT_TRUE(e.feasible) << e.reason;
+  return e.prediction;
+}
+
+TEST(HostFloorTest, AMicroBatchTakesAtLeastItsLayersHostTime) {
+  const Workload w = HostFloorWorkload(4);
+  // tp 4, pp 4 (8 layers a stage), dp 2, micro-batch 2: m = 512 / (2 * 2) =
+  // 128. With the host floor binding (1 s and 2 s per layer, far above the
+  // GPU's work), every stage's micro-batch is 8 layers x the floor, and the
+  // step (m + pp - 1) of them plus the once-per-step work, which the floor
+  // does not touch:
+  //   step(2 s) - step(1 s) = (128 + 3) * 8 * (2 - 1) = 1048 s.
+  const Layout piped{.tp = 4, .sp = true, .pp = 4, .zero = 1,
+                     .micro_batch = 2};
+  const Prediction one = PredictWithHost(w, piped, 1.0, 0);
+  const Prediction two = PredictWithHost(w, piped, 2.0, 0);
+  EXPECT_NEAR(two.step_time_s - one.step_time_s, 1048.0, 1e-6);
+  // The GPU's wait is compute, named apart: the m beats' share of it (the
+  // bubble's stays in the bubble) grows by 128 * 8 * (2 - 1) = 1024 s, and
+  // the step still adds up.
+  const Prediction none = PredictWithHost(w, piped, 0, 0);
+  EXPECT_EQ(none.host_wait_s, 0);
+  EXPECT_NEAR(two.host_wait_s - one.host_wait_s, 1024.0, 1e-6);
+  EXPECT_NEAR(two.compute_s - one.compute_s, 1024.0, 1e-6);
+  EXPECT_NEAR(two.bubble_s - one.bubble_s, 3 * 8.0, 1e-6);
+  EXPECT_NEAR(one.step_time_s,
+              one.compute_s + one.exposed_comm_s + one.bubble_s, 1e-9);
+  // Waiting for the host draws what waiting in the bubble does, not compute
+  // power: below the prediction without the floor.
+  EXPECT_LT(one.watts_per_gpu, none.watts_per_gpu);
+  // A floor, not an addition: 1 us per layer (8 us a micro-batch) is far
+  // under the GPU's work and changes nothing.
+  const Prediction tiny = PredictWithHost(w, piped, 1e-6, 0);
+  EXPECT_EQ(tiny.step_time_s, none.step_time_s);
+  EXPECT_EQ(tiny.host_wait_s, 0);
+}
+
+TEST(HostFloorTest, APipelineAcrossNodesWithTpWaitsPerTpRank) {
+  // tp 2, dp 4, pp 4 on 4 nodes: a node holds tp x dp = 8 ranks of one
+  // stage, so every pipeline send crosses nodes. The stall adds tp x 0.5 s
+  // per layer to the floor: 8 layers x 2 x 0.5 = 8 s a micro-batch, and the
+  // step grows by (m + pp - 1) of them, m = 512 / 4 = 128:
+  //   step(stall 1 s) - step(stall 0.5 s) = (128 + 3) * 8 * 2 * 0.5 = 1048 s.
+  const Workload w = HostFloorWorkload(4);
+  const Layout crossing{.tp = 2, .sp = true, .pp = 4, .zero = 1,
+                        .micro_batch = 1};
+  EXPECT_NEAR(PredictWithHost(w, crossing, 0, 1.0).step_time_s -
+                  PredictWithHost(w, crossing, 0, 0.5).step_time_s,
+              1048.0, 1e-6);
+  // Not without tp (a tp 1 pipeline across nodes) ...
+  const Layout no_tp{.pp = 4, .zero = 1, .micro_batch = 1};
+  EXPECT_EQ(PredictWithHost(w, no_tp, 0, 1.0).step_time_s,
+            PredictWithHost(w, no_tp, 0, 0).step_time_s);
+  // ... nor inside one node: tp 2 x pp 4 on a node of 8.
+  const Workload node = HostFloorWorkload(1);
+  const Layout inside{.tp = 2, .sp = true, .pp = 4, .zero = 1,
+                      .micro_batch = 1};
+  EXPECT_EQ(PredictWithHost(node, inside, 0, 1.0).step_time_s,
+            PredictWithHost(node, inside, 0, 0).step_time_s);
+}
+
+}  // namespace
+}  // namespace tessera::costmodel

@@ -455,6 +455,12 @@ costmodel::Prediction DistinctPrediction(double base, bool full_run) {
                     &p.pp_comm_s,
                     &p.dp_comm_s,
                     &p.cp_comm_s,
+                    &p.tp_exposed_s,
+                    &p.pp_exposed_s,
+                    &p.dp_exposed_s,
+                    &p.cp_exposed_s,
+                    &p.overlap_slowdown_s,
+                    &p.host_wait_s,
                     &p.watts_per_gpu,
                     &p.tokens_per_joule}) {
     *f = v;
@@ -492,6 +498,12 @@ void ExpectSamePrediction(const costmodel::Prediction& a,
                  p.pp_comm_s,
                  p.dp_comm_s,
                  p.cp_comm_s,
+                 p.tp_exposed_s,
+                 p.pp_exposed_s,
+                 p.dp_exposed_s,
+                 p.cp_exposed_s,
+                 p.overlap_slowdown_s,
+                 p.host_wait_s,
                  p.watts_per_gpu,
                  p.tokens_per_joule};
   }
