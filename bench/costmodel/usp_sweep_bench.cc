@@ -7,7 +7,8 @@
 //                `tessera calibrate --collectives` would read)
 //   fitted       with the collectives, and the coefficients fitted
 //                (FitCalibration, prior sd 0.3 as `tessera calibrate`) to the
-//                measured step times of the 1-2 node rows
+//                measured step times of the 1-2 node rows and their rank-0
+//                peak memory (stage 0, read as allocated)
 // Each reports per group (model x nodes) Spearman's rho, the planner's top
 // pick over the group's best, the median error, and the fit (1-2 nodes) and
 // check (4-8 nodes) rows apart, with stage-0 memory by pipeline depth. The
@@ -113,6 +114,12 @@ int Run(int argc, char** argv) {
     s.step_time_s = static_cast<double>(row.workload.training.tokens_per_step()) /
                     (row.measured_tokens_per_s_per_gpu *
                      static_cast<double>(row.workload.cluster.world_size()));
+    // The source's memory is rank 0's, pipeline stage 0 (read as
+    // allocated: layout_sweep.h).
+    if (row.measured_peak_allocated_gib) {
+      s.peak_allocated_bytes = *row.measured_peak_allocated_gib * kGiB;
+      s.memory_stage = 0;
+    }
     samples.push_back(s);
   }
   CalibrationFitOptions options;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "costmodel/memory/memory_model.h"
 #include "costmodel/resolved_workload.h"
 #include "costmodel/step_model.h"
 
@@ -36,7 +37,8 @@ enum class Quantity {
   kComm,
   kExposedComm,
   kWatts,
-  kPeakMemory
+  kPeakMemory,
+  kPeakAllocated
 };
 
 double Predicted(const Prediction& p, Quantity q) {
@@ -53,6 +55,8 @@ double Predicted(const Prediction& p, Quantity q) {
       return p.watts_per_gpu;
     case Quantity::kPeakMemory:
       return p.memory.total_bytes;
+    case Quantity::kPeakAllocated:
+      return p.memory.total_bytes - p.memory.overhead_bytes;
   }
   return 0;
 }
@@ -70,6 +74,7 @@ struct PreparedSample {
   ResolvedWorkload resolved;  // the sample's workload, its stack resolved
   Layout layout;              // resolved
   std::vector<Term> terms;
+  std::optional<int64_t> memory_stage;  // CalibrationSample::memory_stage
 };
 
 // A coefficient's shifted log axis u = log(x + offset) (ShiftedLogOffset).
@@ -189,9 +194,17 @@ absl::StatusOr<PreparedSample> PrepareSample(size_t index,
   }
   TESSERA_RETURN_IF_ERROR(CheckMeasured(index, "step_time_s", s.step_time_s,
                                         /*positive=*/true));
+  if (s.memory_stage.has_value() &&
+      (*s.memory_stage < 0 || *s.memory_stage >= layout->pp)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ".memory_stage: must be a stage of the layout's pp ",
+                     layout->pp, " (0 to ", layout->pp - 1, "), got ",
+                     *s.memory_stage));
+  }
   PreparedSample p;
   p.resolved = *std::move(resolved);
   p.layout = *layout;
+  p.memory_stage = s.memory_stage;
   const double sd = o.measurement_log_sd;
   const double floor = o.zero_floor_fraction * s.step_time_s;
   auto add = [&](Quantity q, double measured, double term_floor, double k) {
@@ -217,7 +230,9 @@ absl::StatusOr<PreparedSample> PrepareSample(size_t index,
       {"watts_per_gpu", s.watts_per_gpu, Quantity::kWatts, true, 0,
        o.power_weight},
       {"peak_memory_bytes", s.peak_memory_bytes, Quantity::kPeakMemory, true, 0,
-       o.memory_weight}};
+       o.memory_weight},
+      {"peak_allocated_bytes", s.peak_allocated_bytes,
+       Quantity::kPeakAllocated, true, 0, o.memory_weight}};
   for (const Optional& m : optionals) {
     if (!Measured(m.value)) continue;
     TESSERA_RETURN_IF_ERROR(
@@ -231,6 +246,11 @@ Prediction PredictSample(const PreparedSample& s, const Calibration& c) {
   Prediction p;
   PredictStep(s.resolved.workload, s.resolved.stack, s.layout, c,
               /*stop_if_over_memory=*/false, &p);
+  if (s.memory_stage.has_value()) {
+    const Workload& w = s.resolved.workload;
+    p.memory = StageMemory(w.model, s.layout, w.training, s.resolved.stack, c,
+                           *s.memory_stage);
+  }
   return p;
 }
 

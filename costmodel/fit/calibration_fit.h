@@ -47,7 +47,9 @@
 //     activity only if they communicate);
 //   - memory_*, saved_activation_factor, logits_bytes_per_element: only with
 //     samples that measured peak_memory_bytes (no time or power depends on
-//     them), each where it moves that sample's predicted peak.
+//     them), each where it moves that sample's predicted peak; a sample
+//     that measured peak_allocated_bytes moves the last two only (the
+//     allocator's overhead is not in what tensors were handed).
 // A sample with a single rank therefore moves only compute coefficients.
 //
 // Outliers (robust to a few bad measurements: a noisy neighbour, a trial
@@ -112,6 +114,16 @@ struct CalibrationSample {
   // Peak device memory of the most loaded rank (what the allocator reserved
   // plus the process's fixed share, as the cost model predicts it).
   std::optional<double> peak_memory_bytes;  // positive; absent: not measured
+  // Peak bytes the allocator handed to tensors on the most loaded rank
+  // (torch.cuda.max_memory_allocated): compared with the predicted peak less
+  // its overhead (workspace, fragmentation), so it identifies what the
+  // tensors hold (saved activations, logits) and not the overhead.
+  std::optional<double> peak_allocated_bytes;  // positive; absent: not
+                                               // measured
+  // The pipeline stage whose rank measured the memory above (0 to pp - 1),
+  // for a source that reports one rank's (nanotron's logs: rank 0's);
+  // absent: the most loaded rank's, the largest over the ranks.
+  std::optional<int64_t> memory_stage;
   double weight = 1;  // relative trust (e.g. measured steps); positive
 };
 

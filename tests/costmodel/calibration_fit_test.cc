@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "costmodel/memory/memory_model.h"
 #include "costmodel/prediction.h"
+#include "costmodel/resolved_workload.h"
 
 namespace tessera::costmodel {
 namespace {
@@ -189,6 +191,86 @@ TEST(CalibrationFitTest, PeakMemoryRefitsTheMemoryCoefficients) {
   EXPECT_FALSE(Contains(times_only.fitted, "memory_fragmentation"));
   EXPECT_EQ(times_only.calibration.memory_fragmentation,
             Calibration{}.memory_fragmentation);
+}
+
+TEST(CalibrationFitTest, PeakAllocatedMovesWhatTensorsHoldNotTheOverhead) {
+  // Trials that report the bytes handed to tensors
+  // (torch.cuda.max_memory_allocated), not what the allocator reserved:
+  // compared with the predicted peak less its overhead, they identify the
+  // saved activations and the logits and leave the fixed overhead and the
+  // fragmentation at the prior, however far those are in the truth.
+  Calibration truth;
+  truth.memory_fixed_overhead_gib = 3;
+  truth.memory_fragmentation = 0.15;
+  truth.saved_activation_factor = 1.3;
+  truth.logits_bytes_per_element = 8;
+  const Workload w = H100("llama3-8b", 1, 16, 4096);
+  const Workload shorter = H100("llama3-8b", 1, 64, 1024);
+  std::vector<CalibrationSample> samples;
+  for (auto [workload, layout] :
+       {std::pair{&w, "zero=3,micro_batch=1,recompute=full"},
+        {&w, "zero=3,micro_batch=1,recompute=selective"},
+        {&w, "tp=2,sp=1,zero=1,micro_batch=1"},
+        {&w, "tp=8,zero=0,micro_batch=2"},
+        {&shorter, "zero=3,micro_batch=4"},
+        {&shorter, "tp=4,sp=1,pp=2,zero=1,micro_batch=4"}}) {
+    CalibrationSample s = Trial(*workload, layout, truth, {});
+    const LayoutEvaluation e = PredictLayout(*workload, s.layout, truth);
+    s.peak_allocated_bytes =
+        e.prediction.memory.total_bytes - e.prediction.memory.overhead_bytes;
+    samples.push_back(s);
+  }
+  const CalibrationFit fit = Fit(samples);
+  EXPECT_TRUE(Contains(fit.fitted, "saved_activation_factor"));
+  EXPECT_TRUE(Contains(fit.fitted, "logits_bytes_per_element"));
+  EXPECT_FALSE(Contains(fit.fitted, "memory_fixed_overhead_gib"));
+  EXPECT_FALSE(Contains(fit.fitted, "memory_fragmentation"));
+  EXPECT_NEAR(fit.calibration.saved_activation_factor, 1.3, 0.05);
+  EXPECT_EQ(fit.calibration.memory_fragmentation,
+            Calibration{}.memory_fragmentation);
+  // Read as reserved memory, the same bytes would be explained by shrinking
+  // the overhead instead: the two measurements are not interchangeable.
+  std::vector<CalibrationSample> as_reserved = samples;
+  for (CalibrationSample& s : as_reserved) {
+    s.peak_memory_bytes = s.peak_allocated_bytes;
+    s.peak_allocated_bytes.reset();
+  }
+  const CalibrationFit reserved = Fit(as_reserved);
+  EXPECT_TRUE(Contains(reserved.fitted, "memory_fragmentation"));
+  EXPECT_LT(reserved.calibration.memory_fragmentation,
+            Calibration{}.memory_fragmentation);
+}
+
+TEST(CalibrationFitTest, OneStagesMemoryIsComparedWithThatStage) {
+  // A source that reports one rank's memory (nanotron's rank 0) says what
+  // that stage holds. Here the last of 4 stages (one micro-batch in flight
+  // and the logits), measured as allocated under saved activations 1.3x the
+  // default: the fit recovers 1.3 against that stage. Taken as the most
+  // loaded rank's (stage 0: four micro-batches in flight), the same bytes
+  // would say the activations are smaller than the default.
+  Calibration truth;
+  truth.saved_activation_factor = 1.3;
+  const Workload w = H100("llama3-8b", 2, 64, 4096);
+  std::vector<CalibrationSample> samples;
+  for (const char* layout :
+       {"pp=4,zero=1,micro_batch=1", "tp=2,sp=1,pp=4,zero=1,micro_batch=2",
+        "tp=4,sp=1,pp=4,zero=1,micro_batch=4"}) {
+    CalibrationSample s = Trial(w, layout, truth, {});
+    const ResolvedWorkload r = *ResolveWorkload(w);
+    const Layout resolved = PredictLayout(r, s.layout, truth).layout;
+    const MemoryBreakdown last = StageMemory(
+        w.model, resolved, w.training, r.stack, truth, /*stage=*/3);
+    s.peak_allocated_bytes = last.total_bytes - last.overhead_bytes;
+    s.memory_stage = 3;
+    samples.push_back(s);
+  }
+  CalibrationFitOptions options;
+  options.fixed.push_back("logits_bytes_per_element");
+  const CalibrationFit fit = Fit(samples, Calibration{}, options);
+  EXPECT_NEAR(fit.calibration.saved_activation_factor, 1.3, 0.02);
+  for (CalibrationSample& s : samples) s.memory_stage.reset();
+  const CalibrationFit as_peak = Fit(samples, Calibration{}, options);
+  EXPECT_LT(as_peak.calibration.saved_activation_factor, 1.0);
 }
 
 TEST(CalibrationFitTest, RecoversThePerturbedCoefficients) {
@@ -743,6 +825,14 @@ TEST(CalibrationFitTest, BadInputNamesTheSampleAndField) {
   ExpectInvalid(with(1, [](auto& s) { s.watts_per_gpu = -5; }),
                 "samples[1].watts_per_gpu");
   ExpectInvalid(with(3, [](auto& s) { s.weight = 0; }), "samples[3].weight");
+  ExpectInvalid(with(1, [](auto& s) { s.peak_allocated_bytes = -5; }),
+                "samples[1].peak_allocated_bytes");
+  // Sample 5 runs pp 4: its stages are 0-3; sample 1 has one.
+  ExpectInvalid(with(5, [](auto& s) { s.memory_stage = 4; }),
+                "samples[5].memory_stage");
+  ExpectInvalid(with(1, [](auto& s) { s.memory_stage = 1; }),
+                "samples[1].memory_stage");
+  EXPECT_TRUE(with(5, [](auto& s) { s.memory_stage = 3; }).ok());
   ExpectInvalid(with(5, [](auto& s) { s.layout.tp = 3; }),
                 "samples[5].layout: layout.tp");
   ExpectInvalid(with(7, [](auto& s) { s.layout.micro_batch = 5; }),
