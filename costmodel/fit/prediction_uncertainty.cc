@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "costmodel/fit/calibration_fit.h"
 
 namespace tessera::costmodel {
 namespace {
@@ -115,6 +116,7 @@ double ModelLogSdOfMape(double step_time_mape) {
 
 PredictionUncertainty PredictionUncertaintyOf(const CalibrationFile& file,
                                               Precision precision) {
+  const std::vector<std::string> kNotLearned = CalibrationFitOptions{}.fixed;
   if (file.samples == 0) return DefaultPredictionUncertainty(precision);
   // The fitted block: the posterior covariance, or its diagonal when the
   // file has none.
@@ -131,7 +133,9 @@ PredictionUncertainty PredictionUncertaintyOf(const CalibrationFile& file,
     if (fitted && sd != file.posterior_log_sd.end()) {
       names.push_back(info.name);
       variances.push_back(sd->second * sd->second);
-    } else if (!fitted && file.prior_log_sd > 0) {
+    } else if (!fitted && file.prior_log_sd > 0 &&
+               std::find(kNotLearned.begin(), kNotLearned.end(), info.name) ==
+                   kNotLearned.end()) {
       names.push_back(info.name);
       variances.push_back(file.prior_log_sd * file.prior_log_sd);
     }
@@ -148,8 +152,8 @@ PredictionUncertainty PredictionUncertaintyOf(const CalibrationFile& file,
       ModelLogSdOfMape(file.step_time.fitted_mape);
   u.source = absl::StrFormat(
       "the fit to %d measured runs (step-time MAPE %.1f%%), its coefficients' "
-      "covariance and, for those it did not fit, the prior's spread (log sd "
-      "%.2f)",
+      "covariance and, for those it did not fit (but the fixed costs fits "
+      "leave at the prior), the prior's spread (log sd %.2f)",
       file.samples, 100 * file.step_time.fitted_mape, file.prior_log_sd);
   return u;
 }

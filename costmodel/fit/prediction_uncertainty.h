@@ -28,8 +28,13 @@
 //   - a fitted calibration file: the fitted coefficients their posterior
 //     covariance, every other one the fit's prior sd (what the measurements did
 //     not exercise is as uncertain as the prior says: a fit on single-node runs
-//     says little about the inter-node links); model error the fit's
-//     step-time MAPE * sqrt(pi/2), at least kMinModelLogSd.
+//     says little about the inter-node links), except the fixed costs that
+//     fits leave at the prior by default (CalibrationFitOptions::fixed: the
+//     per-micro-batch overhead and the host floor), which no trial of a study
+//     moves: a spread on them would send trials where nothing is learned (on
+//     the usp sweep's replay it took the 1B on 8 nodes from 3 trials to 4 and
+//     GPU-hours to 2% from 1.2 to 33); model error the fit's step-time MAPE *
+//     sqrt(pi/2), at least kMinModelLogSd.
 //   - a file with no fit (collectives only): as the defaults.
 //
 //   PredictionUncertainty u =

@@ -4,6 +4,7 @@
 // spreads a calibration file lends.
 #include "costmodel/fit/prediction_uncertainty.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -128,7 +129,18 @@ TEST(PredictionUncertaintyTest, ACalibrationFileLendsItsFit) {
   f.prior_log_sd = 0.3;
   f.step_time.fitted_mape = 0.04;
   const PredictionUncertainty u = PredictionUncertaintyOf(f, Precision::kBf16);
-  ASSERT_EQ(u.coefficients.size(), Calibration::Infos().size());
+  // Every coefficient but the fixed costs that fits leave at the prior by
+  // default (CalibrationFitOptions::fixed: no trial moves them, so a spread
+  // on them would send trials where they cannot learn anything).
+  const std::vector<std::string> not_learned = CalibrationFitOptions{}.fixed;
+  ASSERT_EQ(not_learned.size(), 3u);
+  ASSERT_EQ(u.coefficients.size(),
+            Calibration::Infos().size() - not_learned.size());
+  for (const std::string& name : not_learned) {
+    EXPECT_EQ(std::count(u.coefficients.begin(), u.coefficients.end(), name),
+              0)
+        << name;
+  }
   const size_t n = u.coefficients.size();
   // The fitted block first, with its covariance; the others the prior's.
   EXPECT_EQ(u.coefficients[0], "gemm_peak_efficiency");
@@ -138,6 +150,15 @@ TEST(PredictionUncertaintyTest, ACalibrationFileLendsItsFit) {
   EXPECT_NEAR(u.covariance[5 * n + 5], 0.09, 1e-15);
   EXPECT_EQ(u.covariance[5 * n + 4], 0);
   EXPECT_NEAR(u.model_log_sd, 0.04 * std::sqrt(M_PI / 2), 1e-12);
+  // A fit that freed one of them (usp_sweep_bench does) lends its spread.
+  CalibrationFile freed = f;
+  freed.fitted.push_back("host_dispatch_s_per_layer");
+  freed.posterior_log_sd["host_dispatch_s_per_layer"] = 0.1;
+  const PredictionUncertainty v =
+      PredictionUncertaintyOf(freed, Precision::kBf16);
+  EXPECT_EQ(std::count(v.coefficients.begin(), v.coefficients.end(),
+                       "host_dispatch_s_per_layer"),
+            1);
   f.step_time.fitted_mape = 0.001;
   EXPECT_EQ(PredictionUncertaintyOf(f, Precision::kBf16).model_log_sd,
             kMinModelLogSd);
