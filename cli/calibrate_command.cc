@@ -144,6 +144,7 @@ struct CalibrateFlags {
   std::optional<std::string> stack, gpu, out_path;
   bool json = false;
   std::optional<double> prior_sd;
+  bool fit_fixed_costs = false;
 };
 
 void AddFlags(FlagSet& flags, CalibrateFlags& f) {
@@ -163,6 +164,14 @@ void AddFlags(FlagSet& flags, CalibrateFlags& f) {
                   "(default 0.3: the stack defaults are within about 30% on "
                   "published runs; raise it for hardware far from them)",
                   &f.prior_sd);
+  flags.AddSwitch("fit-fixed-costs",
+                  "also fit the fixed costs per micro-batch "
+                  "(micro_batch_overhead_s) and the host floor "
+                  "(host_dispatch_s_per_layer, "
+                  "cross_node_pipeline_tp_stall_s), which fits otherwise "
+                  "leave at the stack's values: for runs that span "
+                  "micro-batch sizes, from compute-bound to host-bound",
+                  &f.fit_fixed_costs);
   flags.AddString("out", "FILE", "write the calibration file", &f.out_path);
   flags.AddSwitch("json", "print the calibration file", &f.json);
 }
@@ -273,6 +282,7 @@ absl::StatusOr<costmodel::CalibrationFile> Calibrate(
   if (!samples.empty()) {
     costmodel::CalibrationFitOptions fit_options;
     fit_options.prior_log_sd = f.prior_sd.value_or(0.3);
+    if (f.fit_fixed_costs) fit_options.fixed.clear();
     TESSERA_ASSIGN_OR_RETURN(
         fit, costmodel::FitCalibration(samples, prior, fit_options));
   }

@@ -2,6 +2,7 @@
 // file out (every coefficient, its prior, whether fitted, how well
 // determined, the fit's errors, what it came from), used by plan and
 // predict; bad input named by file, line and field, and no file written.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -175,6 +176,51 @@ TEST(CalibrateCommandTest, FitsWritesAndIsUsedByPredict) {
                     {"--calibration", cal, "--planner", "127.0.0.1:1"}));
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--calibration: not with --planner"), std::string::npos);
+}
+
+TEST(CalibrateCommandTest, FitFixedCostsFitsTheHostFloor) {
+  // Runs whose host takes 12 ms a layer (host_dispatch_s_per_layer): the
+  // wide-tp runs at micro-batch 1 and 2 are host-bound, the others are not. Fits
+  // leave the floor at the stack's 0 unless asked; asked, the fit finds it.
+  const Workload w = WorkloadOf(2, 64);
+  costmodel::Calibration truth = *costmodel::DefaultCalibration(w);
+  truth.host_dispatch_s_per_layer = 0.012;
+  std::string text;
+  for (const char* layout :
+       {"tp=8,sp=1,zero=2,micro_batch=1", "tp=4,sp=1,zero=2,micro_batch=1",
+        "tp=8,sp=1,zero=2,micro_batch=2", "zero=3,micro_batch=2",
+        "tp=2,sp=1,zero=3,micro_batch=4", "zero=3,micro_batch=1"}) {
+    const costmodel::LayoutEvaluation e =
+        costmodel::PredictLayout(w, *ParseLayout(layout), truth);
+    ASSERT_TRUE(e.feasible) << layout << ": " << e.reason;
+    absl::StrAppend(
+        &text,
+        absl::StrFormat(
+            R"({"spec": %s, "layout": "%s", "measured": {"step_time_s": %.9g}})",
+            SpecJson(2, 64), layout, e.prediction.step_time_s),
+        "\n");
+  }
+  const std::string runs = TempPath("host_runs.jsonl");
+  Write(runs, text);
+  const std::string plain = TempPath("host_plain.json");
+  const std::string freed = TempPath("host_freed.json");
+  CliRun r = RunCli({"calibrate", "--measurements", runs, "--out", plain});
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = RunCli({"calibrate", "--measurements", runs, "--fit-fixed-costs",
+              "--out", freed});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const costmodel::CalibrationFile a = *costmodel::ReadCalibrationFile(plain);
+  const costmodel::CalibrationFile b = *costmodel::ReadCalibrationFile(freed);
+  EXPECT_EQ(a.calibration.host_dispatch_s_per_layer, 0);
+  EXPECT_EQ(std::count(a.fitted.begin(), a.fitted.end(),
+                       "host_dispatch_s_per_layer"),
+            0);
+  EXPECT_EQ(std::count(b.fitted.begin(), b.fitted.end(),
+                       "host_dispatch_s_per_layer"),
+            1);
+  EXPECT_NEAR(b.calibration.host_dispatch_s_per_layer, 0.012, 0.0012);
+  EXPECT_LT(b.step_time.fitted_mape, 0.01);
+  EXPECT_GT(a.step_time.fitted_mape, 2 * b.step_time.fitted_mape);
 }
 
 // The step-time interval plan and predict print: the defaults' published
