@@ -9,7 +9,10 @@
 //              micro-batch on a chunk (micro_batch_overhead_s) + their
 //              exposed TP/CP
 //              communication + exposed per-micro-batch FSDP/ZeRO-2 traffic
-//              + the exposed part of its 2*v pipeline sends
+//              + the exposed part of its 2*v pipeline sends, and at least
+//              its layers times the host's time per layer (the host floor:
+//              host_dispatch_s_per_layer, plus tp x
+//              cross_node_pipeline_tp_stall_s with a pipeline across nodes)
 //   once_i   = exposed once-per-step data-parallel traffic + optimizer step
 // The pipeline runs at the pace of its slowest stage (the beat): every stage
 // waits for it, so with beat = max_i micro_i

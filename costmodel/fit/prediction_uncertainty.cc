@@ -116,8 +116,9 @@ double ModelLogSdOfMape(double step_time_mape) {
 
 PredictionUncertainty PredictionUncertaintyOf(const CalibrationFile& file,
                                               Precision precision) {
-  const std::vector<std::string> kNotLearned = CalibrationFitOptions{}.fixed;
   if (file.samples == 0) return DefaultPredictionUncertainty(precision);
+  // What no study's fit moves (calibration_fit.h): no spread from the prior.
+  const std::vector<std::string> not_learned = CalibrationFitOptions{}.fixed;
   // The fitted block: the posterior covariance, or its diagonal when the
   // file has none.
   const PosteriorCovariance& posterior = file.posterior_covariance;
@@ -134,8 +135,8 @@ PredictionUncertainty PredictionUncertaintyOf(const CalibrationFile& file,
       names.push_back(info.name);
       variances.push_back(sd->second * sd->second);
     } else if (!fitted && file.prior_log_sd > 0 &&
-               std::find(kNotLearned.begin(), kNotLearned.end(), info.name) ==
-                   kNotLearned.end()) {
+               std::find(not_learned.begin(), not_learned.end(), info.name) ==
+                   not_learned.end()) {
       names.push_back(info.name);
       variances.push_back(file.prior_log_sd * file.prior_log_sd);
     }
