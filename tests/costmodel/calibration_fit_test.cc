@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -142,28 +143,38 @@ CalibrationFit Fit(const std::vector<CalibrationSample>& samples,
   return fit.ok() ? *std::move(fit) : CalibrationFit{};
 }
 
-TEST(CalibrationFitTest, PeakMemoryRefitsTheMemoryCoefficients) {
-  // Trials that measure their peak memory (CUDA's allocator) identify the
-  // memory coefficients, which no time depends on: a larger fixed overhead,
-  // more fragmentation and more saved activations than the defaults. Each
-  // layout holds a different mix of states, activations and logits.
+// The memory tests' truth: a larger fixed overhead, more fragmentation and
+// more saved activations than the defaults, and 8-byte logits.
+Calibration MemoryTruth() {
   Calibration truth;
   truth.memory_fixed_overhead_gib = 3;
   truth.memory_fragmentation = 0.15;
   truth.saved_activation_factor = 1.3;
   truth.logits_bytes_per_element = 8;
+  return truth;
+}
+
+// Six runs of llama3-8b on one H100 node, each holding a different mix of
+// states, activations and logits.
+std::vector<std::pair<Workload, const char*>> MemoryRuns() {
   const Workload w = H100("llama3-8b", 1, 16, 4096);
   const Workload shorter = H100("llama3-8b", 1, 64, 1024);
-  const std::vector<CalibrationSample> samples = {
-      Trial(w, "zero=3,micro_batch=1,recompute=full", truth, {.memory = true}),
-      Trial(w, "zero=3,micro_batch=1,recompute=selective", truth,
-            {.memory = true}),
-      Trial(w, "tp=2,sp=1,zero=1,micro_batch=1", truth, {.memory = true}),
-      Trial(w, "tp=8,zero=0,micro_batch=2", truth, {.memory = true}),
-      Trial(shorter, "zero=3,micro_batch=4", truth, {.memory = true}),
-      Trial(shorter, "tp=4,sp=1,pp=2,zero=1,micro_batch=4", truth,
-            {.memory = true}),
-  };
+  return {{w, "zero=3,micro_batch=1,recompute=full"},
+          {w, "zero=3,micro_batch=1,recompute=selective"},
+          {w, "tp=2,sp=1,zero=1,micro_batch=1"},
+          {w, "tp=8,zero=0,micro_batch=2"},
+          {shorter, "zero=3,micro_batch=4"},
+          {shorter, "tp=4,sp=1,pp=2,zero=1,micro_batch=4"}};
+}
+
+TEST(CalibrationFitTest, PeakMemoryRefitsTheMemoryCoefficients) {
+  // Trials that measure their peak memory (CUDA's allocator) identify the
+  // memory coefficients, which no time depends on.
+  const Calibration truth = MemoryTruth();
+  std::vector<CalibrationSample> samples;
+  for (const auto& [workload, layout] : MemoryRuns()) {
+    samples.push_back(Trial(workload, layout, truth, {.memory = true}));
+  }
   const CalibrationFit fit = Fit(samples);
   for (const char* name :
        {"memory_fixed_overhead_gib", "memory_fragmentation",
@@ -199,23 +210,11 @@ TEST(CalibrationFitTest, PeakAllocatedMovesWhatTensorsHoldNotTheOverhead) {
   // compared with the predicted peak less its overhead, they identify the
   // saved activations and the logits and leave the fixed overhead and the
   // fragmentation at the prior, however far those are in the truth.
-  Calibration truth;
-  truth.memory_fixed_overhead_gib = 3;
-  truth.memory_fragmentation = 0.15;
-  truth.saved_activation_factor = 1.3;
-  truth.logits_bytes_per_element = 8;
-  const Workload w = H100("llama3-8b", 1, 16, 4096);
-  const Workload shorter = H100("llama3-8b", 1, 64, 1024);
+  const Calibration truth = MemoryTruth();
   std::vector<CalibrationSample> samples;
-  for (auto [workload, layout] :
-       {std::pair{&w, "zero=3,micro_batch=1,recompute=full"},
-        {&w, "zero=3,micro_batch=1,recompute=selective"},
-        {&w, "tp=2,sp=1,zero=1,micro_batch=1"},
-        {&w, "tp=8,zero=0,micro_batch=2"},
-        {&shorter, "zero=3,micro_batch=4"},
-        {&shorter, "tp=4,sp=1,pp=2,zero=1,micro_batch=4"}}) {
-    CalibrationSample s = Trial(*workload, layout, truth, {});
-    const LayoutEvaluation e = PredictLayout(*workload, s.layout, truth);
+  for (const auto& [workload, layout] : MemoryRuns()) {
+    CalibrationSample s = Trial(workload, layout, truth, {});
+    const LayoutEvaluation e = PredictLayout(workload, s.layout, truth);
     s.peak_allocated_bytes =
         e.prediction.memory.total_bytes - e.prediction.memory.overhead_bytes;
     samples.push_back(s);
