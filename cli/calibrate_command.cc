@@ -318,6 +318,14 @@ int RunCalibrate(const std::vector<std::string>& args, std::ostream& out,
                        absl::InvalidArgumentError(
                            "--measurements: required (or --collectives)"));
   }
+  // Both shape the fit of measured runs; without runs nothing is fitted.
+  if (f.measurements.empty() && (f.prior_sd || f.fit_fixed_costs)) {
+    return ReportError(
+        err, kCommand,
+        absl::InvalidArgumentError(absl::StrCat(
+            f.prior_sd ? "--prior-sd" : "--fit-fixed-costs",
+            ": shapes the fit of measured runs; give --measurements")));
+  }
   std::vector<MeasurementFile> files;
   std::vector<costmodel::CalibrationSample> samples;
   if (absl::Status s = ReadRuns(f.measurements, files, samples); !s.ok()) {

@@ -221,6 +221,17 @@ TEST(CalibrateCommandTest, FitFixedCostsFitsTheHostFloor) {
   EXPECT_NEAR(b.calibration.host_dispatch_s_per_layer, 0.012, 0.0012);
   EXPECT_LT(b.step_time.fitted_mape, 0.01);
   EXPECT_GT(a.step_time.fitted_mape, 2 * b.step_time.fitted_mape);
+  // Without runs there is no fit to shape: refused, naming the flag.
+  const std::string bw = TempPath("host_bw.txt");
+  Write(bw, "#  size count type redop root time algbw busbw #wrong\n"
+            "1048576 262144 float sum -1 100.0 10.49 18.35 0\n");
+  r = RunCli({"calibrate", "--collectives", "all_reduce=" + bw + "@1",
+              "--gpu", "h100-sxm", "--fit-fixed-costs"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--fit-fixed-costs: shapes the fit of measured runs; "
+                       "give --measurements"),
+            std::string::npos)
+      << r.err;
 }
 
 // The step-time interval plan and predict print: the defaults' published
