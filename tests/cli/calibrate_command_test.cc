@@ -221,6 +221,19 @@ TEST(CalibrateCommandTest, FitFixedCostsFitsTheHostFloor) {
   EXPECT_NEAR(b.calibration.host_dispatch_s_per_layer, 0.012, 0.0012);
   EXPECT_LT(b.step_time.fitted_mape, 0.01);
   EXPECT_GT(a.step_time.fitted_mape, 2 * b.step_time.fitted_mape);
+  // predict with the fit says how long the GPU waits for its host.
+  const std::vector<std::string> predict = {
+      "predict",   "--model",        "llama3-8b",  "--gpu",
+      "h100-sxm",  "--nodes",        "2",          "--gpus-per-node",
+      "8",         "--global-batch", "64",         "--seq-len",
+      "4096",      "--stack",        "torchtitan", "--layout",
+      "tp=8,sp=1,zero=2,micro_batch=1", "--calibration", freed};
+  r = RunCli(predict);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("s waiting for the host"), std::string::npos) << r.out;
+  r = RunCli(Concat(predict, {"--json"}));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_GT(json::parse(r.out)["prediction"]["host_wait_s"].get<double>(), 0);
   // Without runs there is no fit to shape: refused, naming the flag.
   const std::string bw = TempPath("host_bw.txt");
   Write(bw, "#  size count type redop root time algbw busbw #wrong\n"
