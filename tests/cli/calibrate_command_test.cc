@@ -234,12 +234,11 @@ TEST(CalibrateCommandTest, FitFixedCostsFitsTheHostFloor) {
   r = RunCli(Concat(predict, {"--json"}));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_GT(json::parse(r.out)["prediction"]["host_wait_s"].get<double>(), 0);
-  // Without runs there is no fit to shape: refused, naming the flag.
-  const std::string bw = TempPath("host_bw.txt");
-  Write(bw, "#  size count type redop root time algbw busbw #wrong\n"
-            "1048576 262144 float sum -1 100.0 10.49 18.35 0\n");
-  r = RunCli({"calibrate", "--collectives", "all_reduce=" + bw + "@1",
-              "--gpu", "h100-sxm", "--fit-fixed-costs"});
+  // Without runs there is no fit to shape: refused, naming the flag, before
+  // any file is read.
+  r = RunCli({"calibrate", "--collectives",
+              "all_reduce=" + TempPath("never_read.txt") + "@1", "--gpu",
+              "h100-sxm", "--fit-fixed-costs"});
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--fit-fixed-costs: shapes the fit of measured runs; "
                        "give --measurements"),
