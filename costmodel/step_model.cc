@@ -47,12 +47,12 @@ void CostLayer(const Workload& w, const TrainingStack& stack, const Layout& l,
   LayerStep& r = *out;
   r.have_costs = true;
   r.forward_s = fwd.total_s();
-  // Backward = 2x forward (compute_time.h) plus the recomputed forward work.
-  r.backward_s = 2 * r.forward_s + LayerRecomputeTimeS(fwd, stack, l.recompute);
+  r.backward_s = LayerBackwardTimeS(fwd, stack, l.recompute);
   r.tp = TensorParallelLayerComm(w.model, shard, l.recompute, place.tp,
                                  w.cluster, c);
-  r.cp = ContextParallelLayerComm(w.model, shard, l.recompute, place.cp,
-                                  w.cluster, c, fwd.attention_s);
+  r.cp = ContextParallelLayerComm(
+      w.model, shard, l.recompute, place.cp, w.cluster, c, fwd.attention_s,
+      AttentionBackwardFactor(stack.attention) * fwd.attention_s);
   r.logits_forward_s = LogitsForwardTimeS(w.model, gpu, c, shard);
   if (l.pp > 1) {
     r.send_s =

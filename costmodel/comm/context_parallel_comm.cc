@@ -7,7 +7,7 @@ namespace tessera::costmodel {
 LayerCommTimes ContextParallelLayerComm(
     const ModelConfig& model, const LayerShard& shard, Recompute recompute,
     const GroupPlacement& g, const ClusterConfig& cl, const Calibration& c,
-    double attention_forward_s) {
+    double attention_forward_s, double attention_backward_s) {
   LayerCommTimes r;
   if (shard.cp <= 1) return r;
   // K and V of this rank's tokens and kv heads, bf16: 2 * 2*b*(s/cp)*kv_dim/tp.
@@ -21,12 +21,12 @@ LayerCommTimes ContextParallelLayerComm(
   // Backward rings K, V and dK, dV; recomputation repeats the forward ring
   // (full) — selective recomputes attention on blocks already received.
   r.backward_s = 2 * pass_s + (recompute == Recompute::kFull ? pass_s : 0);
-  const double attention_backward_s =
-      2 * attention_forward_s + (recompute_attention ? attention_forward_s : 0);
+  const double backward_window_s =
+      attention_backward_s + (recompute_attention ? attention_forward_s : 0);
   const OverlapCost forward = OverlappedComm(
       r.forward_s, attention_forward_s, c.cp_overlap_efficiency, 0.0, c);
   const OverlapCost backward = OverlappedComm(
-      r.backward_s, attention_backward_s, c.cp_overlap_efficiency, 0.0, c);
+      r.backward_s, backward_window_s, c.cp_overlap_efficiency, 0.0, c);
   r.forward_exposed_s = forward.exposed_s;
   r.forward_slowdown_s = forward.slowdown_s;
   r.backward_exposed_s = backward.exposed_s;

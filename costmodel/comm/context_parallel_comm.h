@@ -8,7 +8,7 @@
 // rest slows that attention (overlap.h; the *_slowdown_s times).
 //
 //   LayerCommTimes cp = ContextParallelLayerComm(model, shard, recompute,
-//       placement.cp, cluster, c, attention_forward_s);
+//       placement.cp, cluster, c, attention_forward_s, attention_backward_s);
 #pragma once
 
 #include "core/layout.h"
@@ -21,10 +21,13 @@
 
 namespace tessera::costmodel {
 
-// `attention_forward_s`: the attention core's forward time for this shard.
+// `attention_forward_s` and `attention_backward_s`: the attention core's
+// forward and backward times for this shard (compute_time.h); recomputation
+// adds the forward's to the backward's window.
 LayerCommTimes ContextParallelLayerComm(
     const ModelConfig& model, const LayerShard& shard, Recompute recompute,
     const GroupPlacement& cp_group, const ClusterConfig& cluster,
-    const Calibration& calibration, double attention_forward_s);
+    const Calibration& calibration, double attention_forward_s,
+    double attention_backward_s);
 
 }  // namespace tessera::costmodel

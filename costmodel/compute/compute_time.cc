@@ -93,6 +93,17 @@ LayerComputeTimes ForwardLayerTimes(const ModelConfig& model,
   return r;
 }
 
+double AttentionBackwardFactor(AttentionKernel kernel) {
+  return kernel == AttentionKernel::kFlash ? 2.5 : 2.0;
+}
+
+double LayerBackwardTimeS(const LayerComputeTimes& f,
+                          const TrainingStack& stack, Recompute recompute) {
+  return 2 * (f.gemm_s + f.elementwise_s) +
+         AttentionBackwardFactor(stack.attention) * f.attention_s +
+         LayerRecomputeTimeS(f, stack, recompute);
+}
+
 double LayerRecomputeTimeS(const LayerComputeTimes& f,
                            const TrainingStack& stack, Recompute recompute) {
   switch (recompute) {

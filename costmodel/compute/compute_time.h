@@ -16,6 +16,9 @@
 // operands, over the HBM bandwidth. The output layer stays in bf16.
 // The formula is symmetric in m, n, k, so a backward pass (data and weight
 // gradients: the same dimensions, transposed) costs exactly 2x the forward.
+// So do the element-wise kernels. The attention core does not: a flash
+// kernel's backward recomputes the scores it never stored (see
+// AttentionBackwardFactor).
 //
 // Attention: the kernel computes the whole s x s square when materialised and
 // half of it (the causal triangle) when it is a flash kernel, at
@@ -23,7 +26,7 @@
 // of the bf16 peak, s the sequence length one rank attends over (s/cp).
 //
 //   LayerComputeTimes t = ForwardLayerTimes(model, gpu, stack, c, shard);
-//   double backward_s = 2 * t.total_s();
+//   double backward_s = LayerBackwardTimeS(t, stack, recompute);
 #pragma once
 
 #include "core/gpu.h"
@@ -68,6 +71,23 @@ LayerComputeTimes ForwardLayerTimes(const ModelConfig& model,
                                     const TrainingStack& stack,
                                     const Calibration& calibration,
                                     const LayerShard& shard);
+
+// The attention core's backward time over its forward time. A flash kernel
+// keeps no s x s probabilities, so its backward recomputes the scores
+// (Q K^T) before the four gradient products (dV = P^T dO, dP = dO V^T,
+// dQ = dS K, dK = dS^T Q): five s x s x d products against the forward's
+// two, 2.5x (FlashAttention-2, Dao 2023, sec. 3.2; flash-attn's and
+// FlashAttention-3's benchmarks count backward FLOPs as 2.5x the forward's,
+// so their TFLOP/s and attention_efficiency are on the same FLOPs). A
+// materialised kernel reads its saved probabilities: 2x.
+double AttentionBackwardFactor(AttentionKernel kernel);
+
+// One layer's backward for one micro-batch: 2x the forward's GEMMs and
+// element-wise kernels, the attention core's backward
+// (AttentionBackwardFactor x its forward), plus what `recompute` re-runs
+// (LayerRecomputeTimeS).
+double LayerBackwardTimeS(const LayerComputeTimes& forward,
+                          const TrainingStack& stack, Recompute recompute);
 
 // The extra forward work the backward pass of one layer re-runs under
 // `recompute` and the stack's policy: the whole forward (full); the GEMMs,

@@ -21,7 +21,7 @@
 // Where the spreads come from:
 //   - the stack defaults (no calibration file): no coefficient spread; model
 //     error the published runs' step-time MAPE for the precision
-//     (bench/costmodel/published_runs_bench: bf16 7.1% on 251 runs, fp8 8.8%
+//     (bench/costmodel/published_runs_bench: bf16 7.1% on 251 runs, fp8 8.6%
 //     on 46) as a normal's sd (MAPE * sqrt(pi/2)): 0.09 and 0.11; it is the
 //     error on runs like those, not a bound (planner_published_runs_test
 //     fails when the bench's figures drift from them).

@@ -37,15 +37,15 @@ TEST(ComputeTimeTest, ThinMatricesAreSlower) {
 }
 
 TEST(ComputeTimeTest, Llama2_7bLayerByHand) {
-  // H100, megatron-core's Hopper coefficients (GEMMs 0.80, attention 0.40,
+  // H100, megatron-core's Hopper coefficients (GEMMs 0.80, attention 0.467,
   // the generic element-wise factor 3), tp 2 without sequence parallelism,
   // b = 1, s = 4096 (M = 4096):
   //   GEMMs QKV 4096x6144x4096, projection 4096x4096x2048, MLP in
   //   4096x11008x4096 (gate+up split by 2), MLP out 4096x4096x5504:
   //   1.248369 ms at 0.8 / (1 + 295.34 * (1/m + 1/n + 1/k)) of 989.4 TFLOP/s;
   //   attention: 4*4096^3/2 FLOPs counted, the causal half computed by the
-  //   flash kernel, at 0.40 * 4096 / (4096 + 512) of 989.4 TFLOP/s:
-  //   0.195344 ms;
+  //   flash kernel, at 0.467 * 4096 / (4096 + 512) of 989.4 TFLOP/s:
+  //   0.167318 ms;
   //   element-wise 3 x (8*s*h + s*(2h + 4h + 2h + 6*11008)/2 = 336,592,896
   //   bytes) / 3350 GB/s: 0.301426 ms.
   const ModelConfig m = *ModelPreset("llama2-7b");
@@ -55,7 +55,7 @@ TEST(ComputeTimeTest, Llama2_7bLayerByHand) {
   const LayerComputeTimes t =
       ForwardLayerTimes(m, h100, stack, c, LayerShard{.tp = 2, .seq_len = 4096});
   EXPECT_NEAR(t.gemm_s, 1.248369e-3, 1e-9);
-  EXPECT_NEAR(t.attention_s, 0.195344e-3, 1e-9);
+  EXPECT_NEAR(t.attention_s, 0.167318e-3, 1e-9);
   EXPECT_NEAR(t.elementwise_s, 0.301426e-3, 1e-9);
   EXPECT_DOUBLE_EQ(t.total_s(), t.gemm_s + t.attention_s + t.elementwise_s);
   // Materialised attention (megatron-2021) computes the whole square.
@@ -135,6 +135,24 @@ TEST(ComputeTimeTest, RecomputationByStackPolicy) {
   EXPECT_DOUBLE_EQ(LayerRecomputeTimeS(f, **FindStack("pytorch-fsdp"),
                                        Recompute::kSelective),
                    4.5);
+}
+
+TEST(ComputeTimeTest, BackwardRecomputesFlashScores) {
+  // GEMMs and element-wise kernels: 2x the forward. Attention: a flash
+  // kernel's backward recomputes Q K^T (5 products of s x s x d against the
+  // forward's 2: 2.5x); a materialised one reads its saved scores (2x).
+  const LayerComputeTimes f{.gemm_s = 6, .attention_s = 2, .elementwise_s = 1};
+  const TrainingStack& flash = **FindStack("megatron-core");
+  const TrainingStack& materialised = **FindStack("megatron-2021");
+  ASSERT_EQ(flash.attention, AttentionKernel::kFlash);
+  ASSERT_EQ(materialised.attention, AttentionKernel::kMaterialized);
+  EXPECT_DOUBLE_EQ(LayerBackwardTimeS(f, flash, Recompute::kNone),
+                   2 * 7 + 2.5 * 2);
+  EXPECT_DOUBLE_EQ(LayerBackwardTimeS(f, materialised, Recompute::kNone),
+                   2 * 9);
+  // Recomputation adds the forward it re-runs: full, the whole 9.
+  EXPECT_DOUBLE_EQ(LayerBackwardTimeS(f, flash, Recompute::kFull),
+                   2 * 7 + 2.5 * 2 + 9);
 }
 
 TEST(ComputeTimeTest, ContextParallelSplitsTokensNotKeys) {

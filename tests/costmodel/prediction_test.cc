@@ -99,16 +99,19 @@ TEST(PredictionTest, BreakdownAddsUp) {
   EXPECT_FALSE(Predict(w, "tp=2,pp=2,zero=1").prediction.full_run.has_value());
 }
 
-TEST(PredictionTest, ComputeIsThreeForwardsPlusOptimizer) {
-  // No parallelism but data: per micro-batch 3 x (32 layers + logits)
-  // forward times, 4 micro-batches, plus AdamW over all 6.74e9 parameters.
+TEST(PredictionTest, ComputeIsForwardsAndBackwardsPlusOptimizer) {
+  // No parallelism but data: per micro-batch 32 layers' forward and backward
+  // (compute_time.h) and 3 x the logits' forward, 4 micro-batches, plus
+  // AdamW over all 6.74e9 parameters.
   const Workload w = MakeWorkload("llama2-7b", "h100-sxm", 1, 32, 2048);
   const LayoutEvaluation e = Predict(w, "zero=0,micro_batch=1");
   const Calibration c = *DefaultCalibration(w);
   const LayerShard shard{.seq_len = 2048};
-  const double layer = ForwardLayerTimes(w.model, w.cluster.gpu,
-                                         **FindStack("megatron-core"), c, shard)
-                           .total_s();
+  const TrainingStack& stack = **FindStack("megatron-core");
+  const LayerComputeTimes forward =
+      ForwardLayerTimes(w.model, w.cluster.gpu, stack, c, shard);
+  const double layer = forward.total_s() +
+                       LayerBackwardTimeS(forward, stack, Recompute::kNone);
   const double logits = LogitsForwardTimeS(w.model, w.cluster.gpu, c, shard);
   const double optimizer = OptimizerStepTimeS(
       static_cast<double>(w.model.ParamCount()), w.cluster.gpu, c);
@@ -116,7 +119,7 @@ TEST(PredictionTest, ComputeIsThreeForwardsPlusOptimizer) {
   // AllReduce it hides (comm/overlap.h), counted as compute.
   EXPECT_GT(e.prediction.overlap_slowdown_s, 0);
   EXPECT_NEAR(e.prediction.compute_s - e.prediction.overlap_slowdown_s,
-              4 * 3 * (32 * layer + logits) + optimizer, 1e-9);
+              4 * (32 * layer + 3 * logits) + optimizer, 1e-9);
   EXPECT_EQ(e.prediction.bubble_s, 0);
   EXPECT_EQ(e.prediction.tp_comm_s, 0);
   EXPECT_GT(e.prediction.dp_comm_s, 0);

@@ -46,15 +46,17 @@ Parts PartsOf(const Workload& w, const TrainingStack& stack, const Layout& l,
               const Calibration& c, int64_t stage) {
   const LayerShard shard = LayerShard::Of(l, w.training);
   const StageParams sp = StageParamsPerGpu(w.model, l, stage);
-  const double fwd =
-      ForwardLayerTimes(w.model, w.cluster.gpu, stack, c, shard).total_s();
+  const LayerComputeTimes fwd =
+      ForwardLayerTimes(w.model, w.cluster.gpu, stack, c, shard);
   const double logits =
       LogitsForwardTimeS(w.model, w.cluster.gpu, c, shard);
   const LayoutPlacement place = PlaceLayout(l, w.cluster.gpus_per_node);
   const LayerCommTimes tp = TensorParallelLayerComm(
       w.model, shard, l.recompute, place.tp, w.cluster, c);
   Parts p;
-  p.compute_s = sp.layers * 3 * fwd + (sp.last ? 3 * logits : 0);
+  p.compute_s =
+      sp.layers * (fwd.total_s() + LayerBackwardTimeS(fwd, stack, l.recompute)) +
+      (sp.last ? 3 * logits : 0);
   p.tp_exposed_s = sp.layers * (tp.forward_exposed_s + tp.backward_exposed_s);
   p.sends_s = l.pp > 1 ? 2.0 * l.vpp *
                              PipelineSendTimeS(w.model, shard, false,
