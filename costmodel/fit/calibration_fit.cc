@@ -38,10 +38,24 @@ enum class Quantity {
   kExposedComm,
   kWatts,
   kPeakMemory,
-  kPeakAllocated
+  kPeakAllocated,
+  // The whole layout's peak (its most loaded stage) against the GPU's
+  // memory: a one-sided term, since a sample that ran fitted (see
+  // kFitsInMemory in Predicted).
+  kFitsInMemory
 };
 
-double Predicted(const Prediction& p, Quantity q) {
+// A sample's prediction: the step's, with the memory of the stage that
+// measured it (CalibrationSample::memory_stage) where one is named, and the
+// whole layout's peak apart.
+struct SamplePrediction {
+  Prediction step;
+  double layout_peak_bytes = 0;  // the most loaded stage's
+  double gpu_memory_bytes = 0;   // what the sample's GPU has
+};
+
+double Predicted(const SamplePrediction& s, Quantity q) {
+  const Prediction& p = s.step;
   switch (q) {
     case Quantity::kStepTime:
       return p.step_time_s;
@@ -57,6 +71,10 @@ double Predicted(const Prediction& p, Quantity q) {
       return p.memory.total_bytes;
     case Quantity::kPeakAllocated:
       return p.memory.total_bytes - p.memory.overhead_bytes;
+    case Quantity::kFitsInMemory:
+      // Compared with the GPU's memory as its "measurement": no residual
+      // while the peak is at most that, log(peak / memory) beyond it.
+      return std::max(s.layout_peak_bytes, s.gpu_memory_bytes);
   }
   return 0;
 }
@@ -213,6 +231,11 @@ absl::StatusOr<PreparedSample> PrepareSample(size_t index,
                            std::sqrt(weight * k) / sd});
   };
   add(Quantity::kStepTime, s.step_time_s, 0, 1);
+  // It ran, so its most loaded rank fitted in the GPU's memory (headroom 0:
+  // the headroom is the planner's margin, not the GPU's).
+  add(Quantity::kFitsInMemory,
+      static_cast<double>(p.resolved.workload.cluster.gpu.memory_bytes), 0,
+      o.memory_weight);
   struct Optional {
     const char* field;
     const std::optional<double>& value;
@@ -242,16 +265,20 @@ absl::StatusOr<PreparedSample> PrepareSample(size_t index,
   return p;
 }
 
-Prediction PredictSample(const PreparedSample& s, const Calibration& c) {
-  Prediction p;
-  PredictStep(s.resolved.workload, s.resolved.stack, s.layout, c,
+SamplePrediction PredictSample(const PreparedSample& s,
+                               const Calibration& c) {
+  SamplePrediction r;
+  Prediction& p = r.step;
+  const Workload& w = s.resolved.workload;
+  PredictStep(w, s.resolved.stack, s.layout, c,
               /*stop_if_over_memory=*/false, &p);
+  r.layout_peak_bytes = p.memory.total_bytes;
+  r.gpu_memory_bytes = static_cast<double>(w.cluster.gpu.memory_bytes);
   if (s.memory_stage.has_value()) {
-    const Workload& w = s.resolved.workload;
     p.memory = StageMemory(w.model, s.layout, w.training, s.resolved.stack, c,
                            *s.memory_stage);
   }
-  return p;
+  return r;
 }
 
 // log(predicted + floor) of every term of every sample, in order.
@@ -259,7 +286,7 @@ std::vector<double> LogPredictions(const std::vector<PreparedSample>& samples,
                                    const Calibration& c) {
   std::vector<double> out;
   for (const PreparedSample& s : samples) {
-    const Prediction p = PredictSample(s, c);
+    const SamplePrediction p = PredictSample(s, c);
     for (const Term& t : s.terms) {
       out.push_back(std::log(Predicted(p, t.quantity) + t.floor));
     }
@@ -273,6 +300,17 @@ std::vector<Axis> FreeAxes(const std::vector<PreparedSample>& samples,
                            const Calibration& prior,
                            const CalibrationFitOptions& o) {
   const std::vector<double> base = LogPredictions(samples, prior);
+  // A trial the prior already fits in memory identifies nothing about
+  // memory (a coefficient doubled would overflow it, but that is the
+  // prior's business): its kFitsInMemory term frees a coefficient only
+  // where the prior calls the trial too big.
+  std::vector<bool> probed;
+  for (const PreparedSample& s : samples) {
+    for (const Term& t : s.terms) {
+      probed.push_back(t.quantity != Quantity::kFitsInMemory ||
+                       base[probed.size()] > t.log_measured);
+    }
+  }
   std::vector<Axis> free;
   for (int j = 0; j < kCoefficients; ++j) {
     const std::string& name = Calibration::Infos()[j].name;
@@ -288,7 +326,8 @@ std::vector<Axis> FreeAxes(const std::vector<PreparedSample>& samples,
       moved.*kMembers[j] = axis.ToValue(u);
       const std::vector<double> probe = LogPredictions(samples, moved);
       for (size_t t = 0; t < base.size() && !sensitive; ++t) {
-        sensitive = std::abs(probe[t] - base[t]) > o.min_sensitivity;
+        sensitive =
+            probed[t] && std::abs(probe[t] - base[t]) > o.min_sensitivity;
       }
       if (sensitive) break;
     }
@@ -330,7 +369,7 @@ class Objective {
     r->clear();
     const Calibration c = At(u);
     for (const PreparedSample& s : samples_) {
-      const Prediction p = PredictSample(s, c);
+      const SamplePrediction p = PredictSample(s, c);
       for (const Term& t : s.terms) {
         r->push_back(t.scale * (std::log(Predicted(p, t.quantity) + t.floor) -
                                 t.log_measured));
@@ -653,8 +692,8 @@ CalibrationSampleResidual ResidualOf(const CalibrationSample& sample,
                                      const PreparedSample& prepared,
                                      const Calibration& prior,
                                      const Calibration& fitted) {
-  const Prediction before = PredictSample(prepared, prior);
-  const Prediction after = PredictSample(prepared, fitted);
+  const Prediction before = PredictSample(prepared, prior).step;
+  const Prediction after = PredictSample(prepared, fitted).step;
   CalibrationSampleResidual r;
   r.measured_step_time_s = sample.step_time_s;
   r.prior_step_time_s = before.step_time_s;

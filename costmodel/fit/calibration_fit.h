@@ -19,6 +19,12 @@
 // time; 0 otherwise),
 // sd_m = options.measurement_log_sd and sd_p = options.prior_log_sd (a
 // Gaussian prior in log space: the fit is the maximum a posteriori estimate).
+// Every sample also ran, so its most loaded rank fitted in its GPU's memory:
+// one more term per sample, weighted as measured memory, compares
+// max(predicted layout peak, GPU memory) with the GPU memory (headroom 0):
+// nothing while the prediction fits, log(peak / memory) beyond. A soft
+// bound: the fit brings such a peak to the GPU's memory within about
+// sd_m, not exactly under it.
 // It is minimised by Levenberg-Marquardt over the fitted u's with
 // finite-difference Jacobians, projected onto the coefficients' [min, max],
 // followed by golden-section line searches along each coefficient (to leave
@@ -47,7 +53,8 @@
 //     activity only if they communicate);
 //   - memory_*, saved_activation_factor, logits_bytes_per_element: only with
 //     samples that measured peak_memory_bytes (no time or power depends on
-//     them), each where it moves that sample's predicted peak; a sample
+//     them), each where it moves that sample's predicted peak, or with a
+//     sample the prior calls too big for its GPU (it ran); a sample
 //     that measured peak_allocated_bytes moves the last two only (the
 //     allocator's overhead is not in what tensors were handed).
 // A sample with a single rank therefore moves only compute coefficients.

@@ -272,6 +272,42 @@ TEST(CalibrationFitTest, OneStagesMemoryIsComparedWithThatStage) {
   EXPECT_LT(as_peak.calibration.saved_activation_factor, 1.0);
 }
 
+TEST(CalibrationFitTest, ATrialThatRanFitsInMemoryAfterTheFit) {
+  // A trial that ran fitted in its GPU's memory, measured or not: where the
+  // prior says it would not (activations 1.0x where the truth keeps 0.5x),
+  // the fit moves the memory coefficients until it does, from step times
+  // alone. Trials the prior already fits leave them at the prior.
+  Calibration truth;
+  truth.saved_activation_factor = 0.5;
+  const Workload w = H100("llama3-8b", 1, 64, 8192);
+  const double gpu_bytes = static_cast<double>(w.cluster.gpu.memory_bytes);
+  std::vector<CalibrationSample> samples = {
+      Trial(w, "tp=4,sp=1,zero=1,micro_batch=4", truth, {}),
+      Trial(w, "tp=8,sp=1,zero=1,micro_batch=8", truth, {}),
+      Trial(w, "tp=4,sp=1,zero=1,micro_batch=8", truth, {})};
+  auto prior_ratio = [&](const CalibrationSample& s) {
+    return PredictLayout(w, s.layout, Calibration{})
+               .prediction.memory.total_bytes /
+           gpu_bytes;
+  };
+  ASSERT_LT(prior_ratio(samples[0]), 1);
+  ASSERT_LT(prior_ratio(samples[1]), 1);
+  ASSERT_GT(prior_ratio(samples[2]), 1.3);  // 111 GiB at the prior
+  const CalibrationFit fit = Fit(samples);
+  EXPECT_TRUE(Contains(fit.fitted, "saved_activation_factor"));
+  EXPECT_LT(fit.calibration.saved_activation_factor, 0.8);
+  // Pulled to the GPU's memory within a measurement's precision (a soft
+  // bound: the prior still pulls the other way).
+  EXPECT_LT(fit.residuals[2].fitted_peak_memory_bytes / gpu_bytes, 1.01);
+  // Without the trial the prior calls too big, nothing says memory is
+  // smaller: the memory coefficients stay where they were.
+  samples.pop_back();
+  const CalibrationFit fits_already = Fit(samples);
+  EXPECT_FALSE(Contains(fits_already.fitted, "saved_activation_factor"));
+  EXPECT_EQ(fits_already.calibration.saved_activation_factor,
+            Calibration{}.saved_activation_factor);
+}
+
 TEST(CalibrationFitTest, RecoversThePerturbedCoefficients) {
   const Calibration truth = Truth();
   const CalibrationFit fit = Fit(TrialRound(truth, /*watts=*/true));
