@@ -7,14 +7,22 @@
 //
 // With --row N, row N in full: its mapping, assumptions and breakdown. With
 // --stack-file F (repeatable), stack file F replaces the built-in stack of
-// its name: how a changed stack is judged before it is built in.
+// its name: how a changed stack is judged before it is built in. With
+// --unstated-recompute none|selective|full, the rows that do not say which
+// recomputation they ran are predicted with that one instead of the
+// loader's assumption: how much an unstated setting can explain.
 //
 //   build/bench/costmodel/published_runs_bench [--rows] [--row N]
-//       [--stack-file F]... [FILE]
+//       [--stack-file F]... [--unstated-recompute MODE] [FILE]
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/layout.h"
 
 #include "costmodel/stacks/training_stack.h"
 #include "costmodel/published/published_runs.h"
@@ -22,6 +30,7 @@
 int main(int argc, char** argv) {
   bool rows = false;
   int row = -1;
+  std::optional<tessera::Recompute> unstated_recompute;
   std::string path =
       std::string(TESSERA_SOURCE_DIR) + "/tests/data/measured_published.json";
   for (int i = 1; i < argc; ++i) {
@@ -35,9 +44,20 @@ int main(int argc, char** argv) {
         std::cerr << "published_runs_bench: " << s.message() << "\n";
         return 2;
       }
+    } else if (std::strcmp(argv[i], "--unstated-recompute") == 0 &&
+               i + 1 < argc) {
+      const absl::StatusOr<tessera::Recompute> r =
+          tessera::ParseRecompute(argv[++i]);
+      if (!r.ok()) {
+        std::cerr << "published_runs_bench: --unstated-recompute: "
+                  << r.status().message() << "\n";
+        return 2;
+      }
+      unstated_recompute = *r;
     } else if (argv[i][0] == '-') {
       std::cerr << "usage: published_runs_bench [--rows] [--row N] "
-                   "[--stack-file F]... [FILE]\n";
+                   "[--stack-file F]... [--unstated-recompute "
+                   "none|selective|full] [FILE]\n";
       return 2;
     } else {
       path = argv[i];
@@ -48,6 +68,19 @@ int main(int argc, char** argv) {
   if (!runs.ok()) {
     std::cerr << "published_runs_bench: " << runs.status().message() << "\n";
     return 1;
+  }
+  if (unstated_recompute.has_value()) {
+    for (tessera::costmodel::PublishedRun& run : runs->runs) {
+      if (run.recompute_given) continue;
+      run.layout.recompute = *unstated_recompute;
+      std::erase_if(run.assumptions, [](const std::string& a) {
+        return absl::StartsWith(a, "recompute ") &&
+               absl::EndsWith(a, "(not given)");
+      });
+      run.assumptions.push_back(absl::StrCat(
+          "recompute ", tessera::RecomputeName(*unstated_recompute),
+          " (--unstated-recompute)"));
+    }
   }
   const tessera::costmodel::ValidationReport report =
       tessera::costmodel::ValidatePublishedRuns(*runs);

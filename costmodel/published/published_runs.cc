@@ -323,6 +323,7 @@ absl::StatusOr<Layout> RowLayout(RowMapping& m, const Sc21Split& sc21,
     // The SC'21 paper's runs recompute every layer.
     l.recompute = source == "megatron-lm-a100-2021" ? Recompute::kFull
                                                     : Recompute::kNone;
+    m.run.recompute_given = false;
     m.Assume(absl::StrCat("recompute ", RecomputeName(l.recompute),
                           " (not given)"));
   } else if (ac == "none") {

@@ -54,6 +54,9 @@ struct PublishedRun {
   // selective policy is taken, or full recomputation where that does not
   // fit, the least a user would have run.
   bool least_recompute_that_fits = false;
+  // The row says which recomputation it ran; false: the loader assumed one
+  // (none, or full for the SC'21 rows) and says so in `assumptions`.
+  bool recompute_given = true;
   std::vector<std::string> assumptions;
 };
 
