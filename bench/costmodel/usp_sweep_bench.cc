@@ -141,6 +141,9 @@ int Run(int argc, char** argv) {
     std::cout << " " << name << "=" << *fit->calibration.Get(name);
   }
   std::cout << "\n";
+  for (const std::string& w : fit->warnings) {
+    std::cout << "fit warning: " << w << "\n";
+  }
   SweepReport fitted = EvaluateLayoutSweep(
       *sweep, [&](const SweepRow&) { return fit->calibration; });
   PrintSweepReport(fitted, std::cout);

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/status_macros.h"
+#include "core/units.h"
 #include "costmodel/memory/memory_model.h"
 #include "costmodel/resolved_workload.h"
 #include "costmodel/step_model.h"
@@ -30,6 +31,11 @@ const double kLogTwo = std::log(2.0);
 
 // Rounds of "fit, leave out the outliers, fit again" at most.
 constexpr int kOutlierRounds = 3;
+
+// A sample that ran but that the fit still predicts above its GPU's memory
+// by more than this fraction (past the soft bound's reach, about
+// measurement_log_sd / 2) is named in a warning.
+constexpr double kOverMemoryWarningFraction = 0.02;
 
 enum class Quantity {
   kStepTime,
@@ -915,6 +921,20 @@ absl::StatusOr<CalibrationFit> FitCalibration(
     fit.residuals = std::move(residuals);
   }
   AddWarnings(prior, options, &fit);
+  // What ran but still does not fit: the memory model misses something
+  // that layout holds, or the sample's GPU figure is not the GPU's.
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const SamplePrediction p = PredictSample(prepared[i], fit.calibration);
+    if (p.layout_peak_bytes >
+        (1 + kOverMemoryWarningFraction) * p.gpu_memory_bytes) {
+      fit.warnings.push_back(absl::StrFormat(
+          "samples[%d] ran, but the fit still needs %.1f GiB per GPU on its "
+          "%.1f GiB GPU (%s): the memory model misses something this layout "
+          "holds, or the GPU's memory figure is not the one it ran on",
+          i, p.layout_peak_bytes / kGiB, p.gpu_memory_bytes / kGiB,
+          FormatLayout(prepared[i].layout)));
+    }
+  }
   return fit;
 }
 

@@ -225,8 +225,10 @@ struct CalibrationFit {
   int iterations = 0;  // Levenberg-Marquardt steps taken
   // One per input sample, in order, the left-out ones marked `excluded`.
   std::vector<CalibrationSampleResidual> residuals;
-  // What the caller should know: coefficients pushed to a bound, and fits
-  // the coefficients' ranges cannot make good (wrong hardware figures).
+  // What the caller should know: coefficients pushed to a bound, fits the
+  // coefficients' ranges cannot make good (wrong hardware figures), samples
+  // left out, and samples that ran but that the fit still predicts more
+  // than 2% over their GPU's memory.
   std::vector<std::string> warnings;
 };
 

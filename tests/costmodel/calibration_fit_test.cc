@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "costmodel/memory/memory_model.h"
 #include "costmodel/prediction.h"
@@ -299,6 +300,19 @@ TEST(CalibrationFitTest, ATrialThatRanFitsInMemoryAfterTheFit) {
   // Pulled to the GPU's memory within a measurement's precision (a soft
   // bound: the prior still pulls the other way).
   EXPECT_LT(fit.residuals[2].fitted_peak_memory_bytes / gpu_bytes, 1.01);
+  for (const std::string& warning : fit.warnings) {
+    EXPECT_FALSE(absl::StrContains(warning, "ran, but")) << warning;
+  }
+  // With the memory coefficients held, nothing can bring it down: the fit
+  // says which sample ran but still does not fit, and by how much.
+  CalibrationFitOptions held;
+  held.fixed = {"saved_activation_factor", "logits_bytes_per_element",
+                "memory_fixed_overhead_gib", "memory_fragmentation"};
+  const CalibrationFit stuck = Fit(samples, Calibration{}, held);
+  ASSERT_EQ(stuck.warnings.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(stuck.warnings[0], "samples[2] ran, but"))
+      << stuck.warnings[0];
+  EXPECT_TRUE(absl::StrContains(stuck.warnings[0], "tp=4")) << stuck.warnings[0];
   // Without the trial the prior calls too big, nothing says memory is
   // smaller: the memory coefficients stay where they were.
   samples.pop_back();
