@@ -205,9 +205,20 @@ TrainingConfig RowTraining(RowMapping& m) {
     m.Assume("fp8 (precision not given; >700 model TFLOP/s on H100 implies it)");
   }
   if (source == "torchtitan") {
-    t.stack_options.push_back(absl::StrContains(notes, "torch.compile")
-                                  ? "compile"
-                                  : "no-compile");
+    const bool compiled = absl::StrContains(notes, "torch.compile");
+    t.stack_options.push_back(compiled ? "compile" : "no-compile");
+    // torchtitan compiles the loss with the blocks since 2025-04
+    // (bbb1b616e); the rows' sources give their date.
+    static const std::regex kDate("(20[0-9][0-9]-[0-9][0-9])");
+    std::smatch date;
+    const std::string full_source = Text(m.row, "source");
+    if (compiled && std::regex_search(full_source, date, kDate) &&
+        date[1].str() < "2025-04") {
+      t.stack_options.push_back("eager-loss");
+      m.Assume(absl::StrCat("torch.compile of the blocks only, the loss eager "
+                            "(torchtitan before 2025-04; the source is ",
+                            date[1].str(), ")"));
+    }
     if ((absl::StrContains(notes, "AsyncTP") ||
          absl::StrContains(notes, "Async TP") ||
          absl::StrContains(notes, "async TP")) &&

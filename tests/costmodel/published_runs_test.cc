@@ -9,6 +9,7 @@
 // prints the same, with --rows every row).
 #include <cmath>
 #include <iostream>
+#include <map>
 #include <set>
 #include <string>
 
@@ -75,22 +76,22 @@ TEST(PublishedRunsTest, ThroughputWithinTheTargets) {
 
 TEST(PublishedRunsTest, PeakMemoryWhereMeasured) {
   // torchtitan reports the peak on 20 of its rows. The target is 10% on
-  // every one; the model is within 10% on 14. The six it misses, each
-  // explained in the closing note: the 70B 2D rows (10, 11) and the 405B
-  // 1F1B rows with the most tokens in flight (12, 17) are predicted 15-24%
-  // low; the H200 rows of a later torchtitan (30, 31: it compiles the loss
-  // and no longer keeps the fp32 logits) 39% high.
-  const std::set<int64_t> known = {10, 11, 12, 17, 30, 31};
+  // every one; the model is within 10% on 14. The six it misses: the 70B
+  // 2D rows (10, 11) and the 405B 1F1B rows with the most tokens in flight
+  // (12, 17) are predicted 15-24% low; the H200 rows of a later torchtitan
+  // (30, 31), 39% high until the compiled loss's 4 bytes per logit
+  // (option compile; eager-loss for the 2024 rows), 11-13% high now.
+  const std::map<int64_t, double> known = {{10, 0.25}, {11, 0.25},
+                                           {12, 0.25}, {17, 0.25},
+                                           {30, 0.15}, {31, 0.15}};
   int within = 0;
   for (const ValidatedRun& v : Report().rows) {
     if (!v.memory_ratio) continue;
     const double error = *v.memory_ratio - 1;
     if (std::abs(error) <= 0.10) ++within;
-    if (known.count(v.run->index)) {
-      EXPECT_LE(std::abs(error), 0.40) << "row " << v.run->index;
-    } else {
-      EXPECT_LE(std::abs(error), 0.10) << "row " << v.run->index;
-    }
+    const auto bound = known.find(v.run->index);
+    EXPECT_LE(std::abs(error), bound == known.end() ? 0.10 : bound->second)
+        << "row " << v.run->index;
   }
   EXPECT_GE(within, 14);
   EXPECT_EQ(Report().all.memory_rows, 20);
@@ -108,12 +109,14 @@ TEST(PublishedRunsTest, ARowSaysWhetherItGaveItsRecomputation) {
 }
 
 TEST(PublishedRunsTest, RankingWithinGroups) {
-  // Groups of rows that differ only in layout: the predicted best is the
-  // measured best in 7 of 9, and ranks correlate.
+  // Groups of rows that differ only in layout (same source, model, GPUs,
+  // precision and stack options): the predicted best is the measured best
+  // in 6 of 7, and ranks correlate. (9 groups before torchtitan's 2024 rows
+  // took eager-loss: two groups had merged them with 2025 rows.)
   const RankingSummary& s = Report().ranking;
-  EXPECT_EQ(s.groups, 9);
-  EXPECT_GE(s.best_matches, 7);
-  EXPECT_GE(s.mean_spearman, 0.55);
+  EXPECT_EQ(s.groups, 7);
+  EXPECT_GE(s.best_matches, 6);
+  EXPECT_GE(s.mean_spearman, 0.75);
 }
 
 // The model error a prediction with the stack defaults is quoted with

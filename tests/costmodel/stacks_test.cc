@@ -130,12 +130,23 @@ TEST(StacksTest, OptionsLayerOverTheDefaults) {
             titan.coefficients_by_architecture.at("hopper").at(
                 "attention_efficiency"));
   EXPECT_NE(on_h100.attention_efficiency, on_a100.attention_efficiency);
-  EXPECT_EQ(on_h100.logits_bytes_per_element,
-            titan.coefficients.at("logits_bytes_per_element"));
   EXPECT_EQ(on_h100.ring_latency_factor, generic.ring_latency_factor);
-  // compile is on by default; turning it off restores the eager figures.
+  // compile is on by default; turning it off restores the eager figures,
+  // the stack's own logits among them (compile compiles the loss too).
   const Calibration eager = *StackCalibration(titan, h100, {"no-compile"});
   EXPECT_GT(eager.elementwise_traffic_factor,
+            on_h100.elementwise_traffic_factor);
+  EXPECT_EQ(on_h100.logits_bytes_per_element,
+            titan.FindOption("compile")->coefficients.at(
+                "logits_bytes_per_element"));
+  EXPECT_EQ(eager.logits_bytes_per_element,
+            titan.coefficients.at("logits_bytes_per_element"));
+  // A later option overrides an earlier one: compiled blocks, eager loss.
+  const Calibration blocks_only =
+      *StackCalibration(titan, h100, {"eager-loss"});
+  EXPECT_EQ(blocks_only.logits_bytes_per_element,
+            titan.coefficients.at("logits_bytes_per_element"));
+  EXPECT_EQ(blocks_only.elementwise_traffic_factor,
             on_h100.elementwise_traffic_factor);
   EXPECT_EQ(StackCalibration(titan, h100, {"async-tp"})->tp_overlap_efficiency,
             titan.FindOption("async-tp")->coefficients.at(
@@ -143,8 +154,8 @@ TEST(StacksTest, OptionsLayerOverTheDefaults) {
   // Unknown or repeated options are refused.
   EXPECT_EQ(StackCalibration(titan, h100, {"warp-drive"}).status().message(),
             "training.stack_options: the torchtitan stack has no option "
-            "'warp-drive' (its options: compile, async-tp, float8-rowwise, "
-            "selective-layer)");
+            "'warp-drive' (its options: compile, eager-loss, async-tp, "
+            "float8-rowwise, selective-layer)");
   EXPECT_NE(StackCalibration(titan, h100, {"compile", "no-compile"})
                 .status()
                 .message()

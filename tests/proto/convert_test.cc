@@ -277,7 +277,8 @@ TEST(ConvertTest, TrainingStackOptionsAndPrecision) {
       {R"({"global_batch": 8, "seq_len": 16, "stack": "torchtitan",
            "stack_options": ["turbo"]})",
        "training.stack_options: the torchtitan stack has no option 'turbo' "
-       "(its options: compile, async-tp, float8-rowwise, selective-layer)"},
+       "(its options: compile, eager-loss, async-tp, float8-rowwise, "
+       "selective-layer)"},
       {R"({"global_batch": 8, "seq_len": 16, "precision": "fp4"})",
        "training.precision: 'fp4' is not bf16 or fp8"},
       {R"({"global_batch": 8, "seq_len": 16, "stack": "deepspeed",
