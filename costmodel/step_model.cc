@@ -52,7 +52,7 @@ void CostLayer(const Workload& w, const TrainingStack& stack, const Layout& l,
                                  w.cluster, c);
   r.cp = ContextParallelLayerComm(
       w.model, shard, l.recompute, place.cp, w.cluster, c, fwd.attention_s,
-      AttentionBackwardFactor(stack.attention) * fwd.attention_s);
+      AttentionBackwardTimeS(fwd, stack));
   r.logits_forward_s = LogitsForwardTimeS(w.model, gpu, c, shard);
   if (l.pp > 1) {
     r.send_s =

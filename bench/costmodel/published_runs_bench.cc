@@ -20,10 +20,7 @@
 #include <optional>
 #include <string>
 
-#include "absl/strings/match.h"
-#include "absl/strings/str_cat.h"
 #include "core/layout.h"
-
 #include "costmodel/stacks/training_stack.h"
 #include "costmodel/published/published_runs.h"
 
@@ -70,17 +67,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (unstated_recompute.has_value()) {
-    for (tessera::costmodel::PublishedRun& run : runs->runs) {
-      if (run.recompute_given) continue;
-      run.layout.recompute = *unstated_recompute;
-      std::erase_if(run.assumptions, [](const std::string& a) {
-        return absl::StartsWith(a, "recompute ") &&
-               absl::EndsWith(a, "(not given)");
-      });
-      run.assumptions.push_back(absl::StrCat(
-          "recompute ", tessera::RecomputeName(*unstated_recompute),
-          " (--unstated-recompute)"));
-    }
+    tessera::costmodel::AssumeUnstatedRecompute(*unstated_recompute,
+                                                &*runs);
   }
   const tessera::costmodel::ValidationReport report =
       tessera::costmodel::ValidatePublishedRuns(*runs);

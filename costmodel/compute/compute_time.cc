@@ -97,10 +97,14 @@ double AttentionBackwardFactor(AttentionKernel kernel) {
   return kernel == AttentionKernel::kFlash ? 2.5 : 2.0;
 }
 
+double AttentionBackwardTimeS(const LayerComputeTimes& f,
+                              const TrainingStack& stack) {
+  return AttentionBackwardFactor(stack.attention) * f.attention_s;
+}
+
 double LayerBackwardTimeS(const LayerComputeTimes& f,
                           const TrainingStack& stack, Recompute recompute) {
-  return 2 * (f.gemm_s + f.elementwise_s) +
-         AttentionBackwardFactor(stack.attention) * f.attention_s +
+  return 2 * (f.gemm_s + f.elementwise_s) + AttentionBackwardTimeS(f, stack) +
          LayerRecomputeTimeS(f, stack, recompute);
 }
 

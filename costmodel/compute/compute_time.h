@@ -82,6 +82,11 @@ LayerComputeTimes ForwardLayerTimes(const ModelConfig& model,
 // materialised kernel reads its saved probabilities: 2x.
 double AttentionBackwardFactor(AttentionKernel kernel);
 
+// The attention core's backward time: AttentionBackwardFactor of the stack's
+// kernel x its forward time.
+double AttentionBackwardTimeS(const LayerComputeTimes& forward,
+                              const TrainingStack& stack);
+
 // One layer's backward for one micro-batch: 2x the forward's GEMMs and
 // element-wise kernels, the attention core's backward
 // (AttentionBackwardFactor x its forward), plus what `recompute` re-runs

@@ -99,6 +99,11 @@ bool IsFp8(const std::string& p) {
   return absl::StrContains(p, "fp8") || absl::StrContains(p, "float8");
 }
 
+// The assumption a row that does not give its recomputation records.
+std::string UnstatedRecomputeAssumption(Recompute r) {
+  return absl::StrCat("recompute ", RecomputeName(r), " (not given)");
+}
+
 // What the parts of MapRow share: the row, the run it fills and its
 // notes; Assume records what the row did not say, in the order met.
 struct RowMapping {
@@ -335,8 +340,7 @@ absl::StatusOr<Layout> RowLayout(RowMapping& m, const Sc21Split& sc21,
     l.recompute = source == "megatron-lm-a100-2021" ? Recompute::kFull
                                                     : Recompute::kNone;
     m.run.recompute_given = false;
-    m.Assume(absl::StrCat("recompute ", RecomputeName(l.recompute),
-                          " (not given)"));
+    m.Assume(UnstatedRecomputeAssumption(l.recompute));
   } else if (ac == "none") {
     l.recompute = Recompute::kNone;
   } else if (ac == "full") {
@@ -492,6 +496,16 @@ std::string StackOfSource(absl::string_view source_text) {
 
 std::optional<std::string> GpuPresetOfName(absl::string_view gpu) {
   return GpuPresetOf(std::string(gpu));
+}
+
+void AssumeUnstatedRecompute(Recompute recompute, PublishedRuns* runs) {
+  for (PublishedRun& run : runs->runs) {
+    if (run.recompute_given) continue;
+    std::replace(run.assumptions.begin(), run.assumptions.end(),
+                 UnstatedRecomputeAssumption(run.layout.recompute),
+                 UnstatedRecomputeAssumption(recompute));
+    run.layout.recompute = recompute;
+  }
 }
 
 absl::StatusOr<PublishedRuns> LoadPublishedRuns(const std::string& path) {

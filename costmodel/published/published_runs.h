@@ -88,6 +88,11 @@ absl::StatusOr<PublishedRuns> LoadPublishedRuns(const std::string& path);
 absl::StatusOr<PublishedRuns> ParsePublishedRuns(absl::string_view text,
                                                  absl::string_view source);
 
+// Predicts the runs that do not give their recomputation
+// (!recompute_given) with `recompute` instead of the loader's assumption,
+// and says so in their assumptions: how much an unstated setting explains.
+void AssumeUnstatedRecompute(Recompute recompute, PublishedRuns* runs);
+
 // One mapped run with its prediction.
 struct ValidatedRun {
   const PublishedRun* run = nullptr;
