@@ -1,7 +1,6 @@
 #include "agents/hardware.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -11,6 +10,7 @@
 #include "agents/files.h"
 #include "core/status_macros.h"
 #include "core/trial_backend.h"
+#include "core/usable_cpus.h"
 
 namespace tessera::agents {
 namespace {
@@ -49,7 +49,7 @@ absl::StatusOr<Hardware> CpuHardware(const HardwareOptions& options) {
 }  // namespace
 
 int64_t DefaultCpuRanks() {
-  return std::max<int64_t>(2, std::thread::hardware_concurrency());
+  return std::max<int64_t>(2, UsableCpuCount());
 }
 
 std::string CpuModelFromCpuinfo(absl::string_view cpuinfo) {

@@ -39,8 +39,9 @@ struct Hardware {
 // ("--backend: ...") or fewer than one CPU rank ("--cpu-ranks: ...").
 absl::StatusOr<Hardware> DetectHardware(const HardwareOptions& options);
 
-// The hardware threads of this host, at least 2 (so that collectives
-// between thread ranks are probed and trialed even on one core).
+// The CPUs this agent may run on (its affinity mask, core/usable_cpus.h),
+// at least 2 (so that collectives between thread ranks are probed and
+// trialed even on one core).
 int64_t DefaultCpuRanks();
 
 // The first "model name" of /proc/cpuinfo's text (x86), else its first

@@ -68,8 +68,9 @@ struct AgentFlags {
                 "this host's GPUs, else its CPU)",
                 &backend);
     f.AddInt("cpu-ranks", "N",
-             "thread ranks offered by the cpu backend (default: hardware "
-             "threads, at least 2)",
+             "thread ranks offered by the cpu backend (default: the CPUs "
+             "this agent may run on, its taskset/cgroup affinity, at least "
+             "2)",
              &cpu_ranks);
     f.AddString("address", "HOST",
                 "what other agents' trial processes dial for rendezvous "

@@ -79,10 +79,31 @@ if [ "$backend" = command ]; then
   chmod 600 "$run_dir/agent-commands"
   policy=(--command-policy "$run_dir/agent-commands")
 fi
+# The two agents share this host's CPUs, where a real cluster gives each
+# agent its own node: each gets its own half of them (taskset; the trials
+# size their threads by it, core/usable_cpus.h), so that a trial measures
+# the same whether or not the other agent runs one beside it. Unpinned, a
+# trial that ran alone measured twice the tokens/s of one that shared the
+# CPUs, and the study recommended whichever happened to run alone.
+cpus=()
+IFS=, read -r -a ranges <<< "$(taskset -pc $$ | sed 's/.*: //')"
+for range in "${ranges[@]}"; do
+  mapfile -t -O "${#cpus[@]}" cpus < <(seq "${range%-*}" "${range#*-}")
+done
+half=$(( ${#cpus[@]} / 2 ))
+[ "$half" -ge 1 ] || echo "quickstart: one CPU for both agents: trials that" \
+  "run at the same time slow each other, so compare trials with care"
 for name in a b; do
-  build/agents/tessera-agent --planner "$addr" --id "quickstart-$name" \
-    --backend "$backend" --cpu-ranks 2 --work-dir "$run_dir/agent-$name" \
-    --log "$run_dir/agent-$name.log" "${policy[@]}" &
+  pin=()
+  if [ "$half" -ge 1 ]; then
+    if [ "$name" = a ]; then mine=("${cpus[@]:0:half}"); else mine=("${cpus[@]:half}"); fi
+    pin=(taskset -c "$(IFS=,; echo "${mine[*]}")")
+    echo "agent $name on CPUs ${pin[2]}"
+  fi
+  "${pin[@]}" build/agents/tessera-agent --planner "$addr" \
+    --id "quickstart-$name" --backend "$backend" --cpu-ranks 2 \
+    --work-dir "$run_dir/agent-$name" --log "$run_dir/agent-$name.log" \
+    "${policy[@]}" &
   pids+=($!)
 done
 

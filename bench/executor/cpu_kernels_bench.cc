@@ -15,12 +15,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "core/model.h"
+#include "core/usable_cpus.h"
 #include "executor/cpu/cpu_backend.h"
 #include "executor/cpu/gemm.h"
 
@@ -166,7 +166,7 @@ template <typename Fn, typename... Args>
 void Register(const std::string& name, Fn fn, Args... args) {
   auto* one = benchmark::RegisterBenchmark(name.c_str(), fn, args...);
   one->ArgName("t")->Arg(1);
-  const int hardware = std::max(1u, std::thread::hardware_concurrency());
+  const int hardware = tessera::UsableCpuCount();
   if (hardware > 1) {
     benchmark::RegisterBenchmark(name.c_str(), fn, args...)
         ->ArgName("t")

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
+#include "core/usable_cpus.h"
 #include "costmodel/resolved_workload.h"
 
 namespace tessera::costmodel {
@@ -234,7 +235,7 @@ absl::StatusOr<ScaleResult> SearchScale(const Workload& workload,
     }
   };
   const size_t workers = std::min<size_t>(
-      nodes.size(), std::max(1u, std::thread::hardware_concurrency()));
+      nodes.size(), static_cast<size_t>(UsableCpuCount()));
   std::vector<std::thread> threads;
   for (size_t t = 1; t < workers; ++t) threads.emplace_back(work);
   work();

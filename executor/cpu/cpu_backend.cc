@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "core/status_macros.h"
+#include "core/usable_cpus.h"
 #include "executor/cpu/adamw.h"
 #include "executor/cpu/attention.h"
 #include "executor/cpu/cross_entropy.h"
@@ -33,7 +33,7 @@ void ApplyBlasThreads(int requested)
     cpu::SetBlasThreads(requested);
     return;
   }
-  const int hardware = std::max(1u, std::thread::hardware_concurrency());
+  const int hardware = UsableCpuCount();
   cpu::SetBlasThreads(std::max(1, hardware / std::max(1, g_live_backends)));
 }
 

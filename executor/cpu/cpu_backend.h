@@ -39,8 +39,8 @@ struct CpuBackendOptions {
   int64_t memory_limit_bytes = 0;
   // Threads one GEMM may use. Process-wide (one BLAS thread pool): each
   // backend sets it when created, the last one created wins. 0 = automatic:
-  // the hardware threads divided among the live CpuBackends (rank threads x
-  // BLAS threads <= cores), at least 1, recomputed as backends come and go.
+  // the CPUs the process may run on (core/usable_cpus.h) divided among the
+  // live CpuBackends (rank threads x BLAS threads <= CPUs), at least 1, recomputed as backends come and go.
   int blas_threads = 0;
 };
 

@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/usable_cpus.h"
+
 namespace tessera::executor {
 namespace {
 
@@ -58,7 +60,7 @@ void FillNormalSlice(uint64_t seed, uint64_t param_id, double std,
   const int64_t rows = r1 - r0;
   const int64_t threads = std::min<int64_t>(
       {rows, std::max<int64_t>(1, rows * width / kElementsPerThread),
-       std::max<int64_t>(1, std::thread::hardware_concurrency())});
+       int64_t{UsableCpuCount()}});
   if (threads <= 1) {
     fill_rows(r0, r1);
     return;

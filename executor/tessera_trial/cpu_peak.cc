@@ -2,15 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
+#include "core/usable_cpus.h"
 #include "executor/cpu/cpu_backend.h"
 
 namespace tessera::executor {
 
 double MeasureCpuPeakTflops(int n, int repeats) {
-  CpuBackend backend({.blas_threads = static_cast<int>(
-                          std::max(1u, std::thread::hardware_concurrency()))});
+  CpuBackend backend({.blas_threads = UsableCpuCount()});
   auto a = backend.Allocate(int64_t{n} * n, DType::kF32, "peak a");
   auto b = backend.Allocate(int64_t{n} * n, DType::kF32, "peak b");
   auto c = backend.Allocate(int64_t{n} * n, DType::kF32, "peak c");

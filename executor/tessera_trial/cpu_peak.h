@@ -7,7 +7,8 @@
 namespace tessera::executor {
 
 // TFLOP/s of the best of `repeats` n x n x n sgemm calls (n = 1024 by
-// default) through the backend, using all hardware threads.
+// default) through the backend, using every CPU the process may run on
+// (core/usable_cpus.h).
 double MeasureCpuPeakTflops(int n = 1024, int repeats = 3);
 
 }  // namespace tessera::executor

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +12,7 @@
 #include "core/model_flops.h"
 #include "core/status_macros.h"
 #include "core/trial_time_budget.h"
+#include "core/usable_cpus.h"
 #include "executor/comm/run_ranks.h"
 #include "executor/comm/tcp_communicator.h"
 #include "executor/cpu/cpu_backend.h"
@@ -68,7 +68,7 @@ TrialResult RunCpuTrial(const TrialConfig& c) {
   }
   const EngineConfig& engine_config = setup->engine;
   const int threads =
-      static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+      UsableCpuCount();
   const int64_t host_ranks = c.ranks_per_host > 0 ? c.ranks_per_host : c.ranks;
   const int blas_threads = std::max(
       1, threads / static_cast<int>(std::min<int64_t>(host_ranks, threads)));
@@ -81,10 +81,10 @@ TrialResult RunCpuTrial(const TrialConfig& c) {
     peak_per_rank = MeasureCpuPeakTflops() / static_cast<double>(host_ranks);
   }
   r.peak_tflops_source = absl::StrFormat(
-      "measured: best of 3 sgemm 1024^3 on %d hardware threads, / %d ranks "
+      "measured: best of 3 sgemm 1024^3 on %d usable CPUs, / %d ranks "
       "per host",
       threads, host_ranks);
-  r.device = absl::StrFormat("cpu (%d ranks%s on %d hardware threads)", c.ranks,
+  r.device = absl::StrFormat("cpu (%d ranks%s on %d usable CPUs)", c.ranks,
                              one_process ? "" : ", a process each", threads);
   const Clock::time_point deadline = TrialDeadline(c);
 

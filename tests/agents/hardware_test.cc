@@ -2,9 +2,9 @@
 
 #include <unistd.h>
 
-#include <thread>
 
 #include "agents/cuda_devices.h"
+#include "core/usable_cpus.h"
 #include "gtest/gtest.h"
 
 namespace tessera::agents {
@@ -44,7 +44,7 @@ TEST(HardwareTest, MemTotalInBytes) {
 TEST(HardwareTest, DefaultCpuRanksAtLeastTwo) {
   EXPECT_GE(DefaultCpuRanks(), 2);
   EXPECT_GE(DefaultCpuRanks(),
-            static_cast<int64_t>(std::thread::hardware_concurrency()));
+            int64_t{UsableCpuCount()});
 }
 
 TEST(HardwareTest, ForcedCpuSplitsThisHostsMemory) {

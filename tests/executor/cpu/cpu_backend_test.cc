@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/usable_cpus.h"
 #include "executor/cpu/adamw.h"
 #include "executor/cpu/attention.h"
 #include "executor/cpu/cross_entropy.h"
@@ -16,6 +17,7 @@
 #include "executor/cpu/rope.h"
 #include "executor/cpu/swiglu.h"
 #include "gtest/gtest.h"
+#include "tests/core/scoped_cpu_affinity.h"
 #include "tests/executor/cpu/cpu_test_util.h"
 
 namespace tessera::executor {
@@ -125,7 +127,7 @@ TEST(CpuBackendMemoryTest, CountersAreThreadSafe) {
 }
 
 TEST(CpuBackendTest, BlasThreadsFollowTheLiveBackends) {
-  const int hardware = std::max(1u, std::thread::hardware_concurrency());
+  const int hardware = UsableCpuCount();
   {
     CpuBackend one;
     EXPECT_EQ(cpu::BlasThreads(), hardware);
@@ -137,6 +139,16 @@ TEST(CpuBackendTest, BlasThreadsFollowTheLiveBackends) {
     CpuBackend pinned({.blas_threads = 3});
     EXPECT_EQ(cpu::BlasThreads(), 3);
   }
+}
+
+// A process bound to fewer CPUs than the machine has (taskset, a Slurm
+// task's binding, a second agent on the host) runs that many BLAS threads,
+// not one per CPU of the machine.
+TEST(CpuBackendTest, BlasThreadsFollowTheAffinityMask) {
+  testing_util::ScopedOneCpuAffinity one;
+  ASSERT_TRUE(one.ok());
+  CpuBackend backend;
+  EXPECT_EQ(cpu::BlasThreads(), 1);
 }
 
 // ---- Elementwise and copies -----------------------------------------------
