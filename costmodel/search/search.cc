@@ -5,6 +5,7 @@
 #include <queue>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -49,15 +50,6 @@ std::vector<int64_t> Divisors(int64_t n) {
   }
   small.insert(small.end(), large.rbegin(), large.rend());
   return small;
-}
-
-// How many divisors n has (Divisors(n).size(), without the vector).
-int64_t DivisorCount(int64_t n) {
-  int64_t count = 0;
-  for (int64_t d = 1; d <= n / d; ++d) {
-    if (n % d == 0) count += d == n / d ? 1 : 2;
-  }
-  return count;
 }
 
 // A costed feasible layout, kept compact until the end.
@@ -113,7 +105,12 @@ class Searcher {
         stack_(r.stack),
         c_(c),
         o_(o),
-        world_(w_.cluster.world_size()) {}
+        world_(w_.cluster.world_size()) {
+    for (int64_t z : stack_.layouts.zero_stages) {
+      zeros_[0].push_back(z);
+      if (z <= stack_.layouts.max_zero_with_pipeline) zeros_[1].push_back(z);
+    }
+  }
 
   void Run(SearchResult* r);
   // Whether any enumerated layout reached the global batch exactly.
@@ -127,7 +124,11 @@ class Searcher {
   void Keep(const Layout& l, const Prediction& p);
   // Layouts EnumerateInner enumerates per micro-batch for `pp` stages and
   // `dp` replicas: recompute modes x (zero 0 + zero 1..3 x shard groups).
-  int64_t InnerLayoutCount(int64_t pp, int64_t dp) const;
+  int64_t InnerLayoutCount(int64_t pp, int64_t dp);
+  // Divisors(n), computed once per n: the loops ask for the divisors of the
+  // same few numbers (world / tp, world / (tp*pp), dp, global batch / dp)
+  // thousands of times.
+  const std::vector<int64_t>& DivisorsOf(int64_t n);
 
   const ResolvedWorkload& r_;
   const Workload& w_;  // r_'s
@@ -139,6 +140,12 @@ class Searcher {
   int64_t rejected_[kKinds] = {};
   int64_t order_ = 0;
   std::vector<int64_t> batch_divisors_;
+  // The ZeRO stages the stack runs without ([0]) and with ([1]) a pipeline.
+  std::vector<int64_t> zeros_[2];
+  // Run's context-parallel degrees for one (tp, pp), reused.
+  std::vector<int64_t> cps_;
+  // Node-based: the references DivisorsOf returns outlive later inserts.
+  std::unordered_map<int64_t, std::vector<int64_t>> divisors_;
   std::priority_queue<Scored, std::vector<Scored>, RanksBefore> top_;
   std::vector<Scored> all_;  // every feasible layout when options.top == 0
   Scored best_energy_;
@@ -168,12 +175,18 @@ void Searcher::Keep(const Layout& l, const Prediction& p) {
   }
 }
 
-int64_t Searcher::InnerLayoutCount(int64_t pp, int64_t dp) const {
+const std::vector<int64_t>& Searcher::DivisorsOf(int64_t n) {
+  auto [it, inserted] = divisors_.try_emplace(n);
+  if (inserted) it->second = Divisors(n);
+  return it->second;
+}
+
+int64_t Searcher::InnerLayoutCount(int64_t pp, int64_t dp) {
   const StackLayouts& s = stack_.layouts;
-  const int64_t shard_group_count = s.hsdp ? DivisorCount(dp) : 1;
+  const int64_t shard_group_count =
+      s.hsdp ? static_cast<int64_t>(DivisorsOf(dp).size()) : 1;
   int64_t per_recompute = 0;
-  for (int64_t z : s.zero_stages) {
-    if (pp > 1 && z > s.max_zero_with_pipeline) continue;
+  for (int64_t z : zeros_[pp == 1 ? 0 : 1]) {
     per_recompute += z == 0 ? 1 : shard_group_count;
   }
   return static_cast<int64_t>(s.recompute.size()) * per_recompute;
@@ -189,28 +202,37 @@ void Searcher::EnumerateInner(const Layout& outer, RejectKind model_rule,
   const StackLayouts& s = stack_.layouts;
   const int64_t inner = InnerLayoutCount(outer.pp, dp);
   if (inner == 0) return;
-  const std::vector<int64_t> shard_groups =
-      s.hsdp ? Divisors(dp) : std::vector<int64_t>{dp};
-  std::vector<int64_t> zeros;
-  for (int64_t z : s.zero_stages) {
-    if (outer.pp == 1 || z <= s.max_zero_with_pipeline) zeros.push_back(z);
+  const std::vector<int64_t> full_shard = {dp};
+  const std::vector<int64_t>& shard_groups =
+      s.hsdp ? DivisorsOf(dp) : full_shard;
+  const std::vector<int64_t>& zeros = zeros_[outer.pp == 1 ? 0 : 1];
+  // Of the global batch's divisors, the micro-batches that reach it on dp
+  // replicas are the divisors of q = gb / dp (dp divides gb: Run); with
+  // interleaving, those whose q / mb micro-batches per step are a multiple
+  // of pp, the divisors of q / pp. Each list is a subsequence of the one
+  // before in the same ascending order, so the layouts are enumerated as
+  // one loop over the global batch's divisors would; the others fail on
+  // the micro-batch or the vpp, counted at once.
+  const int64_t q = gb / dp;
+  const std::vector<int64_t>& micro_batches = DivisorsOf(q);
+  static const std::vector<int64_t> kNone;
+  const std::vector<int64_t>& runnable =
+      outer.vpp == 1         ? micro_batches
+      : q % outer.pp == 0    ? DivisorsOf(q / outer.pp)
+                             : kNone;
+  const int64_t all = static_cast<int64_t>(batch_divisors_.size());
+  const int64_t reachable = static_cast<int64_t>(micro_batches.size());
+  const int64_t runs = static_cast<int64_t>(runnable.size());
+  r->searched += inner * all;
+  rejected_[kMicroBatch] += inner * (all - reachable);
+  batch_reachable_ += inner * reachable;
+  rejected_[kVpp] += inner * (reachable - runs);
+  if (model_rule != kKinds) {
+    rejected_[model_rule] += inner * runs;
+    return;
   }
-  for (int64_t mb : batch_divisors_) {
-    r->searched += inner;
-    if (gb % mb != 0 || (gb / mb) % dp != 0) {  // gb % (mb*dp), no overflow
-      rejected_[kMicroBatch] += inner;
-      continue;
-    }
-    batch_reachable_ += inner;
-    const int64_t grad_accum = gb / (mb * dp);
-    if (outer.vpp > 1 && grad_accum % outer.pp != 0) {
-      rejected_[kVpp] += inner;
-      continue;
-    }
-    if (model_rule != kKinds) {
-      rejected_[model_rule] += inner;
-      continue;
-    }
+  for (int64_t mb : runnable) {
+    const int64_t grad_accum = q / mb;
     Layout l = outer;
     l.micro_batch = mb;
     l.grad_accum = grad_accum;
@@ -243,7 +265,7 @@ void Searcher::Run(SearchResult* r) {
   const StackLayouts& s = stack_.layouts;
   const int64_t seq = w_.training.seq_len;
   batch_divisors_ = Divisors(w_.training.global_batch);
-  for (int64_t tp : Divisors(world_)) {
+  for (int64_t tp : DivisorsOf(world_)) {
     if (tp > m.heads || (tp > 1 && !s.tensor_parallel)) break;
     const bool tp_ok = DividesModel(tp, m);
     const int sp_min =
@@ -251,15 +273,16 @@ void Searcher::Run(SearchResult* r) {
     const int sp_max =
         tp > 1 && s.sequence_parallel != SequenceParallel::kNever ? 1 : 0;
     for (int sp = sp_min; sp <= sp_max; ++sp) {
-      for (int64_t pp : Divisors(world_ / tp)) {
+      for (int64_t pp : DivisorsOf(world_ / tp)) {
         if (pp > m.layers || (pp > 1 && !s.pipeline_parallel)) break;
         // The cp degrees enumerated; where dp = world / (tp*pp*cp) does not
         // divide the global batch, it divides no global batch / micro_batch
         // either: those layouts fail on the micro-batch at every vpp and are
         // counted here at once (most layouts of an odd node count).
-        std::vector<int64_t> cps;
+        std::vector<int64_t>& cps = cps_;
+        cps.clear();
         int64_t unreachable = 0;  // such layouts per vpp
-        for (int64_t cp : Divisors(world_ / (tp * pp))) {
+        for (int64_t cp : DivisorsOf(world_ / (tp * pp))) {
           if (cp > 1 && (2 * cp > seq || !s.context_parallel)) break;
           const int64_t dp = world_ / (tp * pp * cp);
           if (w_.training.global_batch % dp == 0) {
