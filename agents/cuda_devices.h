@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -20,13 +21,20 @@ struct CudaDevices {
   std::string name;          // device 0's ("NVIDIA H100 80GB HBM3")
   int64_t memory_bytes = 0;  // per GPU: the smallest device's total memory
   std::string driver;        // the CUDA driver API version, "12.4"
-  std::string interconnect;  // "nvlink" when device 0 has an active NVLink,
-                             // else "pcie"
+  std::string interconnect;  // "nvlink" when CUDA device 0 has an active
+                             // NVLink, else "pcie"
 };
 
 // NOT_FOUND when there is no driver (libcuda.so.1 cannot be loaded) or no
 // device; UNAVAILABLE when the driver fails (cuInit's error code). The
 // message says which, for the agent's log.
 absl::StatusOr<CudaDevices> DetectCudaDevices();
+
+// The PCI bus ids ("0000:3B:00.0", as NVML takes them) of the first `count`
+// CUDA devices this process sees, in CUDA's order (CUDA_VISIBLE_DEVICES
+// applied): a trial's local rank i runs on device i. NOT_FOUND without a
+// driver or with fewer than `count` devices; UNAVAILABLE when the driver
+// fails.
+absl::StatusOr<std::vector<std::string>> VisibleGpuPciBusIds(int64_t count);
 
 }  // namespace tessera::agents

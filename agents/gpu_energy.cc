@@ -3,19 +3,11 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
-#include "agents/dynamic_library.h"
 #include "core/file_io.h"
+#include "core/status_macros.h"
 
 namespace tessera::agents {
 namespace {
-
-// nvml.h: nvmlReturn_t 0 = NVML_SUCCESS.
-using NvmlInit = int (*)();
-using NvmlShutdown = int (*)();
-using NvmlDeviceGetHandleByIndex = int (*)(unsigned int, void**);
-using NvmlDeviceGetTotalEnergyConsumption =
-    int (*)(void*, unsigned long long*);  // NOLINT(runtime/int)
 
 int64_t Lines(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFile(path);
@@ -26,44 +18,27 @@ int64_t Lines(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GpuEnergyCounters>> GpuEnergyCounters::Open(
-    int64_t gpus) {
-  std::unique_ptr<GpuEnergyCounters> c(new GpuEnergyCounters());
-  c->nvml_ = std::make_unique<DynamicLibrary>("libnvidia-ml.so.1");
-  auto init = c->nvml_->Get<NvmlInit>("nvmlInit_v2");
-  auto handle = c->nvml_->Get<NvmlDeviceGetHandleByIndex>(
-      "nvmlDeviceGetHandleByIndex_v2");
-  c->energy_ = c->nvml_->Get<NvmlDeviceGetTotalEnergyConsumption>(
-      "nvmlDeviceGetTotalEnergyConsumption");
-  auto shutdown = c->nvml_->Get<NvmlShutdown>("nvmlShutdown");
-  if (!init || !handle || !c->energy_ || !shutdown) {
-    return absl::NotFoundError("no NVML (libnvidia-ml.so.1)");
+    const std::vector<std::string>& pci_bus_ids,
+    const std::string& nvml_library) {
+  if (pci_bus_ids.empty()) {
+    return absl::InvalidArgumentError("power not measured: no GPU named");
   }
-  if (init() != 0) return absl::NotFoundError("nvmlInit failed");
-  c->shutdown_ = shutdown;
-  for (int64_t i = 0; i < gpus; ++i) {
-    void* device = nullptr;
-    unsigned long long mj = 0;  // NOLINT(runtime/int)
-    if (handle(static_cast<unsigned int>(i), &device) != 0 ||
-        c->energy_(device, &mj) != 0) {
-      return absl::NotFoundError(
-          absl::StrCat("GPU ", i, " has no NVML energy counter"));
-    }
-    c->devices_.push_back(device);
+  std::unique_ptr<GpuEnergyCounters> c(new GpuEnergyCounters());
+  for (const std::string& bus_id : pci_bus_ids) {
+    TESSERA_ASSIGN_OR_RETURN(
+        std::unique_ptr<executor::NvmlPowerMeter> meter,
+        executor::NvmlPowerMeter::Open(bus_id, nvml_library));
+    c->meters_.push_back(std::move(meter));
   }
   return c;
 }
 
-GpuEnergyCounters::~GpuEnergyCounters() {
-  if (shutdown_ != nullptr) shutdown_();
-}
+GpuEnergyCounters::~GpuEnergyCounters() = default;
 
 absl::StatusOr<double> GpuEnergyCounters::TotalJoules() const {
   double joules = 0;
-  for (void* device : devices_) {
-    unsigned long long mj = 0;  // NOLINT(runtime/int)
-    if (energy_(device, &mj) != 0) {
-      return absl::UnavailableError("nvmlDeviceGetTotalEnergyConsumption");
-    }
+  for (const std::unique_ptr<executor::PowerMeter>& meter : meters_) {
+    TESSERA_ASSIGN_OR_RETURN(const uint64_t mj, meter->EnergyMillijoules());
     joules += static_cast<double>(mj) / 1000.0;
   }
   return joules;

@@ -2,11 +2,20 @@
 // the agent itself (the user's framework reports no power): NVML's
 // per-device energy counters (nvmlDeviceGetTotalEnergyConsumption,
 // millijoules since the driver loaded; Volta and newer) read through
-// libnvidia-ml.so.1 at run time, and a watcher that reads them when the
-// command's metrics file shows the warm-up over and the measured steps done.
+// libnvidia-ml.so.1 at run time (executor/cuda/nvml_power.h), and a watcher
+// that reads them when the command's metrics file shows the warm-up over
+// and the measured steps done.
 //
+// The GPUs are named by PCI bus id, the one name CUDA and NVML share: a
+// trial's local rank i runs on CUDA device i, which under
+// CUDA_VISIBLE_DEVICES (a Slurm allocation of part of a node, say) is not
+// NVML's device i. Counting NVML's first devices would read another job's
+// GPUs.
+//
+//   absl::StatusOr<std::vector<std::string>> ids =
+//       VisibleGpuPciBusIds(ranks_per_node);      // agents/cuda_devices.h
 //   absl::StatusOr<std::unique_ptr<GpuEnergyCounters>> gpus =
-//       GpuEnergyCounters::Open(ranks_per_node);   // NOT_FOUND on CPU hosts
+//       GpuEnergyCounters::Open(*ids);            // NOT_FOUND on CPU hosts
 //   MeasuredStepsEnergy watch([&] { return (*gpus)->TotalJoules(); },
 //                             metrics_path, warmup_steps, warmup + steps);
 //   ... run the command ...
@@ -24,31 +33,31 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "executor/cuda/nvml_power.h"
 
 namespace tessera::agents {
 
-class DynamicLibrary;
-
-// NVML's energy counters of GPUs 0 .. gpus-1.
+// NVML's energy counters of the GPUs with the given PCI bus ids.
 class GpuEnergyCounters {
  public:
-  // NOT_FOUND without NVML, with fewer than `gpus` devices, or for a device
-  // without an energy counter (the trial's power is then not measured).
-  static absl::StatusOr<std::unique_ptr<GpuEnergyCounters>> Open(int64_t gpus);
+  // The status of the first device that cannot be read (its message starts
+  // "power not measured: "): no NVML in `nvml_library`, no device with the
+  // bus id, or one without an energy counter; INVALID_ARGUMENT for no bus
+  // ids. The trial's power is then not measured.
+  static absl::StatusOr<std::unique_ptr<GpuEnergyCounters>> Open(
+      const std::vector<std::string>& pci_bus_ids,
+      const std::string& nvml_library = "libnvidia-ml.so.1");
   ~GpuEnergyCounters();
   GpuEnergyCounters(const GpuEnergyCounters&) = delete;
   GpuEnergyCounters& operator=(const GpuEnergyCounters&) = delete;
 
   // Joules the GPUs drew since the driver loaded, summed.
   absl::StatusOr<double> TotalJoules() const;
-  int64_t gpus() const { return static_cast<int64_t>(devices_.size()); }
+  int64_t gpus() const { return static_cast<int64_t>(meters_.size()); }
 
  private:
   GpuEnergyCounters() = default;
-  std::unique_ptr<DynamicLibrary> nvml_;
-  std::vector<void*> devices_;
-  int (*energy_)(void*, unsigned long long*) = nullptr;  // NOLINT
-  int (*shutdown_)() = nullptr;
+  std::vector<std::unique_ptr<executor::PowerMeter>> meters_;
 };
 
 // Joules and seconds between two readings.
