@@ -33,6 +33,9 @@ std::string SourceOf(const std::string& s) {
   if (absl::StrContains(s, "performance_long_sequence")) {
     return "nemo-long-sequence";
   }
+  if (absl::StrContains(s, "NeMo docs/source/performance/performance_summary")) {
+    return "nemo-24.07";
+  }
   if (absl::StrContains(s, "llm-foundry")) return "llm-foundry";
   if (absl::StrContains(s, "fms-fsdp")) return "fms-fsdp";
   return "";
@@ -42,7 +45,7 @@ std::string SourceOf(const std::string& s) {
 std::string StackOf(const std::string& source) {
   if (source == "torchtitan") return "torchtitan";
   if (source == "megatron-lm-h100" || source == "megatron-bridge" ||
-      source == "nemo-long-sequence") {
+      source == "nemo-long-sequence" || source == "nemo-24.07") {
     return "megatron-core";
   }
   if (source == "megatron-lm-a100-2021") return "megatron-2021";
@@ -244,6 +247,13 @@ TrainingConfig RowTraining(RowMapping& m) {
       t.stack_options.push_back("fp8-param-gather");
     }
   }
+  if (source == "nemo-24.07") {
+    // NVIDIA's scripts for these rows (NeMo-Framework-Launcher
+    // examples/training/llama/h100/<model>_fp8.sh) add
+    // optim.grad_sync_dtype=bf16 to Apex's distributed Adam with its
+    // contiguous gradient buffer; fp8_params is not set.
+    t.stack_options.push_back("grad-reduce-bf16");
+  }
   if (source == "llm-foundry") {
     // Composer's FSDP defaults (fsdp_config: backward_prefetch BACKWARD_POST;
     // mixed_precision DEFAULT reduces in fp32, PURE in bf16).
@@ -319,6 +329,10 @@ absl::StatusOr<Layout> RowLayout(RowMapping& m, const Sc21Split& sc21,
   if (sharding.empty()) {
     if (source == "megatron-lm-a100-2021") {
       l.zero = 0;
+    } else if (source == "nemo-24.07") {
+      l.zero = 1;
+      m.Assume("optimizer states sharded (zero 1): NeMo's "
+               "distributed_fused_adam");
     } else {
       l.zero = 1;
       m.Assume("distributed optimizer (zero 1): the README's overlap flags");
