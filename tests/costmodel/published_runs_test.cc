@@ -237,7 +237,7 @@ namespace {
 
 // NeMo 24.07's standard FP8 pre-training table (tests/data/
 // nemo_performance_summary.json): held out, no coefficient was chosen
-// against it. 2026-11-29: MAPE 3.3% (bias -2.2%), every run fits.
+// against it. 2026-11-29: MAPE 3.2% (bias -3.0%), every run fits.
 TEST(NemoPerformanceSummaryTest, RowsMapWithTheReproductionScriptsSettings) {
   absl::StatusOr<PublishedRuns> runs = LoadPublishedRuns(
       std::string(TESSERA_SOURCE_DIR) +
@@ -261,7 +261,7 @@ TEST(NemoPerformanceSummaryTest, RowsMapWithTheReproductionScriptsSettings) {
       llama3_70b.workload.training.stack_options;
   EXPECT_NE(std::find(options.begin(), options.end(), "grad-reduce-bf16"),
             options.end());
-  EXPECT_DOUBLE_EQ(llama3_70b.measured_tokens_per_s_per_gpu, 1533);
+  EXPECT_DOUBLE_EQ(llama3_70b.measured_tokens_per_s_per_gpu, 1524);
 }
 
 TEST(NemoPerformanceSummaryTest, HeldOutErrorStaysSmallAndEveryRunFits) {
