@@ -349,9 +349,10 @@ CommandTrialRun RunCommandTrial(const AssignedTrial& t,
     // bus id, whatever NVML numbers it.
     absl::StatusOr<std::vector<std::string>> ids =
         VisibleGpuPciBusIds(a.ranks_per_node());
-    gpus = ids.ok() ? GpuEnergyCounters::Open(*ids)
-                    : absl::StatusOr<std::unique_ptr<GpuEnergyCounters>>(
-                          ids.status());
+    gpus =
+        ids.ok()
+            ? GpuEnergyCounters::Open(*ids)
+            : absl::StatusOr<std::unique_ptr<GpuEnergyCounters>>(ids.status());
   }
   std::optional<MeasuredStepsEnergy> energy;
   if (gpus.ok()) {

@@ -111,11 +111,12 @@ absl::StatusOr<CudaDevices> DetectCudaDevices() {
   absl::StatusOr<std::unique_ptr<Driver>> loaded = LoadDriver();
   if (!loaded.ok()) return loaded.status();
   const Driver& d = **loaded;
-  auto driver_version =
-      d.library.Get<CuDriverGetVersion>("cuDriverGetVersion");
+  auto driver_version = d.library.Get<CuDriverGetVersion>("cuDriverGetVersion");
   auto device_name = d.library.Get<CuDeviceGetName>("cuDeviceGetName");
   auto total_mem = d.library.Get<CuDeviceTotalMem>("cuDeviceTotalMem_v2");
-  if (!total_mem) total_mem = d.library.Get<CuDeviceTotalMem>("cuDeviceTotalMem");
+  if (!total_mem) {
+    total_mem = d.library.Get<CuDeviceTotalMem>("cuDeviceTotalMem");
+  }
   if (!driver_version || !device_name || !total_mem) {
     return absl::UnavailableError(
         "libcuda.so.1 lacks the driver API entry points the agent uses");
@@ -150,9 +151,8 @@ absl::StatusOr<std::vector<std::string>> VisibleGpuPciBusIds(int64_t count) {
   if (!loaded.ok()) return loaded.status();
   const Driver& d = **loaded;
   if (count > d.count) {
-    return absl::NotFoundError(absl::StrCat("CUDA driver: ", d.count,
-                                            " devices visible, ", count,
-                                            " wanted"));
+    return absl::NotFoundError(absl::StrCat(
+        "CUDA driver: ", d.count, " devices visible, ", count, " wanted"));
   }
   std::vector<std::string> ids;
   for (int i = 0; i < count; ++i) {

@@ -48,9 +48,7 @@ absl::StatusOr<Hardware> CpuHardware(const HardwareOptions& options) {
 
 }  // namespace
 
-int64_t DefaultCpuRanks() {
-  return std::max<int64_t>(2, UsableCpuCount());
-}
+int64_t DefaultCpuRanks() { return std::max<int64_t>(2, UsableCpuCount()); }
 
 std::string CpuModelFromCpuinfo(absl::string_view cpuinfo) {
   for (absl::string_view key : {"model name", "Hardware", "Processor"}) {

@@ -33,7 +33,8 @@ std::string SourceOf(const std::string& s) {
   if (absl::StrContains(s, "performance_long_sequence")) {
     return "nemo-long-sequence";
   }
-  if (absl::StrContains(s, "NeMo docs/source/performance/performance_summary")) {
+  if (absl::StrContains(s,
+                        "NeMo docs/source/performance/performance_summary")) {
     return "nemo-24.07";
   }
   if (absl::StrContains(s, "llm-foundry")) return "llm-foundry";
@@ -331,8 +332,9 @@ absl::StatusOr<Layout> RowLayout(RowMapping& m, const Sc21Split& sc21,
       l.zero = 0;
     } else if (source == "nemo-24.07") {
       l.zero = 1;
-      m.Assume("optimizer states sharded (zero 1): NeMo's "
-               "distributed_fused_adam");
+      m.Assume(
+          "optimizer states sharded (zero 1): NeMo's "
+          "distributed_fused_adam");
     } else {
       l.zero = 1;
       m.Assume("distributed optimizer (zero 1): the README's overlap flags");

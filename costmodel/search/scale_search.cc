@@ -234,8 +234,8 @@ absl::StatusOr<ScaleResult> SearchScale(const Workload& workload,
                             : absl::StatusOr<SearchResult>(at.status());
     }
   };
-  const size_t workers = std::min<size_t>(
-      nodes.size(), static_cast<size_t>(UsableCpuCount()));
+  const size_t workers =
+      std::min<size_t>(nodes.size(), static_cast<size_t>(UsableCpuCount()));
   std::vector<std::thread> threads;
   for (size_t t = 1; t < workers; ++t) threads.emplace_back(work);
   work();

@@ -144,6 +144,8 @@ class Searcher {
   std::vector<int64_t> zeros_[2];
   // Run's context-parallel degrees for one (tp, pp), reused.
   std::vector<int64_t> cps_;
+  // The one shard group of a stack without HSDP: all dp replicas.
+  std::vector<int64_t> full_shard_ = {0};
   // Node-based: the references DivisorsOf returns outlive later inserts.
   std::unordered_map<int64_t, std::vector<int64_t>> divisors_;
   std::priority_queue<Scored, std::vector<Scored>, RanksBefore> top_;
@@ -202,9 +204,9 @@ void Searcher::EnumerateInner(const Layout& outer, RejectKind model_rule,
   const StackLayouts& s = stack_.layouts;
   const int64_t inner = InnerLayoutCount(outer.pp, dp);
   if (inner == 0) return;
-  const std::vector<int64_t> full_shard = {dp};
+  full_shard_[0] = dp;
   const std::vector<int64_t>& shard_groups =
-      s.hsdp ? DivisorsOf(dp) : full_shard;
+      s.hsdp ? DivisorsOf(dp) : full_shard_;
   const std::vector<int64_t>& zeros = zeros_[outer.pp == 1 ? 0 : 1];
   // Of the global batch's divisors, the micro-batches that reach it on dp
   // replicas are the divisors of q = gb / dp (dp divides gb: Run); with
@@ -216,10 +218,13 @@ void Searcher::EnumerateInner(const Layout& outer, RejectKind model_rule,
   const int64_t q = gb / dp;
   const std::vector<int64_t>& micro_batches = DivisorsOf(q);
   static const std::vector<int64_t> kNone;
-  const std::vector<int64_t>& runnable =
-      outer.vpp == 1         ? micro_batches
-      : q % outer.pp == 0    ? DivisorsOf(q / outer.pp)
-                             : kNone;
+  const std::vector<int64_t>* interleavable = &kNone;
+  if (outer.vpp == 1) {
+    interleavable = &micro_batches;
+  } else if (q % outer.pp == 0) {
+    interleavable = &DivisorsOf(q / outer.pp);
+  }
+  const std::vector<int64_t>& runnable = *interleavable;
   const int64_t all = static_cast<int64_t>(batch_divisors_.size());
   const int64_t reachable = static_cast<int64_t>(micro_batches.size());
   const int64_t runs = static_cast<int64_t>(runnable.size());

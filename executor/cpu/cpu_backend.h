@@ -40,7 +40,8 @@ struct CpuBackendOptions {
   // Threads one GEMM may use. Process-wide (one BLAS thread pool): each
   // backend sets it when created, the last one created wins. 0 = automatic:
   // the CPUs the process may run on (core/usable_cpus.h) divided among the
-  // live CpuBackends (rank threads x BLAS threads <= CPUs), at least 1, recomputed as backends come and go.
+  // live CpuBackends (rank threads x BLAS threads <= CPUs), at least 1,
+  // recomputed as backends come and go.
   int blas_threads = 0;
 };
 

@@ -67,8 +67,7 @@ TrialResult RunCpuTrial(const TrialConfig& c) {
     return FailedResult(r, TrialStatus::kInvalid, setup.status().message());
   }
   const EngineConfig& engine_config = setup->engine;
-  const int threads =
-      UsableCpuCount();
+  const int threads = UsableCpuCount();
   const int64_t host_ranks = c.ranks_per_host > 0 ? c.ranks_per_host : c.ranks;
   const int blas_threads = std::max(
       1, threads / static_cast<int>(std::min<int64_t>(host_ranks, threads)));

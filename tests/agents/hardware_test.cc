@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-
 #include "agents/cuda_devices.h"
 #include "core/usable_cpus.h"
 #include "gtest/gtest.h"
@@ -43,8 +42,7 @@ TEST(HardwareTest, MemTotalInBytes) {
 
 TEST(HardwareTest, DefaultCpuRanksAtLeastTwo) {
   EXPECT_GE(DefaultCpuRanks(), 2);
-  EXPECT_GE(DefaultCpuRanks(),
-            int64_t{UsableCpuCount()});
+  EXPECT_GE(DefaultCpuRanks(), int64_t{UsableCpuCount()});
 }
 
 TEST(HardwareTest, ForcedCpuSplitsThisHostsMemory) {

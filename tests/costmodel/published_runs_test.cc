@@ -7,6 +7,8 @@
 // were): these are the fit's residuals, not a held-out validation.
 // The printed table is the report (build/bench/costmodel/published_runs_bench
 // prints the same, with --rows every row).
+#include "costmodel/published/published_runs.h"
+
 #include <algorithm>
 #include <cmath>
 #include <iostream>
@@ -15,11 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "costmodel/fit/prediction_uncertainty.h"
 #include "costmodel/search/search.h"
 #include "costmodel/stacks/stack_calibration.h"
-#include "costmodel/published/published_runs.h"
+#include "gtest/gtest.h"
 
 namespace tessera::costmodel {
 namespace {
@@ -239,9 +240,9 @@ namespace {
 // nemo_performance_summary.json): held out, no coefficient was chosen
 // against it. 2026-11-29: MAPE 3.2% (bias -3.0%), every run fits.
 TEST(NemoPerformanceSummaryTest, RowsMapWithTheReproductionScriptsSettings) {
-  absl::StatusOr<PublishedRuns> runs = LoadPublishedRuns(
-      std::string(TESSERA_SOURCE_DIR) +
-      "/tests/data/nemo_performance_summary.json");
+  absl::StatusOr<PublishedRuns> runs =
+      LoadPublishedRuns(std::string(TESSERA_SOURCE_DIR) +
+                        "/tests/data/nemo_performance_summary.json");
   ASSERT_TRUE(runs.ok()) << runs.status();
   ASSERT_EQ(runs->runs.size(), 5u);
   EXPECT_TRUE(runs->unmapped.empty());
@@ -265,9 +266,9 @@ TEST(NemoPerformanceSummaryTest, RowsMapWithTheReproductionScriptsSettings) {
 }
 
 TEST(NemoPerformanceSummaryTest, HeldOutErrorStaysSmallAndEveryRunFits) {
-  absl::StatusOr<PublishedRuns> runs = LoadPublishedRuns(
-      std::string(TESSERA_SOURCE_DIR) +
-      "/tests/data/nemo_performance_summary.json");
+  absl::StatusOr<PublishedRuns> runs =
+      LoadPublishedRuns(std::string(TESSERA_SOURCE_DIR) +
+                        "/tests/data/nemo_performance_summary.json");
   ASSERT_TRUE(runs.ok()) << runs.status();
   const ValidationReport r = ValidatePublishedRuns(*runs);
   PrintValidationReport(r, /*rows=*/true, std::cout);
