@@ -28,10 +28,11 @@ using NvmlDeviceGetHandleByPciBusId = int (*)(const char*, void**);
 using NvmlDeviceGetNvLinkState = int (*)(void*, unsigned int, int*);
 constexpr unsigned int kNvmlMaxLinks = 18;
 
-// libcuda.so.1 loaded and initialised, with the entry points both callers
-// use; `count` the devices this process sees.
+// The CUDA driver loaded and initialised, with the entry points both
+// callers use; `count` the devices this process sees.
 struct Driver {
-  DynamicLibrary library{"libcuda.so.1"};
+  explicit Driver(const char* name) : library(name) {}
+  DynamicLibrary library;
   CuDeviceGet device_get = nullptr;
   CuDeviceGetPciBusId pci_bus_id = nullptr;
   int count = 0;
@@ -39,19 +40,19 @@ struct Driver {
 
 // NOT_FOUND without a driver or a device, UNAVAILABLE when cuInit fails or
 // an entry point is missing.
-absl::StatusOr<std::unique_ptr<Driver>> LoadDriver() {
-  auto d = std::make_unique<Driver>();
+absl::StatusOr<std::unique_ptr<Driver>> LoadDriver(const char* library) {
+  auto d = std::make_unique<Driver>(library);
   if (!d->library.loaded()) {
     return absl::NotFoundError(
-        absl::StrCat("no CUDA driver (libcuda.so.1: ", dlerror(), ")"));
+        absl::StrCat("no CUDA driver (", library, ": ", dlerror(), ")"));
   }
   auto init = d->library.Get<CuInit>("cuInit");
   auto device_count = d->library.Get<CuDeviceGetCount>("cuDeviceGetCount");
   d->device_get = d->library.Get<CuDeviceGet>("cuDeviceGet");
   d->pci_bus_id = d->library.Get<CuDeviceGetPciBusId>("cuDeviceGetPCIBusId");
   if (!init || !device_count || !d->device_get || !d->pci_bus_id) {
-    return absl::UnavailableError(
-        "libcuda.so.1 lacks the driver API entry points the agent uses");
+    return absl::UnavailableError(absl::StrCat(
+        library, " lacks the driver API entry points the agent uses"));
   }
   if (int rc = init(0); rc != 0) {
     // 100 = CUDA_ERROR_NO_DEVICE: a driver without GPUs is "no GPU".
@@ -108,7 +109,7 @@ std::string Interconnect(const std::string& bus_id) {
 }  // namespace
 
 absl::StatusOr<CudaDevices> DetectCudaDevices() {
-  absl::StatusOr<std::unique_ptr<Driver>> loaded = LoadDriver();
+  absl::StatusOr<std::unique_ptr<Driver>> loaded = LoadDriver("libcuda.so.1");
   if (!loaded.ok()) return loaded.status();
   const Driver& d = **loaded;
   auto driver_version = d.library.Get<CuDriverGetVersion>("cuDriverGetVersion");
@@ -146,8 +147,9 @@ absl::StatusOr<CudaDevices> DetectCudaDevices() {
   return gpus;
 }
 
-absl::StatusOr<std::vector<std::string>> VisibleGpuPciBusIds(int64_t count) {
-  absl::StatusOr<std::unique_ptr<Driver>> loaded = LoadDriver();
+absl::StatusOr<std::vector<std::string>> VisibleGpuPciBusIds(
+    int64_t count, const char* cuda_library) {
+  absl::StatusOr<std::unique_ptr<Driver>> loaded = LoadDriver(cuda_library);
   if (!loaded.ok()) return loaded.status();
   const Driver& d = **loaded;
   if (count > d.count) {

@@ -34,7 +34,8 @@ absl::StatusOr<CudaDevices> DetectCudaDevices();
 // CUDA devices this process sees, in CUDA's order (CUDA_VISIBLE_DEVICES
 // applied): a trial's local rank i runs on device i. NOT_FOUND without a
 // driver or with fewer than `count` devices; UNAVAILABLE when the driver
-// fails.
-absl::StatusOr<std::vector<std::string>> VisibleGpuPciBusIds(int64_t count);
+// fails. `cuda_library`: the driver to load (tests load a fake).
+absl::StatusOr<std::vector<std::string>> VisibleGpuPciBusIds(
+    int64_t count, const char* cuda_library = "libcuda.so.1");
 
 }  // namespace tessera::agents
