@@ -188,12 +188,17 @@ TEST(PublishedRunsTest, Llama3_405bAsTrainedReachesItsPublishedMfu) {
 namespace tessera::costmodel {
 namespace {
 
+// A held-out table of tests/data/, loaded as the bench loads it.
+absl::StatusOr<PublishedRuns> HeldOutRuns(const std::string& file) {
+  return LoadPublishedRuns(std::string(TESSERA_SOURCE_DIR) + "/tests/data/" +
+                           file);
+}
+
 // NeMo's long-sequence table (tests/data/nemo_long_sequence.json): held out,
 // no coefficient was chosen against it. The target (MAPE <= 12%) is
 // not met; the bound below only keeps the model from getting worse there.
 TEST(LongSequenceRunsTest, NemoRowsMapAsPublished) {
-  absl::StatusOr<PublishedRuns> runs = LoadPublishedRuns(
-      std::string(TESSERA_SOURCE_DIR) + "/tests/data/nemo_long_sequence.json");
+  absl::StatusOr<PublishedRuns> runs = HeldOutRuns("nemo_long_sequence.json");
   ASSERT_TRUE(runs.ok()) << runs.status();
   ASSERT_EQ(runs->runs.size(), 9u);
   EXPECT_TRUE(runs->unmapped.empty());
@@ -218,8 +223,7 @@ TEST(LongSequenceRunsTest, NemoRowsMapAsPublished) {
 }
 
 TEST(LongSequenceRunsTest, HeldOutErrorDoesNotGrow) {
-  absl::StatusOr<PublishedRuns> runs = LoadPublishedRuns(
-      std::string(TESSERA_SOURCE_DIR) + "/tests/data/nemo_long_sequence.json");
+  absl::StatusOr<PublishedRuns> runs = HeldOutRuns("nemo_long_sequence.json");
   ASSERT_TRUE(runs.ok()) << runs.status();
   const ValidationReport r = ValidatePublishedRuns(*runs);
   PrintValidationReport(r, /*rows=*/true, std::cout);
@@ -230,19 +234,12 @@ TEST(LongSequenceRunsTest, HeldOutErrorDoesNotGrow) {
   EXPECT_LE(r.all.infeasible, 1);
 }
 
-}  // namespace
-}  // namespace tessera::costmodel
-
-namespace tessera::costmodel {
-namespace {
-
 // NeMo 24.07's standard FP8 pre-training table (tests/data/
 // nemo_performance_summary.json): held out, no coefficient was chosen
 // against it. 2026-11-29: MAPE 3.2% (bias -3.0%), every run fits.
 TEST(NemoPerformanceSummaryTest, RowsMapWithTheReproductionScriptsSettings) {
   absl::StatusOr<PublishedRuns> runs =
-      LoadPublishedRuns(std::string(TESSERA_SOURCE_DIR) +
-                        "/tests/data/nemo_performance_summary.json");
+      HeldOutRuns("nemo_performance_summary.json");
   ASSERT_TRUE(runs.ok()) << runs.status();
   ASSERT_EQ(runs->runs.size(), 5u);
   EXPECT_TRUE(runs->unmapped.empty());
@@ -267,8 +264,7 @@ TEST(NemoPerformanceSummaryTest, RowsMapWithTheReproductionScriptsSettings) {
 
 TEST(NemoPerformanceSummaryTest, HeldOutErrorStaysSmallAndEveryRunFits) {
   absl::StatusOr<PublishedRuns> runs =
-      LoadPublishedRuns(std::string(TESSERA_SOURCE_DIR) +
-                        "/tests/data/nemo_performance_summary.json");
+      HeldOutRuns("nemo_performance_summary.json");
   ASSERT_TRUE(runs.ok()) << runs.status();
   const ValidationReport r = ValidatePublishedRuns(*runs);
   PrintValidationReport(r, /*rows=*/true, std::cout);
