@@ -41,6 +41,7 @@
 #include "core/flags.h"
 #include "core/status_macros.h"
 #include "core/trial_backend.h"
+#include "core/usable_cpus.h"
 #include "core/version.h"
 #include "proto/transport_security.h"
 
@@ -316,10 +317,13 @@ void LogStartup(const AgentOptions& options, const Hardware& hw,
                                                   policy.run_as->name)
                                    : std::string(", run as this agent's user")));
   }
+  // The CPUs this agent's trials may use (its affinity mask): two agents
+  // on one host should show disjoint ones (docs/deployment.md).
   log.Log(absl::StrCat(
       "trials: ", trial_backend, "; hardware: ", hw.backend, ", ", hw.ranks,
       " x ", hw.device_name, ", ", hw.memory_bytes, " bytes each",
-      hw.note.empty() ? "" : " (", hw.note, hw.note.empty() ? "" : ")"));
+      hw.note.empty() ? "" : " (", hw.note, hw.note.empty() ? "" : ")",
+      "; usable CPUs: ", UsableCpuCount()));
 }
 
 int Main(const std::vector<std::string>& args) {
