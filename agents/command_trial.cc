@@ -20,7 +20,6 @@
 #include "agents/command_launch.h"
 #include "agents/command_metrics.h"
 #include "agents/command_policy.h"
-#include "agents/cuda_devices.h"
 #include "agents/files.h"
 #include "agents/rendezvous_relay.h"
 #include "agents/result_assembly.h"
@@ -343,17 +342,9 @@ CommandTrialRun RunCommandTrial(const AssignedTrial& t,
   absl::StatusOr<const TrialBackend*> device =
       FindTrialBackend(o.device_backend);
   absl::StatusOr<std::unique_ptr<GpuEnergyCounters>> gpus =
-      absl::NotFoundError("not a GPU agent");
-  if (device.ok() && (*device)->runs_on_named_gpu) {
-    // Local rank i runs on CUDA device i: its counter is found by its PCI
-    // bus id, whatever NVML numbers it.
-    absl::StatusOr<std::vector<std::string>> ids =
-        VisibleGpuPciBusIds(a.ranks_per_node());
-    gpus =
-        ids.ok()
-            ? GpuEnergyCounters::Open(*ids)
-            : absl::StatusOr<std::unique_ptr<GpuEnergyCounters>>(ids.status());
-  }
+      device.ok() && (*device)->runs_on_named_gpu
+          ? GpuEnergyCounters::OpenForLocalRanks(a.ranks_per_node())
+          : absl::NotFoundError("not a GPU agent");
   std::optional<MeasuredStepsEnergy> energy;
   if (gpus.ok()) {
     energy.emplace([&] { return (*gpus)->TotalJoules(); }, launch->metrics_path,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "agents/cuda_devices.h"
 #include "core/file_io.h"
 #include "core/status_macros.h"
 
@@ -31,6 +32,13 @@ absl::StatusOr<std::unique_ptr<GpuEnergyCounters>> GpuEnergyCounters::Open(
     c->meters_.push_back(std::move(meter));
   }
   return c;
+}
+
+absl::StatusOr<std::unique_ptr<GpuEnergyCounters>>
+GpuEnergyCounters::OpenForLocalRanks(int64_t ranks) {
+  TESSERA_ASSIGN_OR_RETURN(const std::vector<std::string> ids,
+                           VisibleGpuPciBusIds(ranks));
+  return Open(ids);
 }
 
 GpuEnergyCounters::~GpuEnergyCounters() = default;

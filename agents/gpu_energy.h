@@ -12,10 +12,9 @@
 // NVML's device i. Counting NVML's first devices would read another job's
 // GPUs.
 //
-//   absl::StatusOr<std::vector<std::string>> ids =
-//       VisibleGpuPciBusIds(ranks_per_node);      // agents/cuda_devices.h
 //   absl::StatusOr<std::unique_ptr<GpuEnergyCounters>> gpus =
-//       GpuEnergyCounters::Open(*ids);            // NOT_FOUND on CPU hosts
+//       GpuEnergyCounters::OpenForLocalRanks(ranks_per_node);  // NOT_FOUND
+//                                                              // on CPU hosts
 //   MeasuredStepsEnergy watch([&] { return (*gpus)->TotalJoules(); },
 //                             metrics_path, warmup_steps, warmup + steps);
 //   ... run the command ...
@@ -47,6 +46,12 @@ class GpuEnergyCounters {
   static absl::StatusOr<std::unique_ptr<GpuEnergyCounters>> Open(
       const std::vector<std::string>& pci_bus_ids,
       const std::string& nvml_library = "libnvidia-ml.so.1");
+  // The GPUs a trial's local ranks 0..ranks-1 run on: CUDA devices
+  // 0..ranks-1 as this process sees them (VisibleGpuPciBusIds,
+  // agents/cuda_devices.h), opened by bus id; the driver's status (NOT_FOUND
+  // without a GPU) when it cannot name them.
+  static absl::StatusOr<std::unique_ptr<GpuEnergyCounters>> OpenForLocalRanks(
+      int64_t ranks);
   ~GpuEnergyCounters();
   GpuEnergyCounters(const GpuEnergyCounters&) = delete;
   GpuEnergyCounters& operator=(const GpuEnergyCounters&) = delete;

@@ -194,6 +194,28 @@ absl::StatusOr<PublishedRuns> HeldOutRuns(const std::string& file) {
                            file);
 }
 
+// What a NeMo table's row gives: its sequence, global batch and degrees.
+struct NemoRow {
+  std::string source;
+  int64_t seq_len = 0;
+  int64_t global_batch = 0;
+  int64_t tp = 0;
+  int64_t cp = 0;
+  int64_t dp = 0;
+};
+
+// `run` maps to megatron-core in fp8 with `row`'s figures.
+void ExpectNemoFp8Run(const PublishedRun& run, const NemoRow& row) {
+  EXPECT_EQ(run.source, row.source);
+  EXPECT_EQ(run.workload.training.stack, "megatron-core");
+  EXPECT_EQ(run.workload.training.precision, Precision::kFp8);
+  EXPECT_EQ(run.workload.training.seq_len, row.seq_len);
+  EXPECT_EQ(run.workload.training.global_batch, row.global_batch);
+  EXPECT_EQ(run.layout.tp, row.tp);
+  EXPECT_EQ(run.layout.cp, row.cp);
+  EXPECT_EQ(run.layout.dp, row.dp);
+}
+
 // NeMo's long-sequence table (tests/data/nemo_long_sequence.json): held out,
 // no coefficient was chosen against it. The target (MAPE <= 12%) is
 // not met; the bound below only keeps the model from getting worse there.
@@ -203,14 +225,12 @@ TEST(LongSequenceRunsTest, NemoRowsMapAsPublished) {
   ASSERT_EQ(runs->runs.size(), 9u);
   EXPECT_TRUE(runs->unmapped.empty());
   const PublishedRun& longest = runs->runs.back();
-  EXPECT_EQ(longest.source, "nemo-long-sequence");
-  EXPECT_EQ(longest.workload.training.stack, "megatron-core");
-  EXPECT_EQ(longest.workload.training.precision, Precision::kFp8);
-  EXPECT_EQ(longest.workload.training.seq_len, 1048576);
-  EXPECT_EQ(longest.workload.training.global_batch, 4);
-  EXPECT_EQ(longest.layout.tp, 8);
-  EXPECT_EQ(longest.layout.cp, 32);
-  EXPECT_EQ(longest.layout.dp, 4);
+  ExpectNemoFp8Run(longest, {.source = "nemo-long-sequence",
+                             .seq_len = 1048576,
+                             .global_batch = 4,
+                             .tp = 8,
+                             .cp = 32,
+                             .dp = 4});
   // The table does not say which recomputation ran: assumed none, and
   // marked so (published_runs_bench --unstated-recompute tries the others).
   EXPECT_FALSE(longest.recompute_given);
@@ -244,16 +264,14 @@ TEST(NemoPerformanceSummaryTest, RowsMapWithTheReproductionScriptsSettings) {
   ASSERT_EQ(runs->runs.size(), 5u);
   EXPECT_TRUE(runs->unmapped.empty());
   const PublishedRun& llama3_70b = runs->runs.back();
-  EXPECT_EQ(llama3_70b.source, "nemo-24.07");
-  EXPECT_EQ(llama3_70b.workload.training.stack, "megatron-core");
-  EXPECT_EQ(llama3_70b.workload.training.precision, Precision::kFp8);
-  EXPECT_EQ(llama3_70b.workload.training.seq_len, 8192);
-  EXPECT_EQ(llama3_70b.workload.training.global_batch, 128);
-  EXPECT_EQ(llama3_70b.layout.tp, 4);
+  ExpectNemoFp8Run(llama3_70b, {.source = "nemo-24.07",
+                                .seq_len = 8192,
+                                .global_batch = 128,
+                                .tp = 4,
+                                .cp = 2,
+                                .dp = 2});
   EXPECT_EQ(llama3_70b.layout.pp, 4);
-  EXPECT_EQ(llama3_70b.layout.cp, 2);
   EXPECT_EQ(llama3_70b.layout.vpp, 5);
-  EXPECT_EQ(llama3_70b.layout.dp, 2);
   // NVIDIA's scripts for the table reduce gradients in bf16.
   const std::vector<std::string>& options =
       llama3_70b.workload.training.stack_options;
